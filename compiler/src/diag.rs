@@ -1,0 +1,269 @@
+//! Diagnostics: what the compiler reports, as data.
+//!
+//! A [`Diagnostic`] blames a node of the pack by its JSON pointer (RFC 6901); the
+//! pointer is turned into `file:line:col` only when printing (see [`crate::render`]).
+//! Parse errors, which have no node to point at, carry a byte span instead.
+//!
+//! Every stable kind lives in the one table below. The names match
+//! `shared/conformance/README.md` letter for letter; new kinds are added, existing
+//! ones are never renamed.
+
+use std::fmt;
+use std::ops::Range;
+
+macro_rules! diag_kinds {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, $sev:ident; )*) => {
+        /// A stable diagnostic kind. [`DiagKind::as_str`] gives its snake_case name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum DiagKind {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl DiagKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [DiagKind] = &[$(DiagKind::$variant),*];
+
+            /// The stable snake_case name printed with the diagnostic.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(DiagKind::$variant => $name,)* }
+            }
+
+            /// The severity this kind is reported with.
+            pub const fn severity(self) -> Severity {
+                match self { $(DiagKind::$variant => Severity::$sev,)* }
+            }
+
+            /// The kind with this stable name, if any.
+            pub fn from_name(name: &str) -> Option<DiagKind> {
+                match name { $($name => Some(DiagKind::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+diag_kinds! {
+    /// The source is malformed: not YAML / JSON, empty, not UTF-8, a duplicate key, an
+    /// alias bomb, or nesting past the depth limit.
+    /// Triggered by: cases/val-parse-error.case.yaml
+    ParseError = "parse_error", Error;
+    /// The source is larger than the configured limit (16 MiB by default).
+    LimitExceeded = "limit_exceeded", Error;
+    /// Wrong type, missing required member, unknown member, value outside an enum.
+    /// Triggered by: cases/val-schema-wrong-type.case.yaml
+    SchemaViolation = "schema_violation", Error;
+    /// `$schema` names a spec version above 1.5; unknown fields are ignored.
+    NewerSpecVersion = "newer_spec_version", Warning;
+    /// A `prompt_task` (or agent key) names no prompt.
+    /// Triggered by: cases/val-unresolved-prompt.case.yaml
+    UnresolvedPrompt = "unresolved_prompt", Error;
+    /// A tool name resolves to no tool. An error inside compositions; a warning in a
+    /// prompt's `tools` list (where agent members also resolve), see [`Diagnostic::warning`].
+    /// Triggered by: cases/comp-err-unresolved-tool.case.yaml
+    UnresolvedTool = "unresolved_tool", Error;
+    /// A step's `output_schema` file cannot be found next to the pack.
+    UnresolvedSchema = "unresolved_schema", Warning;
+    /// An `eval` modifier names no pack-level eval.
+    /// Triggered by: cases/comp-err-unresolved-eval.case.yaml
+    UnresolvedEval = "unresolved_eval", Error;
+    /// `entry`, an `on_event` target, `on_max_visits` or `AgentDef.state` names no state.
+    /// Triggered by: cases/val-unresolved-state-entry.case.yaml
+    UnresolvedState = "unresolved_state", Error;
+    /// A state's `composition` names no composition.
+    /// Triggered by: cases/val-unresolved-composition.case.yaml
+    UnresolvedComposition = "unresolved_composition", Error;
+    /// `then`, `else`, `depends_on` or `output` names no top-level step.
+    /// Triggered by: cases/comp-err-unresolved-step.case.yaml
+    UnresolvedStep = "unresolved_step", Error;
+    /// A `${...}` reference is malformed or names nothing visible from its step.
+    /// Triggered by: cases/comp-err-unresolved-binding-later-step.case.yaml
+    UnresolvedBinding = "unresolved_binding", Error;
+    /// A `{{name}}` placeholder names no declared variable, `input`, `artifacts` or fragment.
+    /// Triggered by: cases/tpl-undeclared-variable.case.yaml
+    UndeclaredVariable = "undeclared_variable", Warning;
+    /// Two steps of one composition share an id.
+    /// Triggered by: cases/comp-err-duplicate-step-id-nested.case.yaml
+    DuplicateStepId = "duplicate_step_id", Error;
+    /// A step id does not match `^[a-zA-Z_][a-zA-Z0-9_]*$` or is `input`.
+    /// Triggered by: cases/comp-err-invalid-step-id.case.yaml
+    InvalidStepId = "invalid_step_id", Error;
+    /// A step kind outside the v1 vocabulary, or a branch/parallel nested in a parallel.
+    UnsupportedStepKind = "unsupported_step_kind", Error;
+    /// The step graph has a cycle (or breaks the declaration-order rule).
+    /// Triggered by: cases/comp-err-cyclic-composition.case.yaml
+    CyclicComposition = "cyclic_composition", Error;
+    /// An agent step without `termination.max_steps` or `termination.tool_called`.
+    /// Triggered by: cases/comp-err-agent-missing-termination.case.yaml
+    AgentMissingTermination = "agent_missing_termination", Error;
+    /// A parallel step with fewer than two branches.
+    /// Triggered by: cases/comp-err-parallel-too-few-branches.case.yaml
+    ParallelTooFewBranches = "parallel_too_few_branches", Error;
+    /// A parallel step without `reduce`.
+    /// Triggered by: cases/comp-err-parallel-missing-reduce.case.yaml
+    ParallelMissingReduce = "parallel_missing_reduce", Error;
+    /// A predicate that is not exactly one well-formed predicate form.
+    /// Triggered by: cases/comp-err-invalid-predicate-expression.case.yaml
+    InvalidPredicate = "invalid_predicate", Error;
+    /// A state's orchestration mode disagrees with its `composition` / `prompt_task`.
+    /// Triggered by: cases/comp-err-orchestration-conflict.case.yaml
+    OrchestrationConflict = "orchestration_conflict", Error;
+    /// `AgentDef.state` in a pack with no `workflow`.
+    /// Triggered by: cases/val-state-agent-without-workflow.case.yaml
+    StateAgentWithoutWorkflow = "state_agent_without_workflow", Error;
+    /// A state that no root reaches in the transition graph.
+    /// Triggered by: cases/val-warn-unreachable-state.case.yaml
+    UnreachableState = "unreachable_state", Warning;
+    /// No state is terminal.
+    /// Triggered by: cases/val-warn-no-terminal-state.case.yaml
+    NoTerminalState = "no_terminal_state", Warning;
+    /// A state on a transition cycle with neither `max_visits` nor a workflow budget.
+    /// Triggered by: cases/val-warn-unbounded-loop.case.yaml
+    UnboundedLoop = "unbounded_loop", Warning;
+}
+
+impl fmt::Display for DiagKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad a diagnostic is. Warnings never fail a build unless `--deny-warnings`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Compilation fails.
+    Error,
+    /// Reported; compilation goes on.
+    Warning,
+}
+
+impl Severity {
+    /// `"error"` or `"warning"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Where a diagnostic or one of its labels points.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Site {
+    /// A node of the pack, by JSON pointer (`""` is the whole document).
+    Pointer(String),
+    /// A byte range of the source text, for errors that precede the document tree.
+    Span(Range<usize>),
+    /// Nowhere in particular (an empty file, an I/O-level limit).
+    Whole,
+}
+
+/// A secondary place involved in a diagnostic ("first used here").
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Label {
+    /// Where the label points.
+    pub site: Site,
+    /// What the label says.
+    pub message: String,
+}
+
+/// One compiler finding: a kind, a message, the place it blames, other places involved,
+/// and a line of help saying how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    /// The stable kind.
+    pub kind: DiagKind,
+    /// Error or warning (normally the kind's own; see [`DiagKind::severity`]).
+    pub severity: Severity,
+    /// One sentence saying what is wrong.
+    pub message: String,
+    /// The node blamed.
+    pub site: Site,
+    /// Further places involved, each with its own message.
+    pub labels: Vec<Label>,
+    /// How to fix it, when there is something useful to say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic of `kind` with the kind's own severity, blaming the whole source.
+    pub fn new(kind: DiagKind, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            kind,
+            severity: kind.severity(),
+            message: message.into(),
+            site: Site::Whole,
+            labels: Vec::new(),
+            help: None,
+        }
+    }
+
+    /// The same diagnostic reported as a warning (e.g. `unresolved_tool` in a prompt's
+    /// `tools` list).
+    pub fn warning(mut self) -> Diagnostic {
+        self.severity = Severity::Warning;
+        self
+    }
+
+    /// Blame the node at this JSON pointer.
+    pub fn at(mut self, pointer: impl Into<String>) -> Diagnostic {
+        self.site = Site::Pointer(pointer.into());
+        self
+    }
+
+    /// Blame this byte range of the source.
+    pub fn at_span(mut self, span: Range<usize>) -> Diagnostic {
+        self.site = Site::Span(span);
+        self
+    }
+
+    /// Add a label on another node.
+    pub fn also(mut self, pointer: impl Into<String>, message: impl Into<String>) -> Diagnostic {
+        self.labels.push(Label {
+            site: Site::Pointer(pointer.into()),
+            message: message.into(),
+        });
+        self
+    }
+
+    /// Add a help line.
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The JSON pointer blamed, if the diagnostic blames a node.
+    pub fn pointer(&self) -> Option<&str> {
+        match &self.site {
+            Site::Pointer(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Whether this diagnostic fails compilation.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Escape one reference token of a JSON pointer (RFC 6901: `~` → `~0`, `/` → `~1`).
+pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        token.replace('~', "~0").replace('/', "~1").into()
+    } else {
+        token.into()
+    }
+}
+
+/// Build a JSON pointer from a base pointer and more reference tokens, escaping each.
+///
+/// ```
+/// # use packc_compiler::diag::join;
+/// assert_eq!(join("/tools", &["a/b"]), "/tools/a~1b");
+/// ```
+pub fn join(base: &str, tokens: &[&str]) -> String {
+    let mut out = String::from(base);
+    for t in tokens {
+        out.push('/');
+        out.push_str(&escape_token(t));
+    }
+    out
+}

@@ -1,0 +1,1 @@
+//! The small languages inside pack strings: `{{var}}` templates and `${...}` references.
