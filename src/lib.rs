@@ -14,3 +14,5 @@ pub fn shared_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
     dir.is_dir().then_some(dir)
 }
+
+pub mod gen;

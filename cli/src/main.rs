@@ -1,1 +1,85 @@
-fn main() {}
+//! `packc`: compile PromptPacks to verified bytecode and run them.
+//!
+//! Exit codes: 0 clean, 1 the packs have errors (or warnings under `--deny-warnings`),
+//! 2 usage or I/O trouble.
+
+mod check;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// packc compiles PromptPacks (portable YAML/JSON packages of prompts, tools, workflows,
+/// agents and compositions) into a verified bytecode artifact, and runs them.
+#[derive(Parser, Debug)]
+#[command(name = "packc", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check packs for errors without building anything.
+    ///
+    /// Every pack is parsed (YAML 1.2 or JSON), validated against the PromptPack v1.5
+    /// schema and checked against every rule of the spec. All problems of a file are
+    /// reported in one pass, in source order, each pointing at its line.
+    ///
+    /// Examples:
+    ///   packc check examples/rfc0010-ex2.pack.yaml
+    ///   packc check --format json packs/*.yaml
+    ///   packc check --deny-warnings my.pack.json
+    #[command(verbatim_doc_comment)]
+    Check(check::CheckArgs),
+}
+
+/// How diagnostics are printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Source excerpts with labels, like rustc.
+    #[default]
+    Human,
+    /// One JSON object per line: kind, severity, message, file, line, column, pointer.
+    Json,
+}
+
+/// When to colour output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when writing to a terminal and `NO_COLOR` is unset.
+    #[default]
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour output written to stderr.
+    pub fn for_stderr(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -146,7 +146,7 @@ impl Severity {
 }
 
 /// Where a diagnostic or one of its labels points.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Site {
     /// A node of the pack, by JSON pointer (`""` is the whole document).
     Pointer(String),

@@ -17,6 +17,85 @@
 //! `file:line:col`.
 #![forbid(unsafe_code)]
 
+pub mod check;
 pub mod diag;
 pub mod load;
+pub mod render;
+pub mod schema;
 pub mod syntax;
+
+use std::path::PathBuf;
+
+use diag::{Diagnostic, Site};
+
+/// Options for checking one pack source.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Parser limits (source size, nesting depth, alias expansion).
+    pub limits: load::Limits,
+    /// The folder of the pack file, for `output_schema` lookups; `None` for a pack that is
+    /// not a file.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// The result of checking one pack: the loaded document (when it parsed) and every
+/// diagnostic, sorted by position in the source.
+#[derive(Debug)]
+pub struct Checked {
+    /// The document and its span index, if the source parsed.
+    pub loaded: Option<load::Loaded>,
+    /// Errors and warnings, in source order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Checked {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Load and check a pack from its bytes: parse, schema, semantic checks.
+pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
+    match load::load_bytes(bytes, &options.limits) {
+        Err(d) => Checked {
+            loaded: None,
+            diagnostics: vec![d],
+        },
+        Ok(loaded) => check_loaded(loaded, options),
+    }
+}
+
+/// Check an already loaded pack document.
+pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
+    let mut diagnostics = Vec::new();
+    schema::validate(&loaded.value, &mut diagnostics);
+    let check_options = check::CheckOptions {
+        base_dir: options.base_dir.clone(),
+    };
+    check::check(&loaded.value, &check_options, &mut diagnostics);
+    sort(&mut diagnostics, &loaded.spans);
+    diagnostics.dedup();
+    Checked {
+        loaded: Some(loaded),
+        diagnostics,
+    }
+}
+
+/// Sort diagnostics by position in the source, then kind and message, so output is
+/// deterministic whatever order the checks ran in.
+fn sort(diags: &mut [Diagnostic], spans: &load::SpanIndex) {
+    let pos = |d: &Diagnostic| match &d.site {
+        Site::Span(r) => r.start,
+        Site::Pointer(p) => spans.key_or_value(p).map_or(0, |r| r.start),
+        Site::Whole => 0,
+    };
+    diags.sort_by_cached_key(|d| {
+        (
+            pos(d),
+            d.kind,
+            d.pointer().map(str::to_owned),
+            d.message.clone(),
+        )
+    });
+}

@@ -1,0 +1,118 @@
+//! `packc check`: load and check packs, print diagnostics.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use packc_compiler::diag::Severity;
+use packc_compiler::render::{self, RenderSource};
+use packc_compiler::{check_bytes, Checked, Options};
+
+use crate::{ColorChoice, Format};
+
+/// Arguments of `packc check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Pack files to check (.yaml, .yml or .json).
+    #[arg(required = true, value_name = "PACK")]
+    pub packs: Vec<PathBuf>,
+    /// How to print diagnostics.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Treat warnings as errors (exit 1 when any is reported).
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Largest pack source accepted, in bytes; larger files are `limit_exceeded`.
+    #[arg(long, value_name = "BYTES", default_value_t = packc_compiler::load::Limits::default().max_source_bytes)]
+    pub max_source_bytes: usize,
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t)]
+    pub color: ColorChoice,
+}
+
+/// Check every pack; exit 1 if any has errors (or warnings, with `--deny-warnings`).
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    let mut failed = false;
+    let color = args.color.for_stderr();
+    let (mut errors, mut warnings) = (0usize, 0usize);
+    for path in &args.packs {
+        let (checked, bytes) = check_file(path, args.max_source_bytes)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        let src = RenderSource {
+            name: &name,
+            text: &text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        };
+        print_diagnostics(&src, &checked, args.format, color)?;
+        let e = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        let w = checked.diagnostics.len() - e;
+        errors += e;
+        warnings += w;
+        failed |= e > 0 || (args.deny_warnings && w > 0);
+    }
+    if args.format == Format::Human {
+        let files = args.packs.len();
+        let noun = if files == 1 { "pack" } else { "packs" };
+        if errors + warnings == 0 {
+            eprintln!("checked {files} {noun}: no problems");
+        } else {
+            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s)");
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Read and check one pack file.
+pub fn check_file(path: &Path, max_source_bytes: usize) -> Result<(Checked, Vec<u8>)> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut options = Options::default();
+    options.limits.max_source_bytes = max_source_bytes;
+    options.base_dir = Some(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    if meta.len() > max_source_bytes as u64 {
+        // Do not read a huge file just to say it is too big.
+        let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);
+        return Ok((
+            Checked {
+                loaded: None,
+                diagnostics: vec![d],
+            },
+            Vec::new(),
+        ));
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((check_bytes(&bytes, &options), bytes))
+}
+
+/// Print one file's diagnostics in the chosen format.
+pub fn print_diagnostics(
+    src: &RenderSource<'_>,
+    checked: &Checked,
+    format: Format,
+    color: bool,
+) -> Result<()> {
+    match format {
+        Format::Human => {
+            let mut err = std::io::stderr().lock();
+            render::human(src, &checked.diagnostics, color, &mut err)?;
+        }
+        Format::Json => {
+            let mut out = std::io::stdout().lock();
+            for d in &checked.diagnostics {
+                writeln!(out, "{}", render::json(src, d))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! The `packc` binary: exit codes, output formats, help.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn write_temp(name: &str, text: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn clean_example_exits_zero() {
+    let out = packc()
+        .arg("check")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn errors_exit_one_and_json_lines_locate_them() {
+    let pack = write_temp(
+        "dup.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: nowhere\n  states:\n    s: {prompt_task: p}\n",
+    );
+    let out = packc()
+        .args(["check", "--format", "json"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let d = lines
+        .iter()
+        .find(|d| d["kind"] == "unresolved_state")
+        .expect("unresolved_state reported");
+    assert_eq!(d["pointer"], "/workflow/entry");
+    assert_eq!(d["line"], 9);
+    assert_eq!(d["column"], 3);
+    assert_eq!(d["severity"], "error");
+}
+
+#[test]
+fn human_output_names_kind_file_and_line() {
+    let pack = write_temp("bad.pack.yaml", b"id: [unclosed\n");
+    let out = packc()
+        .args(["check", "--color", "never"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("parse_error"), "{stderr}");
+    assert!(stderr.contains("bad.pack.yaml:"), "{stderr}");
+}
+
+#[test]
+fn warnings_fail_only_when_denied() {
+    let pack = write_temp(
+        "warn.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"hi {{who}}\"}\n",
+    );
+    let out = packc().arg("check").arg(&pack).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = packc()
+        .args(["check", "--deny-warnings"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn missing_file_and_bad_usage_exit_two() {
+    let out = packc()
+        .args(["check", "/nonexistent/x.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = packc().args(["check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = packc().args(["frobnicate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn oversized_file_is_limit_exceeded() {
+    let pack = write_temp("big.pack.yaml", &vec![b'#'; 2048]);
+    let out = packc()
+        .args(["check", "--max-source-bytes", "1024", "--format", "json"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("limit_exceeded"));
+}
+
+#[test]
+fn help_explains_check() {
+    let out = packc().args(["check", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("--format"));
+    assert!(help.contains("--deny-warnings"));
+    assert!(help.contains("Examples:"));
+}

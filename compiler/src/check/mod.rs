@@ -1,0 +1,216 @@
+//! Semantic checks: every rule of `shared/semantics/compositions.md` §2 and
+//! `shared/semantics/workflow.md` §16, as located diagnostics.
+//!
+//! The checks read the loaded JSON value directly, so that a pack with schema errors
+//! still gets every other diagnostic in the same pass. Each check blames the JSON
+//! pointer the semantics table gives; a missing member is blamed on the object that
+//! lacks it, a present member on the member itself.
+
+mod compositions;
+mod prompts;
+mod workflow;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use crate::diag::{join, Diagnostic};
+
+/// What the checks need to know beyond the pack itself.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// The folder of the pack file, where `output_schema` files are looked up.
+    /// `None` for a pack that is not a file (inline in a case file): schema names are
+    /// then not looked up and no `unresolved_schema` is reported.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// Run every semantic check on `pack`, pushing diagnostics to `out` (unsorted).
+pub fn check(pack: &Value, options: &CheckOptions, out: &mut Vec<Diagnostic>) {
+    let Some(root) = pack.as_object() else {
+        return; // the schema stage reports a non-object document
+    };
+    let names = Names::collect(root);
+    let mut cx = Cx {
+        root,
+        names,
+        newer_spec: crate::schema::claims_newer_version(pack),
+        options,
+        out,
+    };
+    prompts::check(&mut cx);
+    workflow::check(&mut cx);
+    compositions::check(&mut cx);
+}
+
+/// The name spaces references resolve in.
+struct Names<'a> {
+    prompts: HashSet<&'a str>,
+    tools: HashSet<&'a str>,
+    evals: HashSet<&'a str>,
+    members: HashSet<&'a str>,
+    states: HashSet<&'a str>,
+    compositions: HashSet<&'a str>,
+    has_workflow: bool,
+}
+
+impl<'a> Names<'a> {
+    fn collect(root: &'a Map<String, Value>) -> Names<'a> {
+        let keys = |v: Option<&'a Value>| -> HashSet<&'a str> {
+            v.and_then(Value::as_object)
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default()
+        };
+        let workflow = root.get("workflow");
+        Names {
+            prompts: keys(root.get("prompts")),
+            tools: keys(root.get("tools")),
+            evals: root
+                .get("evals")
+                .and_then(Value::as_array)
+                .map(|evals| {
+                    evals
+                        .iter()
+                        .filter_map(|e| e.get("id").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            members: keys(root.get("agents").and_then(|a| a.get("members"))),
+            states: keys(workflow.and_then(|w| w.get("states"))),
+            compositions: keys(root.get("compositions")),
+            has_workflow: workflow.is_some_and(Value::is_object),
+        }
+    }
+}
+
+/// The checking context shared by the rule modules.
+struct Cx<'a, 'o> {
+    root: &'a Map<String, Value>,
+    names: Names<'a>,
+    /// The pack claims a spec version above 1.5: unknown members are tolerated.
+    newer_spec: bool,
+    options: &'o CheckOptions,
+    out: &'o mut Vec<Diagnostic>,
+}
+
+impl Cx<'_, '_> {
+    fn push(&mut self, d: Diagnostic) {
+        self.out.push(d);
+    }
+}
+
+/// The members of an object value with their pointers, in source order.
+fn members<'a>(
+    base: &'a str,
+    v: Option<&'a Value>,
+) -> impl Iterator<Item = (&'a str, &'a Value, String)> + 'a {
+    v.and_then(Value::as_object).into_iter().flat_map(move |m| {
+        m.iter()
+            .map(move |(k, v)| (k.as_str(), v, join(base, &[k])))
+    })
+}
+
+/// `^[a-zA-Z_][a-zA-Z0-9_]*$`, the identifier pattern of step ids and reducer `into`.
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A short name for a JSON value's type, for messages.
+fn type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The closest name to `name` among `candidates`, for "did you mean" help lines.
+fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(name, c);
+        if d < name.len()
+            && d <= (name.len().max(c.len()) / 3).max(1)
+            && best.is_none_or(|(bd, bc)| (d, c) < (bd, bc))
+        {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    if a.chars().count() > 64 || b.len() > 64 {
+        return usize::MAX;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// "did you mean `x`?" when a close name exists, else a list of what is available.
+fn did_you_mean<'a>(
+    what: &str,
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
+    if let Some(s) = suggest(name, candidates.clone()) {
+        return format!("did you mean `{s}`?");
+    }
+    let mut all: Vec<&str> = candidates.into_iter().collect();
+    all.sort_unstable();
+    match all.len() {
+        0 => format!("the pack defines no {what}"),
+        1..=8 => format!(
+            "the {what} defined are: {}",
+            all.iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => format!(
+            "define it, or use one of the {} {what} the pack defines",
+            all.len()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            suggest("sumarize", ["summarize", "classify"]),
+            Some("summarize")
+        );
+        assert_eq!(suggest("zzz", ["summarize", "classify"]), None);
+        assert!(did_you_mean("prompts", "x", ["a", "b"]).contains("`a`, `b`"));
+    }
+
+    #[test]
+    fn idents() {
+        assert!(is_ident("_a1"));
+        assert!(!is_ident("1a"));
+        assert!(!is_ident("a-b"));
+        assert!(!is_ident(""));
+    }
+}

@@ -1,0 +1,93 @@
+//! Prompt checks: the `tools` list (warning `unresolved_tool`) and `{{placeholders}}`
+//! (warning `undeclared_variable`), `shared/semantics/workflow.md` §14 and §16.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{did_you_mean, members, Cx};
+use crate::diag::{join, DiagKind, Diagnostic};
+use crate::syntax::{expand_fragments, parse_template, Segment};
+
+pub(super) fn check(cx: &mut Cx<'_, '_>) {
+    let root = cx.root;
+    for (key, prompt, ptr) in members("/prompts", root.get("prompts")) {
+        if !prompt.is_object() {
+            continue;
+        }
+        check_tools(cx, prompt, &ptr);
+        check_template(cx, key, prompt, &ptr);
+    }
+}
+
+fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
+    let Some(tools) = prompt.get("tools").and_then(Value::as_array) else {
+        return;
+    };
+    for (k, name) in tools.iter().enumerate() {
+        let Some(name) = name.as_str() else { continue };
+        if cx.names.tools.contains(name) || cx.names.members.contains(name) {
+            continue;
+        }
+        let candidates = cx.names.tools.iter().chain(&cx.names.members).copied();
+        let d = Diagnostic::new(
+            DiagKind::UnresolvedTool,
+            format!("tool `{name}` is neither a key of `tools` nor an agent member; it will not be offered"),
+        )
+        .warning()
+        .at(join(ptr, &["tools", &k.to_string()]))
+        .help(did_you_mean("tools", name, candidates));
+        cx.push(d);
+    }
+}
+
+fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &str) {
+    let Some(template) = prompt.get("system_template").and_then(Value::as_str) else {
+        return;
+    };
+    let declared: BTreeSet<&str> = prompt
+        .get("variables")
+        .and_then(Value::as_array)
+        .map(|vars| {
+            vars.iter()
+                .filter_map(|v| v.get("name").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let fragments = cx.root.get("fragments").and_then(Value::as_object);
+    let expanded = expand_fragments(
+        template,
+        |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
+        |name| declared.contains(name),
+    );
+    let mut undeclared = BTreeSet::new();
+    for segment in &parse_template(&expanded.text).segments {
+        let Segment::Var(placeholder) = segment else {
+            continue;
+        };
+        let root = placeholder.root.as_str();
+        if matches!(root, "input" | "artifacts") || declared.contains(root) {
+            continue;
+        }
+        undeclared.insert(root.to_string());
+    }
+    for name in undeclared {
+        let help = if declared.is_empty() {
+            format!("declare it in `variables` of prompt `{key}` (name, type, required), or pass it in the input")
+        } else {
+            format!(
+                "declare it in `variables` of prompt `{key}`; {}",
+                did_you_mean("variables", &name, declared.iter().copied())
+            )
+        };
+        let d = Diagnostic::new(
+            DiagKind::UndeclaredVariable,
+            format!(
+                "`{{{{{name}}}}}` is not a declared variable, `input`, `artifacts` or a fragment"
+            ),
+        )
+        .at(join(ptr, &["system_template"]))
+        .help(help);
+        cx.push(d);
+    }
+}

@@ -1,0 +1,373 @@
+//! Workflow and agent checks, `shared/semantics/workflow.md` §16: references between
+//! states, prompts and compositions, orchestration modes, and the warnings over the
+//! transition graph (`unreachable_state`, `no_terminal_state`, `unbounded_loop`).
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::{did_you_mean, members, Cx};
+use crate::diag::{join, DiagKind, Diagnostic};
+
+pub(super) fn check(cx: &mut Cx<'_, '_>) {
+    let root = cx.root;
+    if let Some(workflow) = root.get("workflow").filter(|w| w.is_object()) {
+        check_workflow(cx, workflow);
+    }
+    if let Some(agents) = root.get("agents").filter(|a| a.is_object()) {
+        check_agents(cx, agents);
+    }
+}
+
+fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: String, what: &str) -> Diagnostic {
+    Diagnostic::new(
+        DiagKind::UnresolvedState,
+        format!("{what} `{name}` names no state of the workflow"),
+    )
+    .at(ptr)
+    .help(did_you_mean(
+        "states",
+        name,
+        cx.names.states.iter().copied(),
+    ))
+}
+
+fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
+    if let Some(entry) = workflow.get("entry").and_then(Value::as_str) {
+        if !cx.names.states.contains(entry) {
+            let d = unresolved_state(cx, entry, "/workflow/entry".into(), "entry state");
+            cx.push(d);
+        }
+    }
+    for (name, state, ptr) in members("/workflow/states", workflow.get("states")) {
+        if state.is_object() {
+            check_state(cx, name, state, &ptr);
+        }
+    }
+    graph_warnings(cx, workflow);
+}
+
+fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
+    let mode = state.get("orchestration").and_then(Value::as_str);
+    let composition = state.get("composition");
+    let prompt_task = state.get("prompt_task");
+    if mode == Some("composition") {
+        if composition.is_none() {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::OrchestrationConflict,
+                    format!("state `{name}` has `orchestration: composition` but no `composition`"),
+                )
+                .at(ptr)
+                .help("name the composition that runs this state: `composition: <key of compositions>`"),
+            );
+        }
+    } else {
+        let mode = mode.unwrap_or("internal");
+        if composition.is_some() {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::OrchestrationConflict,
+                    format!("state `{name}` names a composition but its orchestration is `{mode}`"),
+                )
+                .at(join(ptr, &["composition"]))
+                .help("set `orchestration: composition`, or remove `composition`"),
+            );
+        }
+        match prompt_task {
+            None => cx.push(
+                Diagnostic::new(
+                    DiagKind::OrchestrationConflict,
+                    format!("state `{name}` has no `prompt_task` (its orchestration is `{mode}`)"),
+                )
+                .at(ptr)
+                .help("add `prompt_task: <key of prompts>`, or run a composition with `orchestration: composition`"),
+            ),
+            Some(Value::String(task)) if !cx.names.prompts.contains(task.as_str()) => {
+                let d = Diagnostic::new(
+                    DiagKind::UnresolvedPrompt,
+                    format!("prompt_task `{task}` names no prompt"),
+                )
+                .at(join(ptr, &["prompt_task"]))
+                .help(did_you_mean("prompts", task, cx.names.prompts.iter().copied()));
+                cx.push(d);
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(Value::String(c)) = composition {
+        if !cx.names.compositions.contains(c.as_str()) {
+            let d = Diagnostic::new(
+                DiagKind::UnresolvedComposition,
+                format!("composition `{c}` is not defined under `compositions`"),
+            )
+            .at(join(ptr, &["composition"]))
+            .help(did_you_mean(
+                "compositions",
+                c,
+                cx.names.compositions.iter().copied(),
+            ));
+            cx.push(d);
+        }
+    }
+    let on_event_ptr = join(ptr, &["on_event"]);
+    for (event, target, tptr) in members(&on_event_ptr, state.get("on_event")) {
+        if let Some(target) = target.as_str() {
+            if !cx.names.states.contains(target) {
+                let what = format!("the target of event `{event}`,");
+                let d = unresolved_state(cx, target, tptr, &what);
+                cx.push(d);
+            }
+        }
+    }
+    if let Some(target) = state.get("on_max_visits").and_then(Value::as_str) {
+        if !cx.names.states.contains(target) {
+            let d = unresolved_state(cx, target, join(ptr, &["on_max_visits"]), "on_max_visits");
+            cx.push(d);
+        }
+    }
+}
+
+fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
+    if let Some(entry) = agents.get("entry").and_then(Value::as_str) {
+        if !cx.names.prompts.contains(entry) {
+            let d = Diagnostic::new(
+                DiagKind::UnresolvedPrompt,
+                format!("agents.entry `{entry}` names no prompt"),
+            )
+            .at("/agents/entry")
+            .help(did_you_mean(
+                "prompts",
+                entry,
+                cx.names.prompts.iter().copied(),
+            ));
+            cx.push(d);
+        }
+    }
+    for (member, def, ptr) in members("/agents/members", agents.get("members")) {
+        if !cx.names.prompts.contains(member) {
+            let d = Diagnostic::new(
+                DiagKind::UnresolvedPrompt,
+                format!("agent member `{member}` names no prompt (a member key is a prompt key)"),
+            )
+            .at(ptr.clone())
+            .help(did_you_mean(
+                "prompts",
+                member,
+                cx.names.prompts.iter().copied(),
+            ));
+            cx.push(d);
+        }
+        let Some(state) = def.get("state").and_then(Value::as_str) else {
+            continue;
+        };
+        let sptr = join(&ptr, &["state"]);
+        if !cx.names.has_workflow {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::StateAgentWithoutWorkflow,
+                    format!(
+                        "agent `{member}` starts at state `{state}`, but the pack has no workflow"
+                    ),
+                )
+                .at(sptr)
+                .help("add a `workflow`, or remove `state` to make a plain (single-prompt) agent"),
+            );
+        } else if !cx.names.states.contains(state) {
+            let d = unresolved_state(cx, state, sptr, &format!("agent `{member}`'s state"));
+            cx.push(d);
+        }
+    }
+}
+
+/// Warnings over the transition graph (`workflow.md` §16). Nodes are states; edges go from
+/// each non-terminal state to its `on_event` targets and from each state with
+/// `on_max_visits` to that target. Roots: `entry` and every `AgentDef.state`.
+fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
+    let Some(states) = workflow.get("states").and_then(Value::as_object) else {
+        return;
+    };
+    let index: IndexMap<&str, usize> = states
+        .keys()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    let n = index.len();
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut terminal = vec![false; n];
+    let mut bounded = vec![false; n];
+    for (i, state) in states.values().enumerate() {
+        let on_event = state.get("on_event").and_then(Value::as_object);
+        terminal[i] = state.get("terminal").and_then(Value::as_bool) == Some(true)
+            || on_event.is_none_or(|m| m.is_empty());
+        bounded[i] = state.get("max_visits").is_some();
+        if !terminal[i] {
+            for target in on_event.into_iter().flat_map(|m| m.values()) {
+                if let Some(&t) = target.as_str().and_then(|t| index.get(t)) {
+                    edges[i].push(t);
+                }
+            }
+        }
+        if let Some(&t) = state
+            .get("on_max_visits")
+            .and_then(Value::as_str)
+            .and_then(|t| index.get(t))
+        {
+            edges[i].push(t);
+        }
+    }
+
+    // Reachability from the roots.
+    let mut roots: Vec<usize> = Vec::new();
+    if let Some(&e) = workflow
+        .get("entry")
+        .and_then(Value::as_str)
+        .and_then(|e| index.get(e))
+    {
+        roots.push(e);
+    }
+    let agent_states = cx
+        .root
+        .get("agents")
+        .and_then(|a| a.get("members"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|d| d.get("state").and_then(Value::as_str));
+    roots.extend(agent_states.filter_map(|s| index.get(s).copied()));
+    let mut reached = vec![false; n];
+    let mut stack = roots;
+    while let Some(s) = stack.pop() {
+        if !std::mem::replace(&mut reached[s], true) {
+            stack.extend(edges[s].iter().copied());
+        }
+    }
+    let has_entry = workflow
+        .get("entry")
+        .and_then(Value::as_str)
+        .is_some_and(|e| index.contains_key(e));
+    for (name, &i) in &index {
+        if has_entry && !reached[i] {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnreachableState,
+                    format!("state `{name}` cannot be reached from the entry state or any agent's state"),
+                )
+                .at(join("/workflow/states", &[name]))
+                .help("add an `on_event` transition into it, or remove it"),
+            );
+        }
+    }
+
+    if n > 0 && !terminal.iter().any(|&t| t) {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::NoTerminalState,
+                "no state of the workflow is terminal",
+            )
+            .at("/workflow")
+            .help("mark the final state `terminal: true` so runs can finish"),
+        );
+    }
+
+    let has_budget = workflow
+        .get("engine")
+        .and_then(|e| e.get("budget"))
+        .and_then(Value::as_object)
+        .is_some_and(|b| {
+            ["max_total_visits", "max_tool_calls", "max_wall_time_sec"]
+                .iter()
+                .any(|k| b.contains_key(*k))
+        });
+    if has_budget {
+        return;
+    }
+    let on_cycle = on_cycle(&edges);
+    for (name, &i) in &index {
+        if on_cycle[i] && !bounded[i] {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnboundedLoop,
+                    format!("state `{name}` lies on a loop with no `max_visits` and no workflow budget"),
+                )
+                .at(join("/workflow/states", &[name]))
+                .help("declare `max_visits` on the state, or set `workflow.engine.budget` (e.g. `max_total_visits`)"),
+            );
+        }
+    }
+}
+
+/// Which nodes lie on a cycle (a self-edge counts): Tarjan's strongly connected
+/// components, iteratively so that a long chain of states cannot overflow the stack.
+fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
+    let n = edges.len();
+    const UNSEEN: usize = usize::MAX;
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut result = vec![false; n];
+    let mut next = 0;
+    for start in 0..n {
+        if index[start] != UNSEEN {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+        while let Some(&mut (v, ref mut child)) = work.last_mut() {
+            if *child == 0 && index[v] == UNSEEN {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = edges[v].get(*child) {
+                *child += 1;
+                if index[w] == UNSEEN {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                let cyclic = component.len() > 1 || edges[v].contains(&v);
+                for w in component {
+                    result[w] = cyclic;
+                }
+            }
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_cycle;
+
+    #[test]
+    fn cycles() {
+        // 0 -> 1 -> 2 -> 1, 3 -> 3, 4 alone
+        let edges = vec![vec![1], vec![2], vec![1], vec![3], vec![]];
+        assert_eq!(on_cycle(&edges), vec![false, true, true, true, false]);
+    }
+
+    #[test]
+    fn long_chain_does_not_overflow() {
+        let n = 200_000;
+        let mut edges: Vec<Vec<usize>> = (0..n).map(|i| vec![i + 1]).collect();
+        edges[n - 1] = vec![0];
+        assert!(on_cycle(&edges).iter().all(|&c| c));
+    }
+}

@@ -1,0 +1,625 @@
+//! `${...}` references in composition bindings and predicate paths
+//! (`compositions.md` §3.1, §3.5, §7.1).
+//!
+//! ```text
+//! reference := "${" ws* root path* ws* "}"
+//! root      := "input" | step-id ".output"
+//! path      := "." ident
+//! ident     := [A-Za-z_][A-Za-z0-9_]*
+//! ws        := " " | "\t"
+//! ```
+//!
+//! Unlike `{{var}}` templates, a `${` that does not open a well-formed reference is an
+//! error ([`RefError`]), which the checker reports as `unresolved_binding` (§3.3): there
+//! is no way to write a literal `${` in a binding. A reference's body runs from `${` to
+//! the first `}`. Whether a step root is visible is the checker's business, not the
+//! lexer's.
+
+use std::fmt;
+use std::ops::Range;
+
+use super::scan::{find_from, is_ident};
+
+/// The grammar, quoted at the end of every error message.
+const EXPECTED: &str = "expected `${input.path}` or `${step.output.path}`";
+
+/// At most this many bytes of the offending text are quoted in an error message.
+const QUOTE_MAX: usize = 60;
+
+/// What a reference starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefRoot {
+    /// `${input...}`: the composition's input.
+    Input,
+    /// `${<step>.output...}`: the output of the step with this id.
+    Step(String),
+}
+
+/// A well-formed `${...}` reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// `input` or a step's output.
+    pub root: RefRoot,
+    /// The member names after `input` or after `<step>.output`, in order.
+    pub path: Vec<String>,
+    /// Byte range of the whole `${...}`, braces included, in the parsed string.
+    pub span: Range<usize>,
+}
+
+impl fmt::Display for Reference {
+    /// Writes the reference in its canonical form, without spaces: `${step.output.a.b}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.root {
+            RefRoot::Input => f.write_str("${input")?,
+            RefRoot::Step(step) => write!(f, "${{{step}.output")?,
+        }
+        for name in &self.path {
+            write!(f, ".{name}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// A piece of a [`Binding::Template`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindingPart {
+    /// Literal text.
+    Text(String),
+    /// A reference, replaced by the text form of its value (§3.6).
+    Ref(Reference),
+}
+
+/// A binding string (a string inside a step's `input` or `args`), classified as in §3.5.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// No `${` at all: the string is copied as is.
+    Literal(String),
+    /// The string is exactly one reference, as `"${input.count}"`: it resolves to the
+    /// referenced value with its JSON type.
+    Whole(Reference),
+    /// Text and references, as `"n=${input.n}"`: the result is a string. Two `Text`
+    /// parts are never adjacent, and no `Text` is empty.
+    Template(Vec<BindingPart>),
+}
+
+impl Binding {
+    /// The references of the binding, in source order.
+    pub fn references(&self) -> impl Iterator<Item = &Reference> {
+        let (whole, parts) = match self {
+            Binding::Literal(_) => (None, &[][..]),
+            Binding::Whole(r) => (Some(r), &[][..]),
+            Binding::Template(parts) => (None, &parts[..]),
+        };
+        whole
+            .into_iter()
+            .chain(parts.iter().filter_map(|p| match p {
+                BindingPart::Ref(r) => Some(r),
+                BindingPart::Text(_) => None,
+            }))
+    }
+}
+
+/// A `${` that does not open a well-formed reference, or a predicate path that is not
+/// exactly one reference.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RefError {
+    /// Byte range of the offending text in the parsed string: the `${...}` up to its `}`
+    /// (or to the end of the string when it is not closed), or the whole string for
+    /// [`parse_whole_reference`].
+    pub span: Range<usize>,
+    /// What is wrong and what the grammar is.
+    pub message: String,
+}
+
+/// Parses a binding string. Every `${` must open a well-formed reference; otherwise
+/// [`RefError`] (its message says what is wrong and what the grammar is, e.g.
+/// "`${input.a + 1}` is not a reference: expected `${input.path}` or `${step.output.path}`").
+pub fn parse_binding(text: &str) -> Result<Binding, RefError> {
+    let mut parts = Vec::new();
+    let mut literal_from = 0;
+    while let Some(open) = find_from(text, literal_from, "${") {
+        let reference = reference_at(text, open)?;
+        if literal_from < open {
+            parts.push(BindingPart::Text(text[literal_from..open].to_owned()));
+        }
+        literal_from = reference.span.end;
+        parts.push(BindingPart::Ref(reference));
+    }
+    if parts.is_empty() {
+        return Ok(Binding::Literal(text.to_owned()));
+    }
+    if literal_from < text.len() {
+        parts.push(BindingPart::Text(text[literal_from..].to_owned()));
+    }
+    if matches!(&parts[..], [BindingPart::Ref(r)] if r.span == (0..text.len())) {
+        if let Some(BindingPart::Ref(r)) = parts.pop() {
+            return Ok(Binding::Whole(r));
+        }
+    }
+    Ok(Binding::Template(parts))
+}
+
+/// Parses a predicate `path` (§7.1): the whole string must be exactly one well-formed
+/// reference, with nothing before `${` or after `}`.
+pub fn parse_whole_reference(text: &str) -> Result<Reference, RefError> {
+    let whole = 0..text.len();
+    match parse_binding(text)? {
+        Binding::Whole(r) => Ok(r),
+        Binding::Literal(_) => {
+            let trimmed = text.trim_matches([' ', '\t']);
+            let message = if !trimmed.is_empty() && trimmed.split('.').all(is_ident) {
+                format!(
+                    "{} is not a reference: write `${{{}}}`",
+                    quote(text),
+                    trimmed
+                )
+            } else {
+                format!(
+                    "{} is not a reference: a predicate path must be exactly one reference, {EXPECTED}",
+                    quote(text)
+                )
+            };
+            Err(RefError {
+                span: whole,
+                message,
+            })
+        }
+        Binding::Template(parts) => {
+            let refs = parts
+                .iter()
+                .filter(|p| matches!(p, BindingPart::Ref(_)))
+                .count();
+            let what = if refs > 1 {
+                "holds more than one reference"
+            } else {
+                "has text around the reference"
+            };
+            Err(RefError {
+                span: whole,
+                message: format!(
+                    "{} {what}: a predicate path must be exactly one reference, {EXPECTED}",
+                    quote(text)
+                ),
+            })
+        }
+    }
+}
+
+/// The reference whose `${` starts at `open`.
+fn reference_at(text: &str, open: usize) -> Result<Reference, RefError> {
+    let body_start = open + 2;
+    let Some(close) = find_from(text, body_start, "}") else {
+        return Err(RefError {
+            span: open..text.len(),
+            message: format!(
+                "{} is not closed: a reference ends with `}}`, {EXPECTED}",
+                quote(&text[open..])
+            ),
+        });
+    };
+    let span = open..close + 1;
+    let source = &text[span.clone()];
+    let body = text[body_start..close].trim_matches([' ', '\t']);
+    let error = |message: String| RefError {
+        span: span.clone(),
+        message,
+    };
+    if body.is_empty() {
+        return Err(error(format!("{} is empty: {EXPECTED}", quote(source))));
+    }
+    let names: Vec<&str> = body.split('.').collect();
+    if !names.iter().all(|n| is_ident(n)) {
+        return Err(error(format!(
+            "{} is not a reference: {EXPECTED} (a path of names joined by `.`, without indexing, quotes or operators)",
+            quote(source)
+        )));
+    }
+    let (root, path) = match names[..] {
+        ["input", ref path @ ..] => (RefRoot::Input, path),
+        [step, "output", ref path @ ..] => (RefRoot::Step(step.to_owned()), path),
+        _ => {
+            // A step id without `.output`: suggest the same path under the output.
+            let step = names.first().copied().unwrap_or_default();
+            let suggestion = std::iter::once(step)
+                .chain(std::iter::once("output"))
+                .chain(names.iter().skip(1).copied())
+                .collect::<Vec<_>>()
+                .join(".");
+            return Err(error(format!(
+                "{} refers to step `{step}` without `.output`; write {} ({EXPECTED})",
+                quote(source),
+                quote(&format!("${{{suggestion}}}"))
+            )));
+        }
+    };
+    Ok(Reference {
+        root,
+        path: path.iter().map(|n| (*n).to_owned()).collect(),
+        span,
+    })
+}
+
+/// `s` in backticks, cut to [`QUOTE_MAX`] bytes on a char boundary.
+fn quote(s: &str) -> String {
+    if s.len() <= QUOTE_MAX {
+        return format!("`{s}`");
+    }
+    let mut end = QUOTE_MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("`{}…`", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn input(path: &[&str], span: Range<usize>) -> Reference {
+        Reference {
+            root: RefRoot::Input,
+            path: path.iter().map(|s| s.to_string()).collect(),
+            span,
+        }
+    }
+
+    fn step(id: &str, path: &[&str], span: Range<usize>) -> Reference {
+        Reference {
+            root: RefRoot::Step(id.to_owned()),
+            path: path.iter().map(|s| s.to_string()).collect(),
+            span,
+        }
+    }
+
+    fn text(s: &str) -> BindingPart {
+        BindingPart::Text(s.to_owned())
+    }
+
+    fn err(s: &str) -> RefError {
+        parse_binding(s).expect_err(s)
+    }
+
+    #[test]
+    fn valid_examples_from_the_grammar() {
+        assert_eq!(
+            parse_binding("${input}"),
+            Ok(Binding::Whole(input(&[], 0..8)))
+        );
+        assert_eq!(
+            parse_binding("${input.doc.title}"),
+            Ok(Binding::Whole(input(&["doc", "title"], 0..18)))
+        );
+        assert_eq!(
+            parse_binding("${ classify.output.type }"),
+            Ok(Binding::Whole(step("classify", &["type"], 0..25)))
+        );
+        assert_eq!(
+            parse_binding("${meta.output}"),
+            Ok(Binding::Whole(step("meta", &[], 0..14)))
+        );
+        assert_eq!(
+            parse_binding("${\t input.a\t}"),
+            Ok(Binding::Whole(input(&["a"], 0..13)))
+        );
+        assert_eq!(
+            parse_binding("${input.output}"),
+            Ok(Binding::Whole(input(&["output"], 0..15)))
+        );
+    }
+
+    #[test]
+    fn whole_versus_template() {
+        // §3.5 example: {count: "${input.n}", label: "n=${input.n}", tags: "${input.tags}", list: ["${input.n}", 7]}
+        assert_eq!(
+            parse_binding("${input.n}"),
+            Ok(Binding::Whole(input(&["n"], 0..10)))
+        );
+        assert_eq!(
+            parse_binding("n=${input.n}"),
+            Ok(Binding::Template(vec![
+                text("n="),
+                BindingPart::Ref(input(&["n"], 2..12))
+            ]))
+        );
+        assert_eq!(
+            parse_binding("${input.tags}"),
+            Ok(Binding::Whole(input(&["tags"], 0..13)))
+        );
+        assert_eq!(
+            parse_binding(" ${input.count}"),
+            Ok(Binding::Template(vec![
+                text(" "),
+                BindingPart::Ref(input(&["count"], 1..15))
+            ]))
+        );
+        assert_eq!(
+            parse_binding("${input.count} "),
+            Ok(Binding::Template(vec![
+                BindingPart::Ref(input(&["count"], 0..14)),
+                text(" ")
+            ]))
+        );
+        assert_eq!(
+            parse_binding("obj=${input.o} none=${input.z}"),
+            Ok(Binding::Template(vec![
+                text("obj="),
+                BindingPart::Ref(input(&["o"], 4..14)),
+                text(" none="),
+                BindingPart::Ref(input(&["z"], 20..30)),
+            ]))
+        );
+        assert_eq!(
+            parse_binding("${input.a}${s.output}"),
+            Ok(Binding::Template(vec![
+                BindingPart::Ref(input(&["a"], 0..10)),
+                BindingPart::Ref(step("s", &[], 10..21)),
+            ]))
+        );
+    }
+
+    #[test]
+    fn literals() {
+        for s in [
+            "",
+            "plain",
+            "$",
+            "cost: $5",
+            "{input}",
+            "$ {input}",
+            "}",
+            "{{x}}",
+        ] {
+            assert_eq!(parse_binding(s), Ok(Binding::Literal(s.to_owned())));
+        }
+        assert_eq!(
+            parse_binding("$${input}"),
+            Ok(Binding::Template(vec![
+                text("$"),
+                BindingPart::Ref(input(&[], 1..9))
+            ]))
+        );
+    }
+
+    #[test]
+    fn malformed_bodies() {
+        let e = err("${input.a + 1}");
+        assert_eq!(e.span, 0..14);
+        assert!(e.message.starts_with("`${input.a + 1}` is not a reference: expected `${input.path}` or `${step.output.path}`"), "{}", e.message);
+        let e = err("x ${5} y");
+        assert_eq!(e.span, 2..6);
+        assert!(e.message.starts_with("`${5}` is not a reference"));
+        for s in [
+            "${}",
+            "${ }",
+            "${input.}",
+            "${.input}",
+            "${input..a}",
+            "${input.a[0]}",
+            "${input.\"a\"}",
+            "${input . a}",
+            "${input.a b}",
+            "${in put}",
+            "${input.é}",
+            "${s.output.}",
+            "${${input}}",
+            "${risk.output.score > 0.8 || input.vip}",
+        ] {
+            let e = err(s);
+            assert!(s.is_char_boundary(e.span.end), "{s}");
+            assert!(e.message.contains(EXPECTED), "{s}: {}", e.message);
+        }
+        assert_eq!(
+            err("${}").message,
+            "`${}` is empty: expected `${input.path}` or `${step.output.path}`"
+        );
+    }
+
+    #[test]
+    fn unclosed() {
+        let e = err("a ${input.x");
+        assert_eq!(e.span, 2..11);
+        assert!(
+            e.message.starts_with("`${input.x` is not closed"),
+            "{}",
+            e.message
+        );
+        assert_eq!(err("${").span, 0..2);
+        assert_eq!(err("${input}${").span, 8..10);
+    }
+
+    #[test]
+    fn step_without_output() {
+        let e = err("${s}");
+        assert_eq!(e.span, 0..4);
+        assert!(
+            e.message
+                .starts_with("`${s}` refers to step `s` without `.output`; write `${s.output}`"),
+            "{}",
+            e.message
+        );
+        let e = err("${ s.foo.bar }");
+        assert!(
+            e.message.contains("write `${s.output.foo.bar}`"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains(EXPECTED));
+    }
+
+    #[test]
+    fn first_error_wins_and_is_reported_even_after_valid_refs() {
+        let e = err("${input.a} and ${bad expr} and ${also bad}");
+        assert_eq!(e.span, 15..26);
+    }
+
+    #[test]
+    fn multibyte_spans() {
+        let s = "é=${input.a}✓${ s.output.b }ü";
+        let b = parse_binding(s).unwrap();
+        let refs: Vec<_> = b.references().collect();
+        assert_eq!(refs.len(), 2);
+        assert_eq!(&s[refs[0].span.clone()], "${input.a}");
+        assert_eq!(&s[refs[1].span.clone()], "${ s.output.b }");
+        assert_eq!(refs[0].span, 3..13);
+        let e = err("日本${入力}");
+        assert_eq!(&"日本${入力}"[e.span.clone()], "${入力}");
+    }
+
+    #[test]
+    fn long_error_text_is_cut() {
+        let s = format!("${{{}}}", "é".repeat(100));
+        let e = err(&s);
+        assert_eq!(e.span, 0..s.len());
+        assert!(e.message.len() < QUOTE_MAX + 200, "{}", e.message);
+        assert!(e.message.contains('…'));
+    }
+
+    #[test]
+    fn display_is_canonical() {
+        let r = parse_whole_reference("${ classify.output.type }").unwrap();
+        assert_eq!(r.to_string(), "${classify.output.type}");
+        assert_eq!(
+            parse_whole_reference("${input}").unwrap().to_string(),
+            "${input}"
+        );
+    }
+
+    #[test]
+    fn predicate_paths() {
+        assert_eq!(
+            parse_whole_reference("${input.tier}"),
+            Ok(input(&["tier"], 0..13))
+        );
+        assert_eq!(
+            parse_whole_reference("${ risk.output.score }"),
+            Ok(step("risk", &["score"], 0..22))
+        );
+        let e = parse_whole_reference("classify.output.type").unwrap_err();
+        assert_eq!(e.span, 0..20);
+        assert!(e.message.contains("write"), "{}", e.message);
+        assert!(
+            e.message.contains("`${classify.output.type}`"),
+            "{}",
+            e.message
+        );
+        let e = parse_whole_reference(" ${input.a}").unwrap_err();
+        assert!(
+            e.message.contains("text around the reference"),
+            "{}",
+            e.message
+        );
+        let e = parse_whole_reference("${input.a}${input.b}").unwrap_err();
+        assert!(
+            e.message.contains("more than one reference"),
+            "{}",
+            e.message
+        );
+        let e = parse_whole_reference("${risk.output.score > 0.8 || input.vip}").unwrap_err();
+        assert!(e.message.contains("is not a reference"));
+        let e = parse_whole_reference("").unwrap_err();
+        assert_eq!(e.span, 0..0);
+        assert!(parse_whole_reference("a + b")
+            .unwrap_err()
+            .message
+            .contains(EXPECTED));
+        assert!(parse_whole_reference("${s.x}")
+            .unwrap_err()
+            .message
+            .contains("without `.output`"));
+    }
+
+    #[test]
+    fn errors_display_their_message() {
+        let e = err("${5}");
+        assert_eq!(e.to_string(), e.message);
+        let _: &dyn std::error::Error = &e;
+    }
+
+    /// Checks the invariants of a successful parse: parts reassemble the input.
+    fn check(s: &str, b: &Binding) {
+        let mut out = String::new();
+        match b {
+            Binding::Literal(x) => {
+                assert!(!x.contains("${"));
+                out.push_str(x);
+            }
+            Binding::Whole(r) => out.push_str(&s[r.span.clone()]),
+            Binding::Template(parts) => {
+                assert!(parts.len() > 1 || s.is_empty());
+                for p in parts {
+                    match p {
+                        BindingPart::Text(x) => {
+                            assert!(!x.is_empty());
+                            out.push_str(x);
+                        }
+                        BindingPart::Ref(r) => {
+                            assert_eq!(r.span.start, out.len());
+                            out.push_str(&s[r.span.clone()]);
+                        }
+                    }
+                }
+                for w in parts.windows(2) {
+                    assert!(!matches!(w, [BindingPart::Text(_), BindingPart::Text(_)]));
+                }
+            }
+        }
+        assert_eq!(out, s);
+    }
+
+    #[test]
+    fn exhaustive_short_strings() {
+        let alphabet = ['$', '{', '}', 'a', '.', ' ', 'é'];
+        fn go(alphabet: &[char], buf: &mut Vec<char>, depth: usize) {
+            let s: String = buf.iter().collect();
+            match parse_binding(&s) {
+                Ok(b) => check(&s, &b),
+                Err(e) => {
+                    assert!(s.is_char_boundary(e.span.start) && s.is_char_boundary(e.span.end));
+                    assert!(s[e.span.clone()].starts_with("${"));
+                }
+            }
+            let _ = parse_whole_reference(&s);
+            if depth == 0 {
+                return;
+            }
+            for &c in alphabet {
+                buf.push(c);
+                go(alphabet, buf, depth - 1);
+                buf.pop();
+            }
+        }
+        go(&alphabet, &mut Vec::new(), 6);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "(\\$\\{|[ \t{}$.a-z_0-9é+])*") {
+            if let Ok(b) = parse_binding(&s) {
+                check(&s, &b);
+            }
+            let _ = parse_whole_reference(&s);
+        }
+
+        #[test]
+        fn arbitrary_strings(s in any::<String>()) {
+            if let Ok(b) = parse_binding(&s) {
+                check(&s, &b);
+            }
+            let _ = parse_whole_reference(&s);
+        }
+
+        #[test]
+        fn generated_references_round_trip(
+            root in prop_oneof![Just(RefRoot::Input), "[a-z_][a-z0-9_]{0,5}".prop_filter("not input", |s| s != "input").prop_map(RefRoot::Step)],
+            path in proptest::collection::vec("[A-Za-z_][A-Za-z0-9_]{0,4}", 0..4),
+        ) {
+            let r = Reference { root, path, span: 0..0 };
+            let src = r.to_string();
+            let got = parse_whole_reference(&src).unwrap();
+            prop_assert_eq!(got.span.clone(), 0..src.len());
+            prop_assert_eq!(Reference { span: 0..0, ..got }, r);
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! `{{var}}` templates (`workflow.md` §14, "Syntax").
+//!
+//! ```text
+//! placeholder := "{{" path "}}"                      no whitespace anywhere inside
+//! path        := name ( "." name | "[" digits "]" )*
+//! name        := [A-Za-z_][A-Za-z0-9_]*
+//! ```
+//!
+//! Anything else is literal text: `{{ name }}` with spaces, an unclosed `{{`,
+//! `{{a..b}}`, `{{a[x]}}`, an index that does not fit a `u32`, and a
+//! `{{fragment:x}}` left over after fragment expansion. Parsing therefore never fails.
+//!
+//! Overlapping braces: the scan tries every `{{` from left to right and the first one
+//! that opens a valid placeholder wins; a `{` that opens none is literal. So `{{{x}}}`
+//! is the text `{`, the placeholder `x` (span `1..6`), then the text `}`; and
+//! `{{{{x}}}}` is `{{`, `x`, `}}`. A placeholder contains no `{`, so placeholders never
+//! overlap and the scan is linear.
+
+use std::fmt;
+use std::ops::Range;
+
+use super::scan::{find_from, ident_end};
+
+/// One step of a placeholder path after its root name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSeg {
+    /// `.name`: an object member, as in `{{customer.name}}`.
+    Field(String),
+    /// `[i]`: an array element, as in `{{items[0]}}`.
+    Index(u32),
+}
+
+/// A well-formed `{{root.path[0]}}` placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    /// The first name: `input`, `artifacts` or a variable name.
+    pub root: String,
+    /// The steps after the root, in order.
+    pub path: Vec<PathSeg>,
+    /// Byte range of the whole `{{...}}`, braces included, in the scanned text.
+    pub span: Range<usize>,
+}
+
+impl fmt::Display for Placeholder {
+    /// Writes the placeholder back as `{{root.path[0]}}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{{{{}", self.root)?;
+        for seg in &self.path {
+            match seg {
+                PathSeg::Field(name) => write!(f, ".{name}")?,
+                PathSeg::Index(i) => write!(f, "[{i}]")?,
+            }
+        }
+        f.write_str("}}")
+    }
+}
+
+/// A piece of a parsed template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// Literal text, written as is.
+    Text(String),
+    /// A placeholder, replaced by the text form of its value at run time.
+    Var(Placeholder),
+}
+
+/// A parsed template: literal text and placeholders in source order. Two `Text`
+/// segments are never adjacent, and no `Text` is empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Template {
+    /// The segments, in source order.
+    pub segments: Vec<Segment>,
+}
+
+impl Template {
+    /// The placeholders, in source order.
+    pub fn placeholders(&self) -> impl Iterator<Item = &Placeholder> {
+        self.segments.iter().filter_map(|seg| match seg {
+            Segment::Var(p) => Some(p),
+            Segment::Text(_) => None,
+        })
+    }
+}
+
+/// Splits `text` into literal text and placeholders. Never fails: whatever is not a
+/// valid placeholder is literal text (see the module docs for `{{{x}}}`).
+pub fn parse_template(text: &str) -> Template {
+    let mut segments = Vec::new();
+    let mut literal_from = 0;
+    let mut search_from = 0;
+    while let Some(open) = find_from(text, search_from, "{{") {
+        match placeholder_at(text, open) {
+            Some(p) => {
+                if literal_from < open {
+                    segments.push(Segment::Text(text[literal_from..open].to_owned()));
+                }
+                search_from = p.span.end;
+                literal_from = p.span.end;
+                segments.push(Segment::Var(p));
+            }
+            // The `{` at `open` is literal; the next `{{` may start right after it.
+            None => search_from = open + 1,
+        }
+    }
+    if literal_from < text.len() {
+        segments.push(Segment::Text(text[literal_from..].to_owned()));
+    }
+    Template { segments }
+}
+
+/// The placeholder whose `{{` starts at `open`, if it is well-formed.
+pub(crate) fn placeholder_at(text: &str, open: usize) -> Option<Placeholder> {
+    let bytes = text.as_bytes();
+    let root_start = open + 2;
+    let mut pos = ident_end(bytes, root_start)?;
+    let root = text[root_start..pos].to_owned();
+    let mut path = Vec::new();
+    loop {
+        match bytes.get(pos)? {
+            b'.' => {
+                let end = ident_end(bytes, pos + 1)?;
+                path.push(PathSeg::Field(text[pos + 1..end].to_owned()));
+                pos = end;
+            }
+            b'[' => {
+                let (index, end) = index_at(bytes, pos + 1)?;
+                path.push(PathSeg::Index(index));
+                pos = end;
+            }
+            b'}' if bytes.get(pos + 1) == Some(&b'}') => {
+                return Some(Placeholder {
+                    root,
+                    path,
+                    span: open..pos + 2,
+                });
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// `digits "]"` starting at `at`: the index and the position after `]`. `None` when
+/// there are no digits, no `]`, or the number does not fit a `u32`.
+fn index_at(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
+    let mut value: u32 = 0;
+    let mut pos = at;
+    while let Some(&b) = bytes.get(pos).filter(|b| b.is_ascii_digit()) {
+        value = value.checked_mul(10)?.checked_add(u32::from(b - b'0'))?;
+        pos += 1;
+    }
+    (pos > at && bytes.get(pos) == Some(&b']')).then_some((value, pos + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn text(s: &str) -> Segment {
+        Segment::Text(s.to_owned())
+    }
+
+    fn var(root: &str, path: Vec<PathSeg>, span: Range<usize>) -> Segment {
+        Segment::Var(Placeholder {
+            root: root.to_owned(),
+            path,
+            span,
+        })
+    }
+
+    fn field(name: &str) -> PathSeg {
+        PathSeg::Field(name.to_owned())
+    }
+
+    fn segs(s: &str) -> Vec<Segment> {
+        parse_template(s).segments
+    }
+
+    #[test]
+    fn plain_placeholder() {
+        assert_eq!(
+            segs("Hello {{name}}!"),
+            [text("Hello "), var("name", vec![], 6..14), text("!")]
+        );
+    }
+
+    #[test]
+    fn spaces_inside_are_literal() {
+        assert_eq!(segs("Hi {{ name }}"), [text("Hi {{ name }}")]);
+        assert_eq!(segs("{{name }}"), [text("{{name }}")]);
+        assert_eq!(segs("{{ name}}"), [text("{{ name}}")]);
+        assert_eq!(segs("{{a. b}}"), [text("{{a. b}}")]);
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            segs("{{items[0].name}}"),
+            [var("items", vec![PathSeg::Index(0), field("name")], 0..17)]
+        );
+        assert_eq!(
+            segs("{{input.doc.title}}"),
+            [var("input", vec![field("doc"), field("title")], 0..19)]
+        );
+        assert_eq!(
+            segs("{{artifacts.log[0]}}"),
+            [var(
+                "artifacts",
+                vec![field("log"), PathSeg::Index(0)],
+                0..20
+            )]
+        );
+        assert_eq!(
+            segs("{{m[1][22]._x9}}"),
+            [var(
+                "m",
+                vec![PathSeg::Index(1), PathSeg::Index(22), field("_x9")],
+                0..16
+            )]
+        );
+        assert_eq!(
+            segs("{{a[007]}}"),
+            [var("a", vec![PathSeg::Index(7)], 0..10)]
+        );
+    }
+
+    #[test]
+    fn malformed_is_literal() {
+        for s in [
+            "{{",
+            "{{}}",
+            "{{name",
+            "{{name}",
+            "{{name}x}",
+            "{{a..b}}",
+            "{{a.}}",
+            "{{.a}}",
+            "{{a[x]}}",
+            "{{a[]}}",
+            "{{a[-1]}}",
+            "{{a[1}}",
+            "{{a b}}",
+            "{{9a}}",
+            "{{a-b}}",
+            "{{fragment:x}}",
+            "{{fragments.x.}}",
+            "{{é}}",
+            "{name}",
+            "{ {name}}",
+        ] {
+            assert_eq!(segs(s), [text(s)], "{s:?}");
+        }
+    }
+
+    #[test]
+    fn index_must_fit_u32() {
+        assert_eq!(
+            segs("{{a[4294967295]}}"),
+            [var("a", vec![PathSeg::Index(u32::MAX)], 0..17)]
+        );
+        assert_eq!(segs("{{a[4294967296]}}"), [text("{{a[4294967296]}}")]);
+        assert_eq!(
+            segs("{{a[99999999999999999999999999]}}"),
+            [text("{{a[99999999999999999999999999]}}")]
+        );
+    }
+
+    #[test]
+    fn extra_braces() {
+        assert_eq!(
+            segs("{{{x}}}"),
+            [text("{"), var("x", vec![], 1..6), text("}")]
+        );
+        assert_eq!(
+            segs("{{{{x}}}}"),
+            [text("{{"), var("x", vec![], 2..7), text("}}")]
+        );
+        assert_eq!(segs("{{a{{b}}"), [text("{{a"), var("b", vec![], 3..8)]);
+        assert_eq!(
+            segs("{{a}}}}{{b}}"),
+            [var("a", vec![], 0..5), text("}}"), var("b", vec![], 7..12)]
+        );
+    }
+
+    #[test]
+    fn adjacent_placeholders_and_empty() {
+        assert_eq!(segs(""), []);
+        assert_eq!(
+            segs("{{a}}{{b}}"),
+            [var("a", vec![], 0..5), var("b", vec![], 5..10)]
+        );
+    }
+
+    #[test]
+    fn multibyte_text_spans_are_bytes() {
+        let s = "héllo {{naïve}} {{名前}} ✓{{x.y}}ü";
+        let t = parse_template(s);
+        let vars: Vec<_> = t.placeholders().collect();
+        assert_eq!(vars.len(), 1);
+        assert_eq!(vars[0].root, "x");
+        assert_eq!(&s[vars[0].span.clone()], "{{x.y}}");
+        assert_eq!(
+            t.segments,
+            [
+                text("héllo {{naïve}} {{名前}} ✓"),
+                var("x", vec![field("y")], 32..39),
+                text("ü")
+            ]
+        );
+    }
+
+    #[test]
+    fn display_round_trips() {
+        let s = "{{items[0].name}}";
+        let t = parse_template(s);
+        assert_eq!(t.placeholders().next().unwrap().to_string(), s);
+    }
+
+    #[test]
+    fn long_inputs_are_linear() {
+        // Many failing openers followed by long paths: must finish quickly.
+        let s = "{{a.b.c.d.e.f".repeat(20_000);
+        assert_eq!(segs(&s), [text(&s)]);
+        let s = "{".repeat(100_000) + "x}}";
+        let t = parse_template(&s);
+        assert_eq!(t.placeholders().count(), 1);
+    }
+
+    /// Concatenates the segments (placeholders as their source text), checking the
+    /// invariants on the way: spans on char boundaries, no empty or adjacent `Text`.
+    fn reassemble(s: &str, t: &Template) -> String {
+        let mut out = String::new();
+        for seg in &t.segments {
+            match seg {
+                Segment::Text(x) => {
+                    assert!(!x.is_empty());
+                    out.push_str(x);
+                }
+                Segment::Var(p) => {
+                    assert!(s.is_char_boundary(p.span.start) && s.is_char_boundary(p.span.end));
+                    assert_eq!(p.span.start, out.len());
+                    out.push_str(&s[p.span.clone()]);
+                }
+            }
+        }
+        for w in t.segments.windows(2) {
+            assert!(!matches!(w, [Segment::Text(_), Segment::Text(_)]));
+        }
+        out
+    }
+
+    #[test]
+    fn exhaustive_short_strings() {
+        let alphabet = ['{', '}', 'a', '.', '[', '0', ']', ' ', 'é'];
+        let mut buf = Vec::new();
+        fn go(alphabet: &[char], buf: &mut Vec<char>, depth: usize) {
+            let s: String = buf.iter().collect();
+            let t = parse_template(&s);
+            assert_eq!(reassemble(&s, &t), s);
+            if depth == 0 {
+                return;
+            }
+            for &c in alphabet {
+                buf.push(c);
+                go(alphabet, buf, depth - 1);
+                buf.pop();
+            }
+        }
+        go(&alphabet, &mut buf, 6);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_round_trips(s in "[{}a-z_.\\[\\]0-9 é名]{0,40}") {
+            let t = parse_template(&s);
+            prop_assert_eq!(reassemble(&s, &t), s);
+        }
+
+        #[test]
+        fn arbitrary_strings(s in any::<String>()) {
+            let t = parse_template(&s);
+            prop_assert_eq!(reassemble(&s, &t), s);
+        }
+
+        #[test]
+        fn generated_placeholders_parse(root in "[a-z_][a-z0-9_]{0,5}",
+                                        path in proptest::collection::vec(
+                                            prop_oneof!["[a-z_][a-z0-9_]{0,4}".prop_map(PathSeg::Field),
+                                                        any::<u32>().prop_map(PathSeg::Index)], 0..4),
+                                        pre in "[^{]{0,5}", post in "[^}]{0,5}") {
+            let p = Placeholder { root, path, span: 0..0 };
+            let src = format!("{pre}{p}{post}");
+            let t = parse_template(&src);
+            let got: Vec<_> = t.placeholders().collect();
+            prop_assert_eq!(got.len(), 1);
+            prop_assert_eq!(&got[0].root, &p.root);
+            prop_assert_eq!(&got[0].path, &p.path);
+            prop_assert_eq!(&src[got[0].span.clone()], p.to_string());
+            prop_assert_eq!(reassemble(&src, &t), src.clone());
+        }
+    }
+}
