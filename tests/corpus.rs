@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use packc_compiler::diag::Severity;
-use packc_compiler::{check_bytes, Options};
+use packc_compiler::{check_bytes, check_loaded, load, Options};
 use serde_json::Value;
 
 fn main() {
@@ -82,6 +82,18 @@ fn run(path: &PathBuf, expected: &Value) -> Result<(), Failed> {
         ..Options::default()
     };
     let checked = check_bytes(&bytes, &options);
+    // The JSON fast path (no span index unless something is reported) must agree with the
+    // YAML loader's path, diagnostic for diagnostic.
+    if let Ok(loaded) = load::load_bytes(&bytes, &options.limits) {
+        let slow = check_loaded(loaded, &options);
+        if slow.diagnostics != checked.diagnostics {
+            return Err(format!(
+                "fast and slow paths differ:\n{:?}\n{:?}",
+                checked.diagnostics, slow.diagnostics
+            )
+            .into());
+        }
+    }
     let found = |sev: Severity| -> Found {
         checked
             .diagnostics

@@ -4,6 +4,8 @@
 //! 2 usage or I/O trouble.
 
 mod check;
+mod run;
+mod test;
 
 use std::process::ExitCode;
 
@@ -32,6 +34,27 @@ enum Command {
     ///   packc check --deny-warnings my.pack.json
     #[command(verbatim_doc_comment)]
     Check(check::CheckArgs),
+    /// Run conformance cases (`*.case.yaml`) with scripted model and tool answers.
+    ///
+    /// Each case compiles its pack, runs it against a scripted host and compares the
+    /// output, error, calls and trace with its `expect`. One line is printed per failing
+    /// case with what differed, then `N passed, N failed`.
+    ///
+    /// Examples:
+    ///   packc test ../shared/conformance/cases
+    ///   packc test examples/cases/rfc0010-ex2.case.yaml
+    #[command(verbatim_doc_comment)]
+    Test(test::TestArgs),
+    /// Compile a pack and run it, printing the output as JSON.
+    ///
+    /// Model and tool answers come from a host script (`--host`), shaped like a case's
+    /// `run` member; without one every call fails with `host_error`.
+    ///
+    /// Examples:
+    ///   packc run pack.yaml --input '{"text": "hi"}' --host answers.yaml --trace
+    ///   packc run pack.yaml --target composition:analyze --input @doc.json --host h.yaml
+    #[command(verbatim_doc_comment)]
+    Run(run::RunArgs),
 }
 
 /// How diagnostics are printed.
@@ -74,6 +97,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Test(args) => test::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match result {
         Ok(code) => code,

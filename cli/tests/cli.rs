@@ -124,3 +124,66 @@ fn help_explains_check() {
     assert!(help.contains("--deny-warnings"));
     assert!(help.contains("Examples:"));
 }
+
+#[test]
+fn test_command_reports_passes_and_failures() {
+    let out = packc()
+        .arg("test")
+        .arg(repo().join("examples/cases"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.trim_end().ends_with(" passed, 0 failed"), "{stdout}");
+
+    let case = std::fs::read_to_string(repo().join("examples/cases/rfc0010-ex2.case.yaml"))
+        .unwrap()
+        .replace("- skip extract_general", "- skip extract_somethingelse")
+        .replace(
+            "pack_file: ../",
+            &format!("pack_file: {}/", repo().join("examples").display()),
+        );
+    let bad = write_temp("bad.case.yaml", case.as_bytes());
+    let out = packc().arg("test").arg(&bad).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.last(), Some(&"0 passed, 1 failed"), "{stdout}");
+    assert!(
+        lines[0].starts_with("FAIL ") && lines[0].contains("skip extract_somethingelse"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn run_command_prints_the_output() {
+    let host = write_temp(
+        "host.yaml",
+        b"host:\n  prompts:\n    doc_classifier:\n      - output: {type: general}\n    general_doc_extractor:\n      - output: {summary: memo}\n",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args(["--input", r#"{"text": "a memo"}"#, "--trace", "--host"])
+        .arg(&host)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, serde_json::json!({"summary": "memo"}));
+    assert!(
+        stderr.contains("branch route -> extract_general"),
+        "{stderr}"
+    );
+
+    // Without a host script every call fails: a run-time error exits 1.
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args(["--input", r#"{"text": "a memo"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("host_error"));
+}

@@ -12,6 +12,8 @@
 //! 4. [`check`]: the semantic rules of `shared/semantics/compositions.md` §2 and
 //!    `workflow.md` §16, reported as located [`diag::Diagnostic`]s.
 //! 5. [`render`]: diagnostics printed like rustc's (ariadne) or as JSON lines.
+//! 6. [`lower`]: a pack that checked without errors → one flat [`ir_spec::Module`], the
+//!    input of the VM (`packc_vm`).
 //!
 //! Every stage blames nodes by JSON pointer; only [`render`] turns pointers into
 //! `file:line:col`.
@@ -20,6 +22,7 @@
 pub mod check;
 pub mod diag;
 pub mod load;
+pub mod lower;
 pub mod render;
 pub mod schema;
 pub mod syntax;
@@ -56,7 +59,15 @@ impl Checked {
 }
 
 /// Load and check a pack from its bytes: parse, schema, semantic checks.
+///
+/// A JSON source is first parsed without spans ([`load::json_fast`]); the span index is
+/// built only when there is a diagnostic to locate, so a clean JSON pack never pays for it.
 pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
+    if bytes.len() <= options.limits.max_source_bytes {
+        if let Some(checked) = check_json_fast(bytes, options) {
+            return checked;
+        }
+    }
     match load::load_bytes(bytes, &options.limits) {
         Err(d) => Checked {
             loaded: None,
@@ -66,20 +77,79 @@ pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
     }
 }
 
-/// Check an already loaded pack document.
-pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
+fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if !load::json_fast::looks_like_json(text) {
+        return None;
+    }
+    let value = load::json_fast::parse(text, &options.limits)?;
     let mut diagnostics = Vec::new();
-    schema::validate(&loaded.value, &mut diagnostics);
+    run_checks(&value, options, &mut diagnostics);
+    if diagnostics.is_empty() {
+        let loaded = load::Loaded {
+            value,
+            spans: load::SpanIndex::default(),
+        };
+        return Some(Checked {
+            loaded: Some(loaded),
+            diagnostics,
+        });
+    }
+    // Something to report: locate it. The YAML loader reads every JSON text serde_json
+    // does except a few corner cases (keys over 1,024 characters); without spans the
+    // diagnostics still carry their pointers.
+    match load::load_str(text, &options.limits) {
+        Ok(loaded) => Some(check_loaded(loaded, options)),
+        Err(_) => {
+            let spans = load::SpanIndex::default();
+            sort(&mut diagnostics, &spans);
+            diagnostics.dedup();
+            Some(Checked {
+                loaded: Some(load::Loaded { value, spans }),
+                diagnostics,
+            })
+        }
+    }
+}
+
+fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagnostic>) {
+    schema::validate(value, out);
     let check_options = check::CheckOptions {
         base_dir: options.base_dir.clone(),
     };
-    check::check(&loaded.value, &check_options, &mut diagnostics);
+    check::check(value, &check_options, out);
+}
+
+/// Check an already loaded pack document.
+pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
+    let mut diagnostics = Vec::new();
+    run_checks(&loaded.value, options, &mut diagnostics);
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
     Checked {
         loaded: Some(loaded),
         diagnostics,
     }
+}
+
+/// Lower a pack that [`check_bytes`] / [`check_loaded`] found free of errors into the IR.
+///
+/// `options.base_dir` is where step `output_schema` files are read from (and embedded);
+/// `None` keeps the declared names without schemas. A pack with errors, or one without a
+/// loaded document, is refused with a [`lower::LowerError`].
+pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lower::LowerError> {
+    let loaded = checked
+        .loaded
+        .as_ref()
+        .filter(|_| !checked.has_errors())
+        .ok_or_else(|| lower::LowerError {
+            pointer: String::new(),
+            message: "the pack has errors".into(),
+        })?;
+    let lower_options = lower::LowerOptions {
+        base_dir: options.base_dir.clone(),
+    };
+    lower::lower(&loaded.value, &lower_options)
 }
 
 /// Sort diagnostics by position in the source, then kind and message, so output is

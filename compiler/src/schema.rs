@@ -108,7 +108,12 @@ pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
                 );
             }
             _ => {
-                out.push(Diagnostic::new(DiagKind::SchemaViolation, describe(&error)).at(path));
+                let (message, help) = describe(&error);
+                let mut d = Diagnostic::new(DiagKind::SchemaViolation, message).at(path);
+                if let Some(help) = help {
+                    d = d.help(help);
+                }
+                out.push(d);
             }
         }
     }
@@ -119,23 +124,34 @@ fn is_in_composition(path: &str) -> bool {
     path.strip_prefix("/compositions/").is_some()
 }
 
-fn describe(error: &jsonschema::ValidationError<'_>) -> String {
+fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>) {
     let instance = error.instance();
     match error.kind() {
-        ValidationErrorKind::Type { kind } => {
+        ValidationErrorKind::Type { kind } => (
             format!(
                 "expected {}, found {}",
                 type_name(kind),
                 json_type(instance)
-            )
+            ),
+            Some(format!("write {} here", type_name(kind))),
+        ),
+        ValidationErrorKind::Enum { options } => (
+            format!("{instance} is not one of {options}"),
+            Some(format!("use one of {options}")),
+        ),
+        ValidationErrorKind::Pattern { pattern } => (
+            format!("{instance} does not match the pattern `{pattern}`"),
+            Some(format!("change the value to match `{pattern}`")),
+        ),
+        ValidationErrorKind::Minimum { limit }
+        | ValidationErrorKind::ExclusiveMinimum { limit } => (
+            error.to_string(),
+            Some(format!("use a value of at least {limit}")),
+        ),
+        ValidationErrorKind::MinProperties { .. } | ValidationErrorKind::MinItems { .. } => {
+            (error.to_string(), Some("this may not be empty".to_string()))
         }
-        ValidationErrorKind::Enum { options } => {
-            format!("{instance} is not one of {options}")
-        }
-        ValidationErrorKind::Pattern { pattern } => {
-            format!("{instance} does not match the pattern `{pattern}`")
-        }
-        _ => error.to_string(),
+        _ => (error.to_string(), None),
     }
 }
 

@@ -17,6 +17,7 @@
 //! than [`Limits::max_source_bytes`] is a `limit_exceeded` before any parsing.
 
 mod build;
+pub mod json_fast;
 mod offsets;
 mod scalar;
 mod span_index;

@@ -1,0 +1,134 @@
+//! `packc run`: compile a pack and run it with a scripted host, printing the output.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use packc_compiler::Options;
+use packc_host::{Case, RunSpec, ScriptedHost};
+use packc_vm::driver::{drive, ScriptItem};
+use packc_vm::{Run, RunOptions, Target};
+use serde_json::Value;
+
+/// Arguments of `packc run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The pack file.
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// The input of the one turn, as JSON, or `@file` to read it from a file.
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// A host script: a YAML/JSON file shaped like a case's `run` member (`script`,
+    /// `input`, `host.prompts`, `host.tools`, `host.clock`, `host.variables`).
+    #[arg(long, value_name = "FILE")]
+    pub host: Option<PathBuf>,
+    /// What to run: `workflow`, `agent:<member>` or `composition:<name>`.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Print the trace lines to stderr.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+/// Compile and run; print the output as JSON. Exit 1 on compile or run-time errors.
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let (checked, bytes) = crate::check::check_file(
+        &args.pack,
+        packc_compiler::load::Limits::default().max_source_bytes,
+    )?;
+    if checked.has_errors() {
+        let text = String::from_utf8_lossy(&bytes);
+        let name = args.pack.display().to_string();
+        let src = packc_compiler::render::RenderSource {
+            name: &name,
+            text: &text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        };
+        let color = crate::ColorChoice::Auto.for_stderr();
+        crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
+        return Ok(ExitCode::from(1));
+    }
+    let options = Options {
+        base_dir: Some(
+            args.pack
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+        ),
+        ..Options::default()
+    };
+    let module = packc_compiler::lower(&checked, &options)?;
+    let mut spec = match &args.host {
+        Some(path) => host_spec(path)?,
+        None => RunSpec::default(),
+    };
+    if let Some(input) = &args.input {
+        let text = match input.strip_prefix('@') {
+            Some(file) => {
+                std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+            }
+            None => input.clone(),
+        };
+        let value: Value = serde_json::from_str(&text).context("--input is not JSON")?;
+        spec.script = vec![ScriptItem::Turn(value)];
+    }
+    if spec.script.is_empty() {
+        spec.script = vec![ScriptItem::Turn(Value::Null)];
+    }
+    let target_text = args.target.clone().unwrap_or_else(|| {
+        if spec.target.is_empty() {
+            "workflow".into()
+        } else {
+            spec.target.clone()
+        }
+    });
+    let module = Arc::new(module);
+    let target = Target::parse(&module, &target_text)?;
+    let mut run = Run::new(
+        module,
+        target,
+        RunOptions {
+            host_variables: spec.variables.clone(),
+            max_host_calls: None,
+        },
+    )?;
+    let mut host = ScriptedHost::new(&spec);
+    let result = drive(&mut run, &mut host, &spec.script);
+    if args.trace {
+        for line in run.trace() {
+            eprintln!("{line}");
+        }
+    }
+    match result {
+        Ok(outcome) => {
+            println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Reads a host script: a case's `run` member on its own.
+fn host_spec(path: &Path) -> Result<RunSpec> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let wrapped = format!(
+        "about: host script\npack: {{}}\nexpect: {{}}\nrun:\n{}",
+        indent(&text)
+    );
+    let case = Case::parse(&wrapped, Path::new(".")).map_err(anyhow::Error::msg)?;
+    match case.run {
+        Some(spec) => Ok(spec),
+        None => bail!("{}: not a host script", path.display()),
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}

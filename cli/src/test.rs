@@ -1,0 +1,56 @@
+//! `packc test`: run conformance cases (`*.case.yaml`) with the scripted host.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+/// Arguments of `packc test`.
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// Case files (`*.case.yaml`) or folders holding them.
+    #[arg(required = true, value_name = "CASE_OR_DIR")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Run every case; one line per failure, then `N passed, N failed`; exit 1 on a failure.
+pub fn run(args: &TestArgs) -> Result<ExitCode> {
+    let mut files = Vec::new();
+    for path in &args.paths {
+        collect(path, &mut files)?;
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for file in &files {
+        match packc_host::run_case_file(file) {
+            Ok(()) => passed += 1,
+            Err(diff) => {
+                failed += 1;
+                println!("FAIL {}: {}", file.display(), diff.replace('\n', " | "));
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The case files under `path`, sorted; `path` itself when it is a file.
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    if !path.is_dir() {
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".case.yaml"))
+        .collect();
+    found.sort();
+    out.extend(found);
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! Compositions (`compositions.md`): steps flattened in walk order, `${...}` bindings
+//! resolved to slots, predicates typed.
+
+use std::collections::HashMap;
+
+use ir_spec::{
+    Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Reduce, Ref, Root, Step,
+    StepId, StepKind,
+};
+use serde_json::Value;
+
+use super::prompts::{offered, policy};
+use super::{members, uint32, Cx, LowerError};
+use crate::diag::join;
+use crate::syntax::{
+    parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
+};
+
+/// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
+pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
+    for (key, comp, ptr) in members("/compositions", cx.root.get("compositions")) {
+        let c = lower_one(cx, key, comp, &ptr)?;
+        cx.module.compositions.push(c);
+    }
+    Ok(())
+}
+
+/// A step value with its pointer, in the flattened order.
+struct Flat<'v> {
+    step: &'v Value,
+    ptr: String,
+    top: bool,
+}
+
+fn lower_one(
+    cx: &mut Cx<'_>,
+    key: &str,
+    comp: &Value,
+    ptr: &str,
+) -> Result<Composition, LowerError> {
+    // Pass 1: number the steps; a parallel's branches directly follow it.
+    let mut flat = Vec::new();
+    let steps = comp
+        .get("steps")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, step) in steps.iter().enumerate() {
+        let sptr = join(ptr, &["steps", &i.to_string()]);
+        let branches = step.get("branches").and_then(Value::as_array);
+        flat.push(Flat {
+            step,
+            ptr: sptr.clone(),
+            top: true,
+        });
+        for (j, b) in branches.into_iter().flatten().enumerate() {
+            flat.push(Flat {
+                step: b,
+                ptr: join(&sptr, &["branches", &j.to_string()]),
+                top: false,
+            });
+        }
+    }
+    let mut ids: HashMap<&str, StepId> = HashMap::new();
+    let mut walk = Vec::new();
+    for (i, f) in flat.iter().enumerate() {
+        let id = StepId::from_index(i).ok_or_else(|| LowerError::new(&f.ptr, "too many steps"))?;
+        if f.top {
+            walk.push(id);
+        }
+        // Only top-level steps can be named (then/else/depends_on/output/references).
+        if f.top {
+            if let Some(name) = f.step.get("id").and_then(Value::as_str) {
+                ids.entry(name).or_insert(id);
+            }
+        }
+    }
+    let lookup = |name: &str, ptr: &str| -> Result<StepId, LowerError> {
+        ids.get(name)
+            .copied()
+            .ok_or_else(|| LowerError::new(ptr, format!("no top-level step `{name}`")))
+    };
+    // Pass 2: lower each step.
+    let mut out = Vec::with_capacity(flat.len());
+    for (i, f) in flat.iter().enumerate() {
+        let s = f.step;
+        let p = &f.ptr;
+        let kind_name = s.get("kind").and_then(Value::as_str).unwrap_or("");
+        let bind = |name: &str| -> Result<Option<Bind>, LowerError> {
+            s.get(name)
+                .map(|v| lower_bind(v, &join(p, &[name]), &lookup))
+                .transpose()
+        };
+        let kind = match kind_name {
+            "prompt" | "agent" => {
+                let task = s.get("prompt_task").and_then(Value::as_str).unwrap_or("");
+                let prompt = cx.prompt(task, &join(p, &["prompt_task"]))?;
+                let input = bind("input")?.unwrap_or(Bind::Const(Value::Null));
+                let output_schema = output_schema(cx, s.get("output_schema"));
+                if kind_name == "prompt" {
+                    StepKind::Prompt {
+                        prompt,
+                        input,
+                        output_schema,
+                    }
+                } else {
+                    let pv = cx.root.get("prompts").and_then(|ps| ps.get(task));
+                    let pol = policy(pv.and_then(|pv| pv.get("tool_policy")));
+                    let list = s.get("tools").or_else(|| pv.and_then(|pv| pv.get("tools")));
+                    let names: Vec<&str> = list
+                        .and_then(Value::as_array)
+                        .map(|t| t.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    let tools = offered(cx, &names, &pol);
+                    let term = s.get("termination");
+                    let tool_called = match term
+                        .and_then(|t| t.get("tool_called"))
+                        .and_then(Value::as_str)
+                    {
+                        Some(t) => Some(cx.tool(t, &join(p, &["termination", "tool_called"]))?),
+                        None => None,
+                    };
+                    StepKind::Agent {
+                        prompt,
+                        input,
+                        output_schema,
+                        tools,
+                        max_tool_calls_per_turn: pol.max_tool_calls_per_turn,
+                        max_steps: uint32(term.and_then(|t| t.get("max_steps"))),
+                        tool_called,
+                    }
+                }
+            }
+            "tool" => {
+                let name = s.get("tool").and_then(Value::as_str).unwrap_or("");
+                StepKind::Tool {
+                    tool: cx.tool(name, &join(p, &["tool"]))?,
+                    args: bind("args")?.unwrap_or(Bind::Const(Value::Object(Default::default()))),
+                }
+            }
+            "branch" => {
+                let target = |k: &str| -> Result<Option<StepId>, LowerError> {
+                    s.get(k)
+                        .and_then(Value::as_str)
+                        .map(|n| lookup(n, &join(p, &[k])))
+                        .transpose()
+                };
+                StepKind::Branch {
+                    predicate: lower_pred(
+                        s.get("predicate").unwrap_or(&Value::Null),
+                        &join(p, &["predicate"]),
+                        &lookup,
+                    )?,
+                    then: target("then")?
+                        .ok_or_else(|| LowerError::new(p, "branch without `then`"))?,
+                    otherwise: target("else")?,
+                }
+            }
+            "parallel" => {
+                let n = s
+                    .get("branches")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                let first = i + 1;
+                let branches = (first..first + n).filter_map(StepId::from_index).collect();
+                let reduce = s.get("reduce");
+                let strategy = match reduce
+                    .and_then(|r| r.get("strategy"))
+                    .and_then(Value::as_str)
+                {
+                    Some("append") => Reduce::Append,
+                    Some("replace") => Reduce::Replace,
+                    _ => Reduce::Barrier,
+                };
+                let into = reduce
+                    .and_then(|r| r.get("into"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                StepKind::Parallel {
+                    branches,
+                    strategy,
+                    into,
+                }
+            }
+            other => {
+                return Err(LowerError::new(
+                    join(p, &["kind"]),
+                    format!("unsupported step kind `{other}`"),
+                ))
+            }
+        };
+        let depends_on = s
+            .get("depends_on")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(k, d)| {
+                d.as_str()
+                    .map(|d| lookup(d, &join(p, &["depends_on", &k.to_string()])))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let modifiers = s.get("modifiers");
+        let max_attempts = uint32(
+            modifiers
+                .and_then(|m| m.get("retry"))
+                .and_then(|r| r.get("max_attempts")),
+        )
+        .unwrap_or(1)
+        .max(1);
+        let evals = modifiers
+            .and_then(|m| m.get("eval"))
+            .and_then(Value::as_array)
+            .map(|e| {
+                e.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let id = s.get("id").and_then(Value::as_str).unwrap_or("");
+        out.push(Step {
+            id: cx.intern(id),
+            kind,
+            depends_on,
+            guarded_by: Vec::new(),
+            max_attempts,
+            evals,
+        });
+    }
+    // Guards: each branch's targets remember the branch (`compositions.md` 4.2a).
+    for i in 0..out.len() {
+        let (then, otherwise) = match &out[i].kind {
+            StepKind::Branch {
+                then, otherwise, ..
+            } => (*then, *otherwise),
+            _ => continue,
+        };
+        let Some(branch) = StepId::from_index(i) else {
+            continue;
+        };
+        for target in std::iter::once(then).chain(otherwise) {
+            if let Some(t) = out.get_mut(target.index()) {
+                if !t.guarded_by.contains(&branch) {
+                    t.guarded_by.push(branch);
+                }
+            }
+        }
+    }
+    let output = match comp.get("output").and_then(Value::as_str) {
+        Some(name) => Some(lookup(name, &join(ptr, &["output"]))?),
+        None => None,
+    };
+    Ok(Composition {
+        key: cx.intern(key),
+        steps: out,
+        walk,
+        output,
+    })
+}
+
+/// A step's `output_schema` (`compositions.md` 2.25): embedded when the pack is a file
+/// and the file is found; dropped when the pack is a file and it is not; kept by name for
+/// an inline pack.
+fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
+    let name = v?.as_str()?.to_owned();
+    match &cx.options.base_dir {
+        None => Some(OutputSchema { name, schema: None }),
+        Some(dir) => {
+            let text = std::fs::read_to_string(dir.join(&name)).ok()?;
+            let schema = serde_json::from_str(&text).ok().or_else(|| {
+                crate::load::load_str(&text, &Default::default())
+                    .ok()
+                    .map(|l| l.value)
+            });
+            Some(OutputSchema { name, schema })
+        }
+    }
+}
+
+type Lookup<'l> = dyn Fn(&str, &str) -> Result<StepId, LowerError> + 'l;
+
+fn lower_ref(r: Reference, ptr: &str, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
+    let root = match r.root {
+        RefRoot::Input => Root::Input,
+        RefRoot::Step(name) => Root::Step(lookup(&name, ptr)?),
+    };
+    Ok(Ref { root, path: r.path })
+}
+
+/// A step's `input` / `args` value → [`Bind`] (`compositions.md` §3.5).
+fn lower_bind(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
+    Ok(match v {
+        Value::String(s) => match parse_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
+            Binding::Literal(t) => Bind::Const(Value::String(t)),
+            Binding::Whole(r) => Bind::Whole(lower_ref(r, ptr, lookup)?),
+            Binding::Template(parts) => Bind::Interp(
+                parts
+                    .into_iter()
+                    .map(|part| match part {
+                        BindingPart::Text(t) => Ok(Part::Text(t)),
+                        BindingPart::Ref(r) => Ok(Part::Ref(lower_ref(r, ptr, lookup)?)),
+                    })
+                    .collect::<Result<_, LowerError>>()?,
+            ),
+        },
+        Value::Array(items) => {
+            let items = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| lower_bind(item, &join(ptr, &[&i.to_string()]), lookup))
+                .collect::<Result<Vec<_>, _>>()?;
+            if items.iter().all(|b| matches!(b, Bind::Const(_))) {
+                Bind::Const(v.clone())
+            } else {
+                Bind::Array(items)
+            }
+        }
+        Value::Object(m) => {
+            let items = m
+                .iter()
+                .map(|(k, item)| Ok((k.clone(), lower_bind(item, &join(ptr, &[k]), lookup)?)))
+                .collect::<Result<Vec<_>, LowerError>>()?;
+            if items.iter().all(|(_, b)| matches!(b, Bind::Const(_))) {
+                Bind::Const(v.clone())
+            } else {
+                Bind::Object(items)
+            }
+        }
+        other => Bind::Const(other.clone()),
+    })
+}
+
+/// A branch `predicate` → [`Pred`] (`compositions.md` §7).
+fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
+    let bad = || LowerError::new(ptr, "malformed predicate");
+    let obj = v.as_object().ok_or_else(bad)?;
+    let list = |k: &str| -> Result<Vec<Pred>, LowerError> {
+        obj.get(k)
+            .and_then(Value::as_array)
+            .ok_or_else(bad)?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| lower_pred(p, &join(ptr, &[k, &i.to_string()]), lookup))
+            .collect()
+    };
+    if obj.contains_key("all_of") {
+        return Ok(Pred::All(list("all_of")?));
+    }
+    if obj.contains_key("any_of") {
+        return Ok(Pred::Any(list("any_of")?));
+    }
+    if let Some(inner) = obj.get("not") {
+        return Ok(Pred::Not(Box::new(lower_pred(
+            inner,
+            &join(ptr, &["not"]),
+            lookup,
+        )?)));
+    }
+    let path_text = obj.get("path").and_then(Value::as_str).ok_or_else(bad)?;
+    let pptr = join(ptr, &["path"]);
+    let reference =
+        parse_whole_reference(path_text).map_err(|e| LowerError::new(&pptr, e.message))?;
+    let path = lower_ref(reference, &pptr, lookup)?;
+    if let Some(expect) = obj.get("exists") {
+        return Ok(Pred::Exists {
+            path,
+            expect: expect.as_bool().ok_or_else(bad)?,
+        });
+    }
+    let value = obj.get("value").cloned().unwrap_or(Value::Null);
+    let ordered = |op| Compare::Ordered {
+        op,
+        bound: value.as_f64(),
+    };
+    let list_of = |negate| Compare::In {
+        list: value.as_array().cloned(),
+        negate,
+    };
+    let test = match obj.get("op").and_then(Value::as_str).ok_or_else(bad)? {
+        "equals" => Compare::Equals {
+            value: value.clone(),
+            negate: false,
+        },
+        "not_equals" => Compare::Equals {
+            value: value.clone(),
+            negate: true,
+        },
+        "in" => list_of(false),
+        "not_in" => list_of(true),
+        "less_than" => ordered(Ordering::Lt),
+        "less_than_or_equals" => ordered(Ordering::Le),
+        "greater_than" => ordered(Ordering::Gt),
+        "greater_than_or_equals" => ordered(Ordering::Ge),
+        _ => return Err(bad()),
+    };
+    Ok(Pred::Compare { path, test })
+}

@@ -1,0 +1,164 @@
+//! Lowering: a checked pack value → one flat [`ir_spec::Module`].
+//!
+//! Lowering runs only on packs that [`crate::check_loaded`] found free of errors, so it
+//! can trust the shapes the checks guarantee. It still never panics: a shape it cannot
+//! lower is a [`LowerError`] naming the JSON pointer of the node.
+//!
+//! One module per job:
+//! - [`prompts`]: prompts (templates, variables, offered tools, policy) and tools;
+//! - [`workflow`]: states, transitions, budget, artifacts, agents;
+//! - [`compositions`]: steps in walk order, bindings, predicates.
+
+mod compositions;
+mod prompts;
+mod workflow;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ir_spec::{Module, PromptId, StrId, ToolId};
+use serde_json::{Map, Value};
+
+/// What lowering needs beyond the pack value.
+#[derive(Clone, Debug, Default)]
+pub struct LowerOptions {
+    /// The folder of the pack file: step `output_schema` files are read from it and
+    /// embedded. `None` for a pack that is not a file (inline in a case file): schema
+    /// names are kept without a schema.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// A pack shape lowering cannot handle. The checks reject every such pack first, so this
+/// only shows up when lowering is called on a pack with errors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot lower {pointer}: {message}")]
+pub struct LowerError {
+    /// The JSON pointer of the offending node.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl LowerError {
+    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        LowerError {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Lowers a checked pack.
+///
+/// ```
+/// let pack = serde_json::json!({"id": "p", "prompts": {"hi": {"system_template": "Hi {{name}}"}}});
+/// let module = packc_compiler::lower::lower(&pack, &Default::default()).unwrap();
+/// assert_eq!(module.prompts.len(), 1);
+/// ```
+pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError> {
+    let root = pack
+        .as_object()
+        .ok_or_else(|| LowerError::new("", "the pack is not an object"))?;
+    let mut cx = Cx::new(root, options);
+    cx.module.id = root
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    prompts::lower_tools(&mut cx);
+    // Artifact ids are needed by templates, so the workflow's artifact table comes first.
+    let artifacts = workflow::collect_artifacts(&mut cx);
+    prompts::lower_prompts(&mut cx)?;
+    compositions::lower_all(&mut cx)?;
+    workflow::lower_workflow(&mut cx, artifacts)?;
+    workflow::lower_agents(&mut cx)?;
+    Ok(cx.module)
+}
+
+/// Lowering state: the module being built and the name → index maps.
+struct Cx<'a> {
+    root: &'a Map<String, Value>,
+    options: &'a LowerOptions,
+    module: Module,
+    strings: HashMap<String, StrId>,
+    prompts: HashMap<&'a str, PromptId>,
+    tools: HashMap<&'a str, ToolId>,
+    members: Vec<&'a str>,
+    artifacts: HashMap<String, ir_spec::ArtifactId>,
+}
+
+impl<'a> Cx<'a> {
+    fn new(root: &'a Map<String, Value>, options: &'a LowerOptions) -> Self {
+        let keys = |v: Option<&'a Value>| -> Vec<&'a str> {
+            v.and_then(Value::as_object)
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default()
+        };
+        let ids = |names: Vec<&'a str>| names.into_iter().enumerate();
+        Cx {
+            root,
+            options,
+            module: Module::default(),
+            strings: HashMap::new(),
+            prompts: ids(keys(root.get("prompts")))
+                .filter_map(|(i, k)| Some((k, PromptId::from_index(i)?)))
+                .collect(),
+            tools: ids(keys(root.get("tools")))
+                .filter_map(|(i, k)| Some((k, ToolId::from_index(i)?)))
+                .collect(),
+            members: keys(root.get("agents").and_then(|a| a.get("members"))),
+            artifacts: HashMap::new(),
+        }
+    }
+
+    /// Interns `s` in the module's string table.
+    fn intern(&mut self, s: &str) -> StrId {
+        if let Some(id) = self.strings.get(s) {
+            return *id;
+        }
+        let id = StrId::from_index(self.module.strings.len()).unwrap_or(StrId(u32::MAX));
+        self.module.strings.push(s.to_owned());
+        self.strings.insert(s.to_owned(), id);
+        id
+    }
+
+    fn prompt(&self, name: &str, ptr: &str) -> Result<PromptId, LowerError> {
+        self.prompts
+            .get(name)
+            .copied()
+            .ok_or_else(|| LowerError::new(ptr, format!("no prompt `{name}`")))
+    }
+
+    fn tool(&self, name: &str, ptr: &str) -> Result<ToolId, LowerError> {
+        self.tools
+            .get(name)
+            .copied()
+            .ok_or_else(|| LowerError::new(ptr, format!("no tool `{name}`")))
+    }
+}
+
+/// `(key, value, pointer)` for each member of the object at `ptr`.
+fn members<'v>(
+    ptr: &str,
+    v: Option<&'v Value>,
+) -> impl Iterator<Item = (&'v str, &'v Value, String)> + use<'v> {
+    let base = ptr.to_owned();
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.iter())
+        .map(move |(k, v)| (k.as_str(), v, crate::diag::join(&base, &[k])))
+}
+
+/// A non-negative integer member as `u64`.
+fn uint(v: Option<&Value>) -> Option<u64> {
+    v.and_then(Value::as_u64).or_else(|| {
+        v.and_then(Value::as_f64)
+            .filter(|f| *f >= 0.0)
+            .map(|f| f as u64)
+    })
+}
+
+/// A non-negative integer member as `u32`, saturating.
+fn uint32(v: Option<&Value>) -> Option<u32> {
+    uint(v).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}

@@ -1,0 +1,190 @@
+//! Prompts and tools (`workflow.md` §6, §14).
+
+use ir_spec::{
+    PathSeg, Placeholder, Prompt, Segment, Tool, ToolPolicy, ToolRef, Validation, VarRoot, VarType,
+    Variable,
+};
+use serde_json::Value;
+
+use super::{members, uint, uint32, Cx, LowerError};
+use crate::syntax::{self, expand_fragments, parse_template};
+
+/// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
+pub(super) fn lower_tools(cx: &mut Cx<'_>) {
+    for (key, tool, _) in members("/tools", cx.root.get("tools")) {
+        let key = cx.intern(key);
+        let text = |name: &str| {
+            tool.get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        cx.module.tools.push(Tool {
+            key,
+            name: text("name"),
+            description: text("description"),
+            parameters: tool.get("parameters").cloned().unwrap_or(Value::Null),
+        });
+    }
+}
+
+/// `prompts` → [`Module::prompts`](ir_spec::Module::prompts), in source order.
+pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
+    for (key, prompt, _ptr) in members("/prompts", cx.root.get("prompts")) {
+        let key = cx.intern(key);
+        let variables: Vec<Variable> = prompt
+            .get("variables")
+            .and_then(Value::as_array)
+            .map(|vars| vars.iter().filter_map(variable).collect())
+            .unwrap_or_default();
+        let system = template(cx, prompt, &variables);
+        let policy = policy(prompt.get("tool_policy"));
+        let names: Vec<&str> = prompt
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let tools = offered(cx, &names, &policy);
+        cx.module.prompts.push(Prompt {
+            key,
+            system,
+            variables,
+            tools,
+            policy,
+        });
+    }
+    Ok(())
+}
+
+/// The offered tools for `names` (a prompt's list, or an agent step's): tool keys and
+/// member keys, less the blocklist; none under `tool_choice: none`.
+pub(super) fn offered(cx: &mut Cx<'_>, names: &[&str], policy: &ToolPolicy) -> Vec<ToolRef> {
+    if policy.tool_choice_none {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for name in names {
+        if policy.blocklist.iter().any(|b| b == name) {
+            continue;
+        }
+        let r = if let Some(id) = cx.tools.get(name) {
+            ToolRef::Tool(*id)
+        } else if cx.members.contains(name) {
+            ToolRef::Member(cx.intern(name))
+        } else {
+            continue;
+        };
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// `tool_policy`.
+pub(super) fn policy(v: Option<&Value>) -> ToolPolicy {
+    let Some(v) = v else {
+        return ToolPolicy::default();
+    };
+    ToolPolicy {
+        tool_choice_none: v.get("tool_choice").and_then(Value::as_str) == Some("none"),
+        max_rounds: uint32(v.get("max_rounds")),
+        max_tool_calls_per_turn: uint32(v.get("max_tool_calls_per_turn")),
+        blocklist: v
+            .get("blocklist")
+            .and_then(Value::as_array)
+            .map(|b| {
+                b.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// One entry of `variables`; `None` without a string `name`.
+fn variable(v: &Value) -> Option<Variable> {
+    let name = v.get("name")?.as_str()?.to_owned();
+    let required = v.get("required").and_then(Value::as_bool).unwrap_or(false);
+    let ty = match v.get("type").and_then(Value::as_str) {
+        Some("string") => Some(VarType::String),
+        Some("number") => Some(VarType::Number),
+        Some("boolean") => Some(VarType::Boolean),
+        Some("object") => Some(VarType::Object),
+        Some("array") => Some(VarType::Array),
+        _ => None,
+    };
+    // A default on a required variable is ignored (`workflow.md` §14).
+    let default = if required {
+        None
+    } else {
+        v.get("default").cloned()
+    };
+    let val = v.get("validation");
+    let get = |k: &str| val.and_then(|val| val.get(k));
+    let validation = Validation {
+        pattern: get("pattern").and_then(Value::as_str).map(str::to_owned),
+        min_length: uint(get("min_length")),
+        max_length: uint(get("max_length")),
+        minimum: get("minimum").and_then(Value::as_f64),
+        maximum: get("maximum").and_then(Value::as_f64),
+        allowed: get("enum").and_then(Value::as_array).cloned(),
+    };
+    Some(Variable {
+        name,
+        ty,
+        required,
+        default,
+        validation,
+    })
+}
+
+/// The `system_template`, fragments expanded, placeholders classified.
+fn template(cx: &mut Cx<'_>, prompt: &Value, variables: &[Variable]) -> Vec<Segment> {
+    let text = prompt
+        .get("system_template")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let fragments = cx.root.get("fragments").and_then(Value::as_object);
+    let expanded = expand_fragments(
+        text,
+        |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
+        |name| variables.iter().any(|v| v.name == name),
+    );
+    parse_template(&expanded.text)
+        .segments
+        .into_iter()
+        .map(|seg| match seg {
+            syntax::Segment::Text(t) => Segment::Text(t),
+            syntax::Segment::Var(p) => Segment::Var(placeholder(cx, p, variables)),
+        })
+        .collect()
+}
+
+fn placeholder(cx: &Cx<'_>, p: syntax::Placeholder, variables: &[Variable]) -> Placeholder {
+    let mut path: Vec<PathSeg> = p
+        .path
+        .into_iter()
+        .map(|s| match s {
+            syntax::PathSeg::Field(f) => PathSeg::Field(f),
+            syntax::PathSeg::Index(i) => PathSeg::Index(i),
+        })
+        .collect();
+    let root = match p.root.as_str() {
+        "input" => VarRoot::Input,
+        "artifacts" => match path.first() {
+            Some(PathSeg::Field(name)) => {
+                let id = cx.artifacts.get(name).copied();
+                path.remove(0);
+                VarRoot::Artifact(id)
+            }
+            _ => VarRoot::Artifacts,
+        },
+        name => match variables.iter().position(|v| v.name == name) {
+            Some(i) => VarRoot::Declared(u32::try_from(i).unwrap_or(u32::MAX)),
+            None => VarRoot::Undeclared(name.to_owned()),
+        },
+    };
+    Placeholder { root, path }
+}

@@ -1,0 +1,168 @@
+//! The workflow, its budget and artifacts, and agent members (`workflow.md`).
+
+use std::collections::HashMap;
+
+use ir_spec::{
+    Agent, AgentStart, ArtifactId, ArtifactMode, Budget, CompId, EventId, Orchestration, State,
+    StateBody, StateId, StrId, Workflow,
+};
+use serde_json::Value;
+
+use super::{members, uint, Cx, LowerError};
+
+fn states<'a>(cx: &Cx<'a>) -> Option<&'a serde_json::Map<String, Value>> {
+    cx.root
+        .get("workflow")
+        .and_then(|w| w.get("states"))
+        .and_then(Value::as_object)
+}
+
+fn state_ids(cx: &Cx<'_>) -> HashMap<String, StateId> {
+    states(cx)
+        .map(|s| {
+            s.keys()
+                .enumerate()
+                .filter_map(|(i, k)| Some((k.clone(), StateId::from_index(i)?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every artifact name any state declares, workflow-wide, in first-declared order.
+pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
+    let mut names = Vec::new();
+    for state in states(cx).into_iter().flat_map(|s| s.values()) {
+        for name in state
+            .get("artifacts")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|a| a.keys())
+        {
+            if !cx.artifacts.contains_key(name) {
+                if let Some(id) = ArtifactId::from_index(names.len()) {
+                    cx.artifacts.insert(name.clone(), id);
+                    names.push(name.clone());
+                }
+            }
+        }
+    }
+    names.iter().map(|n| cx.intern(n)).collect()
+}
+
+/// `workflow` → [`Module::workflow`](ir_spec::Module::workflow).
+pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(), LowerError> {
+    let Some(wf) = cx.root.get("workflow") else {
+        return Ok(());
+    };
+    let ids = state_ids(cx);
+    let state_id = |name: Option<&Value>, ptr: String| -> Result<StateId, LowerError> {
+        let name = name.and_then(Value::as_str).unwrap_or_default();
+        ids.get(name)
+            .copied()
+            .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
+    };
+    let entry = state_id(wf.get("entry"), "/workflow/entry".into())?;
+    let comps: HashMap<&str, CompId> = cx
+        .root
+        .get("compositions")
+        .and_then(Value::as_object)
+        .map(|c| {
+            c.keys()
+                .enumerate()
+                .filter_map(|(i, k)| Some((k.as_str(), CompId::from_index(i)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (key, s, ptr) in members("/workflow/states", wf.get("states")) {
+        let mode = match s.get("orchestration").and_then(Value::as_str) {
+            Some("external") => Orchestration::External,
+            Some("hybrid") => Orchestration::Hybrid,
+            Some("composition") => Orchestration::Composition,
+            _ => Orchestration::Internal,
+        };
+        let body = if mode == Orchestration::Composition {
+            let name = s.get("composition").and_then(Value::as_str).unwrap_or("");
+            StateBody::Composition(comps.get(name).copied().ok_or_else(|| {
+                LowerError::new(
+                    format!("{ptr}/composition"),
+                    format!("no composition `{name}`"),
+                )
+            })?)
+        } else {
+            let name = s.get("prompt_task").and_then(Value::as_str).unwrap_or("");
+            StateBody::Prompt(cx.prompt(name, &format!("{ptr}/prompt_task"))?)
+        };
+        let mut on_event = Vec::new();
+        for (event, _, eptr) in members(&format!("{ptr}/on_event"), s.get("on_event")) {
+            let target = state_id(s.get("on_event").and_then(|o| o.get(event)), eptr)?;
+            on_event.push((event_id(cx, event), target));
+        }
+        let terminal =
+            s.get("terminal").and_then(Value::as_bool) == Some(true) || on_event.is_empty();
+        let on_max_visits = match s.get("on_max_visits") {
+            Some(v) => Some(state_id(Some(v), format!("{ptr}/on_max_visits"))?),
+            None => None,
+        };
+        let mut arts = Vec::new();
+        for (name, def, _) in members(&format!("{ptr}/artifacts"), s.get("artifacts")) {
+            let mode = match def.get("mode").and_then(Value::as_str) {
+                Some("append") => ArtifactMode::Append,
+                _ => ArtifactMode::Replace,
+            };
+            if let Some(id) = cx.artifacts.get(name) {
+                arts.push((*id, mode));
+            }
+        }
+        out.push(State {
+            key: cx.intern(key),
+            body,
+            mode,
+            terminal,
+            on_event,
+            max_visits: uint(s.get("max_visits")),
+            on_max_visits,
+            persistent: s.get("persistence").and_then(Value::as_str) == Some("persistent"),
+            artifacts: arts,
+        });
+    }
+    let budget = wf.get("engine").and_then(|e| e.get("budget"));
+    let limit = |k: &str| uint(budget.and_then(|b| b.get(k)));
+    cx.module.workflow = Some(Workflow {
+        entry,
+        states: out,
+        budget: Budget {
+            max_total_visits: limit("max_total_visits"),
+            max_tool_calls: limit("max_tool_calls"),
+            max_wall_time_sec: limit("max_wall_time_sec"),
+        },
+        artifacts,
+    });
+    Ok(())
+}
+
+fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
+    let s = cx.intern(name);
+    if let Some(i) = cx.module.events.iter().position(|e| *e == s) {
+        return EventId::from_index(i).unwrap_or(EventId(u32::MAX));
+    }
+    cx.module.events.push(s);
+    EventId::from_index(cx.module.events.len() - 1).unwrap_or(EventId(u32::MAX))
+}
+
+/// `agents.members` → [`Module::agents`](ir_spec::Module::agents).
+pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
+    let ids = state_ids(cx);
+    let agents = cx.root.get("agents").and_then(|a| a.get("members"));
+    for (key, member, ptr) in members("/agents/members", agents) {
+        let start = match member.get("state").and_then(Value::as_str) {
+            Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
+                LowerError::new(format!("{ptr}/state"), format!("no state `{state}`"))
+            })?),
+            None => AgentStart::Plain(cx.prompts.get(key).copied()),
+        };
+        let key = cx.intern(key);
+        cx.module.agents.push(Agent { key, start });
+    }
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! Hosts for the packc VM, and the conformance case runner behind `packc test`.
+//!
+//! - [`case`]: the case-file model (`shared/conformance/README.md`, "Shape of a case").
+//! - [`scripted`]: [`ScriptedHost`], which answers model and tool calls from a case's
+//!   `run.host` queues, reads `host.clock`, and supplies `host.variables`.
+//! - [`runner`]: compiles a case's pack, runs it with the scripted host, and compares
+//!   the result with `expect`, describing every difference it finds.
+#![forbid(unsafe_code)]
+
+pub mod case;
+pub mod runner;
+pub mod scripted;
+
+pub use case::{Case, CaseError, Expect, PackSource, RunSpec};
+pub use runner::{check_case, execute, run_case, run_case_file, Actual, CaseResult};
+pub use scripted::{parse_answer, ScriptedHost};

@@ -1,0 +1,218 @@
+//! Runs one case and compares what happened with `expect` (conformance README, "Rules of
+//! the runner").
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use packc_compiler::diag::Severity;
+use packc_compiler::{check_bytes, check_loaded, Checked, Options};
+use packc_vm::driver::drive;
+use packc_vm::value::json_eq;
+use packc_vm::{Run, RunError, RunOptions, Target};
+use serde_json::Value;
+
+use crate::case::{Case, PackSource};
+use crate::scripted::ScriptedHost;
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Actual {
+    /// The outcome, or the run-time error.
+    pub result: Result<packc_vm::Outcome, RunError>,
+    /// The trace lines.
+    pub trace: Vec<String>,
+    /// The calls, in the case format (`{prompt, input, system}` / `{tool, args}`).
+    pub calls: Vec<Value>,
+}
+
+/// A case's verdict: `Ok` when it passed, else every difference found, one per line.
+pub type CaseResult = Result<(), String>;
+
+/// Reads and runs the case file at `path`.
+pub fn run_case_file(path: &Path) -> CaseResult {
+    let case = Case::read(path).map_err(|e| e.message)?;
+    run_case(&case)
+}
+
+/// Runs a parsed case: the compile half ([`check_case`]), then, for a run case, the run.
+pub fn run_case(case: &Case) -> CaseResult {
+    let Some((checked, base_dir)) = compile_half(case)? else {
+        return Ok(());
+    };
+    let Some(spec) = &case.run else {
+        return Ok(());
+    };
+    let options = Options {
+        base_dir,
+        ..Options::default()
+    };
+    let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
+    let actual = execute(module, spec)?;
+    let mut diffs = Vec::new();
+    compare(case, &actual, &mut diffs);
+    verdict(diffs)
+}
+
+/// Only the compile half of a case: `compile_error` / `at` among the reported errors,
+/// the exact set of `warnings` when given, and no error at all when no `compile_error`
+/// is expected (every run case).
+pub fn check_case(case: &Case) -> CaseResult {
+    compile_half(case).map(|_| ())
+}
+
+/// The compile half; `Some` with the checked pack when the case goes on to run.
+#[allow(clippy::type_complexity)]
+fn compile_half(case: &Case) -> Result<Option<(Checked, Option<std::path::PathBuf>)>, String> {
+    let (checked, base_dir) = compile(case)?;
+    let expect = &case.expect;
+    let errors: Vec<(String, String)> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            (
+                d.kind.as_str().to_owned(),
+                d.pointer().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let mut diffs = Vec::new();
+    if let Some(expected) = &expect.warnings {
+        let warnings: BTreeSet<String> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(|d| d.kind.as_str().to_owned())
+            .collect();
+        if *expected != warnings {
+            diffs.push(format!(
+                "warnings: expected {expected:?}, reported {warnings:?}"
+            ));
+        }
+    }
+    match &expect.compile_error {
+        Some(kind) => {
+            let at = expect.at.as_deref();
+            if !errors
+                .iter()
+                .any(|(k, p)| k == kind && at.is_none_or(|a| a == p))
+            {
+                diffs.push(format!(
+                    "expected compile error {kind} at {at:?}; reported errors: {errors:?}"
+                ));
+            }
+            verdict(diffs).map(|()| None)
+        }
+        None if !errors.is_empty() => {
+            diffs.push(format!("expected no compile error; reported: {errors:?}"));
+            verdict(diffs).map(|()| None)
+        }
+        None => verdict(diffs).map(|()| Some((checked, base_dir))),
+    }
+}
+
+fn verdict(diffs: Vec<String>) -> CaseResult {
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs.join("\n"))
+    }
+}
+
+/// Checks the case's pack; also returns the folder schema files are read from.
+fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String> {
+    Ok(match &case.pack {
+        PackSource::File(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let base_dir = path.parent().map(Path::to_path_buf);
+            let options = Options {
+                base_dir: base_dir.clone(),
+                ..Options::default()
+            };
+            (check_bytes(&bytes, &options), base_dir)
+        }
+        PackSource::Inline(loaded) => (check_loaded(loaded.clone(), &Options::default()), None),
+    })
+}
+
+/// Runs a lowered module with the scripted host of `spec`.
+pub fn execute(module: ir_spec::Module, spec: &crate::RunSpec) -> Result<Actual, String> {
+    let module = Arc::new(module);
+    let target = Target::parse(&module, &spec.target).map_err(|e| e.to_string())?;
+    let options = RunOptions {
+        host_variables: spec.variables.clone(),
+        // The case format sets no embedder limits (conformance README). Every scripted
+        // call consumes an answer or fails, so a scripted run always ends.
+        max_host_calls: None,
+    };
+    let mut run = Run::new(module, target, options).map_err(|e| e.to_string())?;
+    let mut host = ScriptedHost::new(spec);
+    let result = drive(&mut run, &mut host, &spec.script);
+    Ok(Actual {
+        result,
+        trace: run.trace(),
+        calls: run
+            .calls()
+            .iter()
+            .map(packc_vm::CallRecord::to_json)
+            .collect(),
+    })
+}
+
+fn compare(case: &Case, actual: &Actual, diffs: &mut Vec<String>) {
+    let e = &case.expect;
+    match (&e.error, &actual.result) {
+        (Some(kind), Err(err)) if err.kind.as_str() == kind => {}
+        (Some(kind), Err(err)) => diffs.push(format!("error: expected {kind}, got {err}")),
+        (Some(kind), Ok(o)) => diffs.push(format!(
+            "error: expected {kind}, the run ended with output {}",
+            o.output
+        )),
+        (None, Err(err)) => diffs.push(format!("the run failed: {err}")),
+        (None, Ok(o)) => {
+            if let Some(out) = &e.output {
+                if !json_eq(out, &o.output) {
+                    diffs.push(format!("output: expected {out}, got {}", o.output));
+                }
+            }
+            if let Some(state) = &e.state {
+                if o.state.as_deref() != Some(state) {
+                    diffs.push(format!("state: expected {state}, got {:?}", o.state));
+                }
+            }
+        }
+    }
+    if let Some(trace) = &e.trace {
+        if *trace != actual.trace {
+            diffs.push(format!("trace: expected {trace:?}, got {:?}", actual.trace));
+        }
+    }
+    if let Some(calls) = &e.calls {
+        compare_calls(calls, &actual.calls, diffs);
+    }
+}
+
+/// `calls`: same length; each expected member compared, members left out not compared.
+fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) {
+    let mut bad = Vec::new();
+    for (i, exp) in expected.iter().enumerate() {
+        let Some(act) = actual.get(i) else {
+            bad.push(format!("call {i}: expected {exp}, no such call"));
+            continue;
+        };
+        let matches = exp.as_object().is_some_and(|m| {
+            m.iter()
+                .all(|(k, v)| act.get(k).is_some_and(|a| json_eq(v, a)))
+        });
+        if !matches {
+            bad.push(format!("call {i}: expected {exp}, got {act}"));
+        }
+    }
+    for (i, act) in actual.iter().enumerate().skip(expected.len()) {
+        bad.push(format!("call {i}: unexpected {act}"));
+    }
+    if !bad.is_empty() {
+        diffs.push(format!("calls differ: {}", bad.join("; ")));
+    }
+}

@@ -1,0 +1,259 @@
+//! Compositions (RFC 0010): step graphs lowered to a walk order.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{OutputSchema, PromptId, StepId, StrId, ToolId, ToolRef};
+
+/// One composition of the pack's `compositions` map.
+///
+/// ```yaml
+/// compositions:
+///   analyze:                       # -> Composition::key
+///     version: 1
+///     output: extract              # -> Composition::output
+///     steps: [...]                 # -> Composition::steps / Composition::walk
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Composition {
+    /// The key in `compositions`.
+    pub key: StrId,
+    /// Every step, top-level and nested: a parallel's branches directly follow it. A
+    /// [`StepId`] indexes this table and the run's output slots.
+    pub steps: Vec<Step>,
+    /// The top-level steps, in the order the walk visits them (array order).
+    pub walk: Vec<StepId>,
+    /// `output`: the step whose output is the composition's; `None` = the last step
+    /// that ran and produced an output.
+    pub output: Option<StepId>,
+}
+
+/// A step.
+///
+/// ```yaml
+/// - id: classify                   # -> Step::id
+///   kind: prompt                   # -> Step::kind
+///   depends_on: [a, b]             # -> Step::depends_on
+///   modifiers:
+///     retry: {max_attempts: 3}     # -> Step::max_attempts
+///     eval: [tone_check]           # -> Step::evals
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The step `id`.
+    pub id: StrId,
+    /// What the step does.
+    pub kind: StepKind,
+    /// `depends_on`: the step is skipped when every one of these was skipped.
+    pub depends_on: Vec<StepId>,
+    /// The branch steps whose `then` or `else` names this step: it runs only if one of
+    /// them ran and selected it (`compositions.md` 4.2a).
+    pub guarded_by: Vec<StepId>,
+    /// `modifiers.retry.max_attempts` (1 when absent): total attempts of a leaf step.
+    pub max_attempts: u32,
+    /// `modifiers.eval`: eval ids requested when the step completes.
+    pub evals: Vec<String>,
+}
+
+/// The kind-specific part of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum StepKind {
+    /// ```yaml
+    /// kind: prompt
+    /// prompt_task: classifier
+    /// input: "${input.text}"
+    /// output_schema: schemas/c.json
+    /// ```
+    Prompt {
+        /// `prompt_task`.
+        prompt: PromptId,
+        /// `input` (null when absent).
+        input: Bind,
+        /// `output_schema`, when declared and not unresolved.
+        output_schema: Option<OutputSchema>,
+    },
+    /// ```yaml
+    /// kind: agent
+    /// prompt_task: solver
+    /// input: "${input.problem}"
+    /// tools: [calc]
+    /// termination: {max_steps: 4, tool_called: submit}
+    /// ```
+    Agent {
+        /// `prompt_task`.
+        prompt: PromptId,
+        /// `input` (null when absent).
+        input: Bind,
+        /// `output_schema`, when declared and not unresolved.
+        output_schema: Option<OutputSchema>,
+        /// The offered tools: the step's `tools` (else the prompt's), less the prompt's
+        /// blocklist; none under `tool_choice: none` (`compositions.md` 6.3.1).
+        tools: Vec<ToolRef>,
+        /// The prompt's `tool_policy.max_tool_calls_per_turn`, when set.
+        max_tool_calls_per_turn: Option<u32>,
+        /// `termination.max_steps`.
+        max_steps: Option<u32>,
+        /// `termination.tool_called`.
+        tool_called: Option<ToolId>,
+    },
+    /// ```yaml
+    /// kind: tool
+    /// tool: kb_lookup
+    /// args: {q: "${input.q}"}
+    /// ```
+    Tool {
+        /// `tool`.
+        tool: ToolId,
+        /// `args` (`{}` when absent).
+        args: Bind,
+    },
+    /// ```yaml
+    /// kind: branch
+    /// predicate: {path: "${c.output.type}", op: equals, value: paper}
+    /// then: extract_paper
+    /// else: extract_general
+    /// ```
+    Branch {
+        /// `predicate`.
+        predicate: Pred,
+        /// `then`.
+        then: StepId,
+        /// `else`.
+        otherwise: Option<StepId>,
+    },
+    /// ```yaml
+    /// kind: parallel
+    /// branches: [{id: a, ...}, {id: b, ...}]
+    /// reduce: {strategy: barrier, into: results}
+    /// ```
+    Parallel {
+        /// `branches`, in declaration order (each a leaf step).
+        branches: Vec<StepId>,
+        /// `reduce.strategy`.
+        strategy: Reduce,
+        /// `reduce.into`.
+        into: String,
+    },
+}
+
+/// `reduce.strategy` (`compositions.md` 8.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reduce {
+    /// `append`: concatenate, splicing array outputs one level.
+    Append,
+    /// `replace`: the last branch's output.
+    Replace,
+    /// `barrier`: an object of branch id → output.
+    Barrier,
+}
+
+/// A `${...}` reference, resolved to a root slot and a member path.
+///
+/// `"${classify.output.doc.type}"` → `Ref { root: Root::Step(classify), path: [doc, type] }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ref {
+    /// Where the path starts.
+    pub root: Root,
+    /// Member names, in order.
+    pub path: Vec<String>,
+}
+
+/// The root of a [`Ref`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Root {
+    /// `${input...}`
+    Input,
+    /// `${<step>.output...}`: that step's output slot.
+    Step(StepId),
+}
+
+/// A step's `input` or `args`, with every string pre-parsed (`compositions.md` §3.5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Bind {
+    /// A value without references, copied as is: `5`, `"fixed"`, `{a: 1}`.
+    Const(#[serde(with = "crate::json_text")] serde_json::Value),
+    /// `"${input.count}"`: the referenced value, JSON type kept.
+    Whole(Ref),
+    /// `"n=${input.n}"`: a string with each reference in its text form.
+    Interp(Vec<Part>),
+    /// An array holding at least one reference somewhere.
+    Array(Vec<Bind>),
+    /// An object holding at least one reference somewhere; members in source order.
+    Object(Vec<(String, Bind)>),
+}
+
+/// A piece of a [`Bind::Interp`] string.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Part {
+    /// Literal text.
+    Text(String),
+    /// A reference, written in its text form.
+    Ref(Ref),
+}
+
+/// A branch predicate (`compositions.md` §7).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Pred {
+    /// `{path: "${s.output.x}", op: equals, value: 1}` and the other compare ops.
+    Compare {
+        /// `path`.
+        path: Ref,
+        /// `op` with its `value`, pre-typed.
+        test: Compare,
+    },
+    /// `{path: "${s.output.x}", exists: true}`
+    Exists {
+        /// `path`.
+        path: Ref,
+        /// `exists`.
+        expect: bool,
+    },
+    /// `{all_of: [...]}`: left to right, stops at the first false.
+    All(Vec<Pred>),
+    /// `{any_of: [...]}`: left to right, stops at the first true.
+    Any(Vec<Pred>),
+    /// `{not: ...}`
+    Not(Box<Pred>),
+}
+
+/// A compare op with its constant, typed once at lowering.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Compare {
+    /// `op: equals` (`negate: false`) or `not_equals` (`negate: true`).
+    Equals {
+        /// The `value`.
+        #[serde(with = "crate::json_text")]
+        value: serde_json::Value,
+        /// `not_equals`.
+        negate: bool,
+    },
+    /// `op: in` / `not_in`; `list` is `None` when `value` is not an array
+    /// (evaluating it is then a `type_error`).
+    In {
+        /// The `value` when it is an array.
+        #[serde(with = "crate::json_text")]
+        list: Option<Vec<serde_json::Value>>,
+        /// `not_in`.
+        negate: bool,
+    },
+    /// `less_than` & co.; `bound` is `None` when `value` is not a number
+    /// (evaluating it is then a `type_error`).
+    Ordered {
+        /// Which comparison.
+        op: Ordering,
+        /// The `value` when it is a number.
+        bound: Option<f64>,
+    },
+}
+
+/// An ordered comparison: `actual <op> value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ordering {
+    /// `less_than`
+    Lt,
+    /// `less_than_or_equals`
+    Le,
+    /// `greater_than`
+    Gt,
+    /// `greater_than_or_equals`
+    Ge,
+}

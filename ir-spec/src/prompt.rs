@@ -1,0 +1,171 @@
+//! Prompts: templates, variables, offered tools and tool policy.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{StrId, ToolId};
+
+/// A prompt of the pack's `prompts` map.
+///
+/// ```yaml
+/// prompts:
+///   greeter:                                   # -> Prompt::key
+///     system_template: "Hello {{name}}"        # -> Prompt::system (fragments expanded)
+///     variables: [{name: name, required: true}]  # -> Prompt::variables
+///     tools: [kb_lookup]                       # -> Prompt::tools
+///     tool_policy: {max_rounds: 3}             # -> Prompt::policy
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// The key in `prompts` (the `prompt_task` that names it).
+    pub key: StrId,
+    /// The `system_template`, fragments expanded, split into text and placeholders.
+    pub system: Vec<Segment>,
+    /// The declared `variables`, in source order ([`VarRoot::Declared`] indexes it).
+    pub variables: Vec<Variable>,
+    /// The offered tools of `tools`, in the order written: names that are neither a tool
+    /// key nor a member key are dropped, and `tool_policy.blocklist` is applied. Empty
+    /// under `tool_choice: none`.
+    pub tools: Vec<ToolRef>,
+    /// The `tool_policy`.
+    pub policy: ToolPolicy,
+}
+
+/// Something a model may call as a tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolRef {
+    /// A key of the pack's `tools`.
+    Tool(ToolId),
+    /// A key of `agents.members`, offered as a tool and called under the member key
+    /// (`workflow.md` §6). The [`StrId`] is the member key.
+    Member(StrId),
+}
+
+/// A prompt's `tool_policy`.
+///
+/// ```yaml
+/// tool_policy: {tool_choice: none, max_rounds: 3, max_tool_calls_per_turn: 4, blocklist: [rm]}
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolPolicy {
+    /// `tool_choice: none`: no tools are offered.
+    pub tool_choice_none: bool,
+    /// `max_rounds`: model calls per prompt-state execution (the VM defaults it to 5).
+    pub max_rounds: Option<u32>,
+    /// `max_tool_calls_per_turn` (prompt states default it to 10, agent steps do not).
+    pub max_tool_calls_per_turn: Option<u32>,
+    /// `blocklist`: names never offered.
+    pub blocklist: Vec<String>,
+}
+
+/// A piece of a template.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Segment {
+    /// Literal text, `Hello ` in `Hello {{name}}`.
+    Text(String),
+    /// A placeholder, `{{name}}` in `Hello {{name}}`.
+    Var(Placeholder),
+}
+
+/// A `{{root.path[0]}}` placeholder with its root classified.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placeholder {
+    /// What the first name refers to.
+    pub root: VarRoot,
+    /// The steps after the root (after the artifact name for [`VarRoot::Artifact`]).
+    pub path: Vec<PathSeg>,
+}
+
+/// The first name of a placeholder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum VarRoot {
+    /// `{{input...}}`: the call's input.
+    Input,
+    /// `{{artifacts}}` with no artifact name: the object of all set artifacts.
+    Artifacts,
+    /// `{{artifacts.<name>...}}`: one artifact; `None` when no state declares the name
+    /// (it then always renders empty).
+    Artifact(Option<crate::ArtifactId>),
+    /// `{{v...}}` for a declared variable: the index into [`Prompt::variables`].
+    Declared(u32),
+    /// `{{x...}}` for an undeclared name: bound from the input's member `x`, else the host
+    /// variable `x` (`workflow.md` §14).
+    Undeclared(String),
+}
+
+/// One step of a placeholder path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PathSeg {
+    /// `.name`
+    Field(String),
+    /// `[i]`
+    Index(u32),
+}
+
+/// A declared template variable.
+///
+/// ```yaml
+/// variables:
+///   - {name: tier, type: string, required: false, default: standard,
+///      validation: {enum: [standard, gold]}}
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variable {
+    /// `name`.
+    pub name: String,
+    /// `type`, when it is one the VM checks.
+    pub ty: Option<VarType>,
+    /// `required` (default false).
+    pub required: bool,
+    /// `default`, kept only when the variable is not required.
+    #[serde(with = "crate::json_text")]
+    pub default: Option<serde_json::Value>,
+    /// `validation`.
+    pub validation: Validation,
+}
+
+/// The checked variable types (other type names are not checked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VarType {
+    /// `type: string`
+    String,
+    /// `type: number`
+    Number,
+    /// `type: boolean`
+    Boolean,
+    /// `type: object`
+    Object,
+    /// `type: array`
+    Array,
+}
+
+/// A variable's `validation` rules.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    /// `pattern`: a regex searched in the string, unanchored.
+    pub pattern: Option<String>,
+    /// `min_length`, in Unicode scalar values.
+    pub min_length: Option<u64>,
+    /// `max_length`, in Unicode scalar values.
+    pub max_length: Option<u64>,
+    /// `minimum`, inclusive.
+    pub minimum: Option<f64>,
+    /// `maximum`, inclusive.
+    pub maximum: Option<f64>,
+    /// `enum`: allowed values, compared with JSON equality.
+    #[serde(with = "crate::json_text")]
+    pub allowed: Option<Vec<serde_json::Value>>,
+}
+
+/// What a model call says about an output schema (`compositions.md` §11).
+///
+/// ```yaml
+/// output_schema: schemas/verdict.json   # name; the file's JSON when packc embedded it
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// The declared name.
+    pub name: String,
+    /// The embedded schema, when the pack is a file and the schema file was found.
+    #[serde(with = "crate::json_text")]
+    pub schema: Option<serde_json::Value>,
+}

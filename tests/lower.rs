@@ -1,0 +1,87 @@
+//! Every pack of `../shared/corpus` that checks without errors also lowers: the module
+//! validates, survives a postcard round trip, and each of its targets (the workflow,
+//! every agent member, every composition) runs without panicking against a host whose
+//! every call fails. One test per file; skipped cleanly when `../shared` is absent.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use packc_compiler::{check_bytes, Options};
+use packc_vm::driver::{drive, Host, ScriptItem};
+use packc_vm::{Answer, HostCall, Run, RunOptions, Target};
+use serde_json::Value;
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    if let Some(shared) = packc_suite::shared_dir() {
+        let dir = shared.join("corpus");
+        let manifest: Value = serde_json::from_slice(
+            &std::fs::read(dir.join("MANIFEST.json")).expect("MANIFEST.json is readable"),
+        )
+        .expect("MANIFEST.json is JSON");
+        for entry in manifest.as_array().into_iter().flatten() {
+            let Some(file) = entry["file"].as_str() else {
+                continue;
+            };
+            let path = dir.join(file);
+            let name = file.replace(['/', '-', '.'], "_");
+            trials.push(Trial::test(format!("lower::{name}"), move || run(&path)));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Fails every call, so each run ends at its first host call.
+struct Failing;
+
+impl Host for Failing {
+    fn call(&mut self, _: &HostCall) -> Answer {
+        Answer::Error("unavailable".into())
+    }
+    fn clock(&mut self) -> u64 {
+        0
+    }
+}
+
+fn run(path: &PathBuf) -> Result<(), Failed> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let options = Options {
+        base_dir: path.parent().map(Path::to_path_buf),
+        ..Options::default()
+    };
+    let checked = check_bytes(&bytes, &options);
+    if checked.has_errors() {
+        return Ok(()); // rejected packs are the checker's business
+    }
+    let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
+    module.validate().map_err(|e| e.to_string())?;
+    let encoded = postcard::to_allocvec(&module).map_err(|e| e.to_string())?;
+    let decoded: ir_spec::Module = postcard::from_bytes(&encoded).map_err(|e| e.to_string())?;
+    if decoded != module {
+        return Err("the postcard round trip changed the module".into());
+    }
+    let module = Arc::new(module);
+    let mut targets = Vec::new();
+    if module.workflow.is_some() {
+        targets.push(Target::Workflow);
+    }
+    targets.extend(
+        (0..module.agents.len())
+            .filter_map(|i| Some(Target::Agent(ir_spec::AgentId(u32::try_from(i).ok()?)))),
+    );
+    targets.extend(
+        (0..module.compositions.len())
+            .filter_map(|i| Some(Target::Composition(ir_spec::CompId(u32::try_from(i).ok()?)))),
+    );
+    for target in targets {
+        let Ok(mut r) = Run::new(module.clone(), target, RunOptions::default()) else {
+            continue; // e.g. a plain member without a prompt of its own
+        };
+        let script = [ScriptItem::Turn(serde_json::json!({"text": "hello"}))];
+        // Any outcome is fine; a panic fails the test.
+        let _ = drive(&mut r, &mut Failing, &script);
+    }
+    Ok(())
+}

@@ -1,0 +1,458 @@
+//! The run-time rules that are easy to get wrong, each on a small pack: skip propagation,
+//! retry, parallel issue order and budgets, tool-loop caps, the wall clock; plus the
+//! determinism property (same module + same answers → same trace and calls) and a
+//! postcard round trip of a lowered module.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use ir_spec::Module;
+use packc_vm::driver::{drive, Host, ScriptItem};
+use packc_vm::{
+    Answer, Call, CallRecord, ErrorKind, HostCall, Outcome, Run, RunError, RunOptions, Target,
+    ToolRequest,
+};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn compile(yaml: &str) -> Module {
+    let options = packc_compiler::Options::default();
+    let checked = packc_compiler::check_bytes(yaml.as_bytes(), &options);
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    packc_compiler::lower(&checked, &options).expect("lowers")
+}
+
+/// Answers from per-key queues; `reverse` answers the highest parallel branch first.
+#[derive(Default, Clone)]
+struct Queues {
+    answers: BTreeMap<String, VecDeque<Answer>>,
+    clock: Vec<u64>,
+    reads: usize,
+    reverse: bool,
+}
+
+impl Queues {
+    fn with(mut self, key: &str, answers: Vec<Answer>) -> Self {
+        self.answers.insert(key.to_owned(), answers.into());
+        self
+    }
+}
+
+impl Host for Queues {
+    fn call(&mut self, call: &HostCall) -> Answer {
+        let key = match &call.call {
+            Call::Model(m) => &m.prompt,
+            Call::Tool(t) => &t.tool,
+        };
+        self.answers
+            .get_mut(key)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or_else(|| Answer::Error(format!("no scripted answer for {key}")))
+    }
+    fn clock(&mut self) -> u64 {
+        let i = self.reads.min(self.clock.len().saturating_sub(1));
+        self.reads += 1;
+        self.clock.get(i).copied().unwrap_or(0)
+    }
+    fn pick(&mut self, outstanding: &[HostCall]) -> usize {
+        let key = |c: &HostCall| (c.branch.unwrap_or(0), c.id);
+        let it = outstanding.iter().enumerate();
+        let found = if self.reverse {
+            it.max_by_key(|(_, c)| key(c))
+        } else {
+            it.min_by_key(|(_, c)| key(c))
+        };
+        found.map_or(0, |(i, _)| i)
+    }
+}
+
+fn out(v: Value) -> Answer {
+    Answer::Output {
+        output: v,
+        event: None,
+    }
+}
+
+fn err() -> Answer {
+    Answer::Error("boom".into())
+}
+
+fn tools(calls: &[(&str, Value)]) -> Answer {
+    Answer::ToolCalls(
+        calls
+            .iter()
+            .map(|(n, a)| ToolRequest {
+                name: (*n).into(),
+                args: a.clone(),
+            })
+            .collect(),
+    )
+}
+
+struct Ran {
+    result: Result<Outcome, RunError>,
+    trace: Vec<String>,
+    calls: Vec<CallRecord>,
+}
+
+fn run(module: &Module, target: &str, host: &mut Queues, input: Value) -> Ran {
+    let module = Arc::new(module.clone());
+    let target = Target::parse(&module, target).expect("target");
+    let mut r = Run::new(module, target, RunOptions::default()).expect("run");
+    let result = drive(&mut r, host, &[ScriptItem::Turn(input)]);
+    Ran {
+        result,
+        trace: r.trace(),
+        calls: r.calls(),
+    }
+}
+
+const HEAD: &str =
+    "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: '{{variable}}'}\n";
+
+fn prompts(keys: &[&str]) -> String {
+    let mut s = String::from("prompts:\n");
+    for k in keys {
+        s.push_str(&format!(
+            "  {k}: {{id: {k}, name: {k}, version: 1.0.0, system_template: 'Do {k}.'}}\n"
+        ));
+    }
+    s
+}
+
+fn tool_defs(keys: &[&str]) -> String {
+    let mut s = String::from("tools:\n");
+    for k in keys {
+        s.push_str(&format!("  {k}: {{name: {k}, description: {k}, parameters: {{type: object, properties: {{}}}}}}\n"));
+    }
+    s
+}
+
+#[test]
+fn skips_propagate_along_depends_on_but_not_the_backbone() {
+    let pack = format!(
+        "{HEAD}{}compositions:
+  c:
+    version: 1
+    steps:
+      - {{id: gate, kind: branch, predicate: {{path: '${{input.go}}', op: equals, value: true}}, then: a}}
+      - {{id: a, kind: prompt, prompt_task: p, input: x}}
+      - {{id: b, kind: prompt, prompt_task: p, input: x, depends_on: [a]}}
+      - {{id: c2, kind: prompt, prompt_task: p, input: x, depends_on: [b]}}
+      - {{id: d, kind: prompt, prompt_task: q, input: x}}
+      - {{id: e, kind: prompt, prompt_task: q, input: x, depends_on: [c2, d]}}
+",
+        prompts(&["p", "q"])
+    );
+    let m = compile(&pack);
+    let mut host = Queues::default().with("q", vec![out(json!(1)), out(json!(2))]);
+    let r = run(&m, "composition:c", &mut host, json!({"go": false}));
+    assert_eq!(
+        r.trace,
+        [
+            "branch gate -> -",
+            "skip a",
+            "skip b",
+            "skip c2",
+            "step d",
+            "step e"
+        ]
+    );
+    assert_eq!(r.result.expect("ok").output, json!(2));
+}
+
+#[test]
+fn retry_counts_attempts_and_reruns_host_calls() {
+    let pack = format!(
+        "{HEAD}{}{}compositions:
+  c:
+    version: 1
+    steps:
+      - {{id: s, kind: tool, tool: t, modifiers: {{retry: {{max_attempts: 3}}}}}}
+",
+        prompts(&["p"]),
+        tool_defs(&["t"])
+    );
+    let m = compile(&pack);
+    let mut host = Queues::default().with("t", vec![err(), err(), out(json!("ok"))]);
+    let r = run(&m, "composition:c", &mut host, json!(null));
+    assert_eq!(r.trace, ["step s", "retry s 2", "retry s 3"]);
+    assert_eq!(r.calls.len(), 3);
+    assert_eq!(r.result.expect("ok").output, json!("ok"));
+
+    let mut host = Queues::default().with("t", vec![err(), err(), err(), out(json!("late"))]);
+    let r = run(&m, "composition:c", &mut host, json!(null));
+    assert_eq!(r.result.expect_err("fails").kind, ErrorKind::HostError);
+}
+
+/// The example of `compositions.md` §8.1: `max_tool_calls: 1`, branch 1 an agent whose
+/// first turn asks for a tool, branch 2 a tool step, branch 3 a prompt step.
+#[test]
+fn parallel_budget_follows_issue_order() {
+    let pack = format!(
+        "{HEAD}{}{}workflow:
+  version: 1
+  entry: main
+  engine: {{budget: {{max_tool_calls: 1}}}}
+  states:
+    main: {{orchestration: composition, composition: c, terminal: true}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: p
+        kind: parallel
+        reduce: {{strategy: barrier, into: all}}
+        branches:
+          - {{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {{max_steps: 3}}}}
+          - {{id: b2, kind: tool, tool: u}}
+          - {{id: b3, kind: prompt, prompt_task: w}}
+",
+        prompts(&["a", "w"]),
+        tool_defs(&["t", "u"])
+    );
+    let m = compile(&pack);
+    let mut host = Queues::default()
+        .with("a", vec![tools(&[("t", json!({}))]), out(json!("never"))])
+        .with("t", vec![out(json!(1))])
+        .with("u", vec![out(json!(2))])
+        .with("w", vec![out(json!(3))]);
+    let r = run(&m, "workflow", &mut host, json!(null));
+    assert_eq!(
+        r.result.expect_err("budget").kind,
+        ErrorKind::BudgetExhausted
+    );
+    assert_eq!(
+        r.trace,
+        ["enter main", "step p", "step b1", "step b2", "step b3"]
+    );
+    let shown: Vec<String> = r.calls.iter().map(|c| c.to_json().to_string()).collect();
+    assert_eq!(shown.len(), 3, "{shown:?}");
+    assert!(shown[0].contains("\"prompt\":\"a\""));
+    assert!(shown[1].contains("\"tool\":\"u\""));
+    assert!(shown[2].contains("\"prompt\":\"w\""));
+}
+
+fn parallel_pack() -> Module {
+    compile(&format!(
+        "{HEAD}{}{}compositions:
+  c:
+    version: 1
+    steps:
+      - id: p
+        kind: parallel
+        reduce: {{strategy: append, into: all}}
+        branches:
+          - {{id: b1, kind: agent, prompt_task: a, input: '${{input}}', tools: [t], termination: {{max_steps: 3}}}}
+          - {{id: b2, kind: tool, tool: u, args: {{q: '${{input}}'}}, modifiers: {{retry: {{max_attempts: 2}}}}}}
+          - {{id: b3, kind: prompt, prompt_task: w, input: 'n=${{input}}'}}
+      - {{id: after, kind: tool, tool: v, args: {{all: '${{p.output.all}}'}}}}
+",
+        prompts(&["a", "w"]),
+        tool_defs(&["t", "u", "v"])
+    ))
+}
+
+#[test]
+fn parallel_logs_branch_by_branch_whatever_the_answer_order() {
+    let m = parallel_pack();
+    let host = Queues::default()
+        .with(
+            "a",
+            vec![tools(&[("t", json!({"k": 1}))]), out(json!([1, 2]))],
+        )
+        .with("t", vec![out(json!("t1"))])
+        .with("u", vec![err(), out(json!(3))])
+        .with("w", vec![out(json!(null))])
+        .with("v", vec![out(json!("done"))]);
+    let forward = run(&m, "composition:c", &mut host.clone(), json!(5));
+    let backward = run(
+        &m,
+        "composition:c",
+        &mut Queues {
+            reverse: true,
+            ..host
+        },
+        json!(5),
+    );
+    assert_eq!(
+        forward.trace,
+        [
+            "step p",
+            "step b1",
+            "step b2",
+            "retry b2 2",
+            "step b3",
+            "step after"
+        ]
+    );
+    assert_eq!(forward.trace, backward.trace);
+    assert_eq!(forward.calls, backward.calls);
+    assert_eq!(
+        forward.calls.last().map(CallRecord::to_json),
+        Some(json!({"tool": "v", "args": {"all": [1, 2, 3, null]}}))
+    );
+    assert_eq!(forward.result, backward.result);
+}
+
+#[test]
+fn wall_clock_budget_reads_the_host_clock_before_calls() {
+    let pack = format!(
+        "{HEAD}{}workflow:
+  version: 1
+  entry: one
+  engine: {{budget: {{max_wall_time_sec: 1}}}}
+  states:
+    one: {{prompt_task: p, on_event: {{Next: two}}}}
+    two: {{prompt_task: q, terminal: true}}
+",
+        prompts(&["p", "q"])
+    );
+    let m = compile(&pack);
+    let answers = |h: Queues| {
+        h.with(
+            "p",
+            vec![Answer::Output {
+                output: json!(1),
+                event: Some("Next".into()),
+            }],
+        )
+        .with("q", vec![out(json!(2))])
+    };
+    // Start 0, before p 10, before entering two 999, before q 1000: the limit is reached.
+    let mut host = answers(Queues {
+        clock: vec![0, 10, 999, 1000],
+        ..Queues::default()
+    });
+    let r = run(&m, "workflow", &mut host, json!(null));
+    assert_eq!(r.result.expect_err("late").kind, ErrorKind::BudgetExhausted);
+    assert_eq!(r.calls.len(), 1);
+    assert_eq!(
+        r.trace,
+        ["enter one", "transition one -> two on Next", "enter two"]
+    );
+    let mut host = answers(Queues {
+        clock: vec![0, 10, 999],
+        ..Queues::default()
+    });
+    assert!(run(&m, "workflow", &mut host, json!(null)).result.is_ok());
+}
+
+#[test]
+fn prompt_state_tool_loop_applies_the_policy() {
+    let pack = format!(
+        "{HEAD}{}prompts:
+  p:
+    id: p
+    name: p
+    version: 1.0.0
+    system_template: Go.
+    tools: [t, banned]
+    tool_policy: {{max_rounds: 2, max_tool_calls_per_turn: 1, blocklist: [banned]}}
+workflow:
+  version: 1
+  entry: s
+  states:
+    s: {{prompt_task: p, terminal: true}}
+",
+        tool_defs(&["t", "banned"])
+    );
+    let m = compile(&pack);
+    let mut host = Queues::default()
+        .with(
+            "p",
+            vec![
+                tools(&[("banned", json!({})), ("t", json!({})), ("t", json!({}))]),
+                tools(&[("t", json!({}))]),
+            ],
+        )
+        .with("t", vec![out(json!(1)), out(json!(2))]);
+    let r = run(&m, "workflow", &mut host, json!(null));
+    // Round 1: `banned` refused, one `t` made, the second past the per-turn cap refused.
+    // Round 2 is the last allowed: its call is refused by the cap, then the loop fails.
+    assert_eq!(r.result.expect_err("cap").kind, ErrorKind::AgentStepLimit);
+    let kinds: Vec<Value> = r.calls.iter().map(CallRecord::to_json).collect();
+    assert_eq!(kinds.len(), 3);
+    assert_eq!(kinds[1]["tool"], json!("t"));
+}
+
+#[test]
+fn lowered_module_survives_postcard() {
+    let m = parallel_pack();
+    let bytes = postcard::to_allocvec(&m).expect("encodes");
+    let back: Module = postcard::from_bytes(&bytes).expect("decodes");
+    assert_eq!(m, back);
+}
+
+fn any_answer() -> impl Strategy<Value = Answer> {
+    prop_oneof![
+        (0..5i64).prop_map(|n| out(json!(n))),
+        Just(err()),
+        Just(tools(&[("t", json!({"x": 1}))])),
+        Just(Answer::ToolCalls(Vec::new())),
+    ]
+}
+
+proptest! {
+    /// Same module, same answers: identical trace, calls and result, and the order in
+    /// which a host answers parallel branches changes none of them.
+    #[test]
+    fn runs_are_deterministic(
+        a in proptest::collection::vec(any_answer(), 0..6),
+        t in proptest::collection::vec(any_answer(), 0..4),
+        u in proptest::collection::vec(any_answer(), 0..3),
+        w in proptest::collection::vec(any_answer(), 0..2),
+        v in proptest::collection::vec(any_answer(), 0..2),
+    ) {
+        let m = parallel_pack();
+        let host = Queues::default().with("a", a).with("t", t).with("u", u).with("w", w).with("v", v);
+        let first = run(&m, "composition:c", &mut host.clone(), json!(1));
+        let again = run(&m, "composition:c", &mut host.clone(), json!(1));
+        let reversed = run(&m, "composition:c", &mut Queues { reverse: true, ..host }, json!(1));
+        prop_assert_eq!(&first.trace, &again.trace);
+        prop_assert_eq!(&first.calls, &again.calls);
+        prop_assert_eq!(&first.result, &again.result);
+        prop_assert_eq!(&first.trace, &reversed.trace);
+        prop_assert_eq!(&first.calls, &reversed.calls);
+        prop_assert_eq!(&first.result, &reversed.result);
+    }
+}
+
+#[test]
+fn embedder_call_limit_is_limit_exceeded() {
+    let m = parallel_pack();
+    let module = Arc::new(m);
+    let target = Target::parse(&module, "composition:c").expect("target");
+    let options = RunOptions {
+        max_host_calls: Some(2),
+        ..RunOptions::default()
+    };
+    let mut r = Run::new(module, target, options).expect("run");
+    let mut host = Queues::default();
+    let e = drive(&mut r, &mut host, &[ScriptItem::Turn(json!(1))]).expect_err("capped");
+    assert_eq!(e.kind, ErrorKind::LimitExceeded);
+    // The first two branches issued their calls; the third was refused.
+    assert_eq!(r.calls().len(), 2);
+    assert_eq!(r.trace(), ["step p", "step b1", "step b2", "step b3"]);
+}
+
+#[test]
+fn the_resume_protocol_rejects_misuse() {
+    let module = Arc::new(parallel_pack());
+    let target = Target::parse(&module, "composition:c").expect("target");
+    let mut r = Run::new(module, target, RunOptions::default()).expect("run");
+    let kind = |res: Result<packc_vm::Need, RunError>| res.map_err(|e| e.kind);
+    assert_eq!(
+        kind(r.resume(packc_vm::Input::Finish)),
+        Err(ErrorKind::Protocol)
+    );
+    let mut r2 = Run::new(Arc::new(parallel_pack()), target, RunOptions::default()).expect("run");
+    assert_eq!(
+        r2.resume(packc_vm::Input::Start),
+        Ok(packc_vm::Need::Caller)
+    );
+    let bogus = packc_vm::Input::Answer(packc_vm::CallId(99), out(json!(1)));
+    assert_eq!(kind(r2.resume(bogus)), Err(ErrorKind::Protocol));
+    assert!(Target::parse(&parallel_pack(), "composition:nope").is_err());
+    assert!(Target::parse(&parallel_pack(), "agent:nope").is_err());
+}
