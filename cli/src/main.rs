@@ -1,9 +1,12 @@
 //! `packc`: compile PromptPacks to verified bytecode and run them.
 //!
 //! Exit codes: 0 clean, 1 the packs have errors (or warnings under `--deny-warnings`),
-//! 2 usage or I/O trouble.
+//! 2 usage or I/O trouble, or an artifact that is not a valid `.ppk` file.
 
+mod build;
 mod check;
+mod graph;
+mod inspect;
 mod run;
 mod test;
 
@@ -34,6 +37,42 @@ enum Command {
     ///   packc check --deny-warnings my.pack.json
     #[command(verbatim_doc_comment)]
     Check(check::CheckArgs),
+    /// Check a pack and compile it into a `.ppk` artifact.
+    ///
+    /// Diagnostics are printed as by `packc check`; when there is an error nothing is
+    /// written and the exit code is 1. The artifact records the SHA-256 of the source and
+    /// the compiler version; the same pack always gives the same bytes.
+    ///
+    /// Examples:
+    ///   packc build examples/rfc0010-ex2.pack.yaml        # writes examples/rfc0010-ex2.ppk
+    ///   packc build my.pack.json -o build/my.ppk
+    #[command(verbatim_doc_comment)]
+    Build(build::BuildArgs),
+    /// Show what a `.ppk` artifact holds.
+    ///
+    /// Prints the header (format version, compiler, source SHA-256, size, checksum), the
+    /// sections with their sizes, then the module: prompts, tools, workflow states with
+    /// their transitions, agents, and each composition's steps in walk order. A file that
+    /// is not a valid artifact is an error (exit 2).
+    ///
+    /// Examples:
+    ///   packc inspect examples/rfc0010-ex2.ppk
+    #[command(verbatim_doc_comment)]
+    Inspect(inspect::InspectArgs),
+    /// Draw a pack's workflow and compositions as a Graphviz or Mermaid graph.
+    ///
+    /// Compiles the pack (or loads a built `.ppk`) and prints one graph. The workflow:
+    /// states as nodes (terminal states double-bordered), an edge per `on_event`
+    /// transition labeled with its event, and a dashed `max_visits N` edge to each
+    /// `on_max_visits` target. Each composition: its steps in walk order joined by
+    /// plain edges, a branch's `then` / `else` edges labeled, a parallel step boxed with
+    /// its branches, and a dashed edge from each `depends_on` step to its dependent.
+    ///
+    /// Examples:
+    ///   packc graph examples/rfc0010-ex2.pack.yaml | dot -Tsvg > ex2.svg
+    ///   packc graph examples/guide-add-workflow.pack.yaml --format mermaid
+    #[command(verbatim_doc_comment)]
+    Graph(graph::GraphArgs),
     /// Run conformance cases (`*.case.yaml`) with scripted model and tool answers.
     ///
     /// Each case compiles its pack, runs it against a scripted host and compares the
@@ -45,13 +84,14 @@ enum Command {
     ///   packc test examples/cases/rfc0010-ex2.case.yaml
     #[command(verbatim_doc_comment)]
     Test(test::TestArgs),
-    /// Compile a pack and run it, printing the output as JSON.
+    /// Compile a pack (or load a built `.ppk`) and run it, printing the output as JSON.
     ///
     /// Model and tool answers come from a host script (`--host`), shaped like a case's
     /// `run` member; without one every call fails with `host_error`.
     ///
     /// Examples:
     ///   packc run pack.yaml --input '{"text": "hi"}' --host answers.yaml --trace
+    ///   packc run pack.ppk --input '{"text": "hi"}' --host answers.yaml
     ///   packc run pack.yaml --target composition:analyze --input @doc.json --host h.yaml
     #[command(verbatim_doc_comment)]
     Run(run::RunArgs),
@@ -96,7 +136,10 @@ impl ColorChoice {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Build(args) => build::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Graph(args) => graph::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Run(args) => run::run(&args),
     };

@@ -1,4 +1,5 @@
-//! `packc run`: compile a pack and run it with a scripted host, printing the output.
+//! `packc run`: compile a pack (or load a built `.ppk`) and run it with a scripted host,
+//! printing the output.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use ir_spec::Module;
 use packc_compiler::Options;
 use packc_host::{Case, RunSpec, ScriptedHost};
 use packc_vm::driver::{drive, ScriptItem};
@@ -15,7 +17,7 @@ use serde_json::Value;
 /// Arguments of `packc run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The pack file.
+    /// The pack file, or an artifact built by `packc build` (recognised by its magic bytes).
     #[arg(value_name = "PACK")]
     pub pack: PathBuf,
     /// The input of the one turn, as JSON, or `@file` to read it from a file.
@@ -33,34 +35,13 @@ pub struct RunArgs {
     pub trace: bool,
 }
 
-/// Compile and run; print the output as JSON. Exit 1 on compile or run-time errors.
+/// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
+/// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let (checked, bytes) = crate::check::check_file(
-        &args.pack,
-        packc_compiler::load::Limits::default().max_source_bytes,
-    )?;
-    if checked.has_errors() {
-        let text = String::from_utf8_lossy(&bytes);
-        let name = args.pack.display().to_string();
-        let src = packc_compiler::render::RenderSource {
-            name: &name,
-            text: &text,
-            spans: checked.loaded.as_ref().map(|l| &l.spans),
-        };
-        let color = crate::ColorChoice::Auto.for_stderr();
-        crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
-        return Ok(ExitCode::from(1));
-    }
-    let options = Options {
-        base_dir: Some(
-            args.pack
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_default(),
-        ),
-        ..Options::default()
+    let module = match load_module(&args.pack)? {
+        Ok(module) => module,
+        Err(code) => return Ok(code),
     };
-    let module = packc_compiler::lower(&checked, &options)?;
     let mut spec = match &args.host {
         Some(path) => host_spec(path)?,
         None => RunSpec::default(),
@@ -112,6 +93,35 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
+/// source. `Err(code)` when the source has errors (they are printed).
+pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
+    if crate::inspect::is_artifact(path)? {
+        return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
+    }
+    let (checked, bytes) = crate::check::check_file(
+        path,
+        packc_compiler::load::Limits::default().max_source_bytes,
+    )?;
+    if checked.has_errors() {
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        let src = packc_compiler::render::RenderSource {
+            name: &name,
+            text: &text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        };
+        let color = crate::ColorChoice::Auto.for_stderr();
+        crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
+        return Ok(Err(ExitCode::from(1)));
+    }
+    let options = Options {
+        base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
+        ..Options::default()
+    };
+    Ok(Ok(packc_compiler::lower(&checked, &options)?))
 }
 
 /// Reads a host script: a case's `run` member on its own.

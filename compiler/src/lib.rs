@@ -14,6 +14,9 @@
 //! 5. [`render`]: diagnostics printed like rustc's (ariadne) or as JSON lines.
 //! 6. [`lower`]: a pack that checked without errors → one flat [`ir_spec::Module`], the
 //!    input of the VM (`packc_vm`).
+//! 7. [`artifact`] / [`build_artifact`]: the module with its provenance (the source's
+//!    SHA-256, the compiler version) as an [`ir_spec::Artifact`], whose
+//!    [`encode`](ir_spec::Artifact::encode) is the `.ppk` file.
 //!
 //! Every stage blames nodes by JSON pointer; only [`render`] turns pointers into
 //! `file:line:col`.
@@ -150,6 +153,49 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
         base_dir: options.base_dir.clone(),
     };
     lower::lower(&loaded.value, &lower_options)
+}
+
+/// The compiler version written into every artifact header, e.g. `packc 0.1.0`.
+pub const COMPILER_VERSION: &str = concat!("packc ", env!("CARGO_PKG_VERSION"));
+
+/// SHA-256 of a pack's source bytes: the provenance recorded in its artifact.
+pub fn source_hash(source: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(source).into()
+}
+
+/// Lower a checked pack and wrap it as an [`ir_spec::Artifact`], stamped with the SHA-256
+/// of `source` (the bytes `checked` came from) and [`COMPILER_VERSION`].
+///
+/// Like [`lower`], refuses a pack with errors. The artifact depends only on the source
+/// bytes, the embedded schema files and the compiler version, so building twice gives
+/// identical bytes.
+pub fn artifact(
+    checked: &Checked,
+    source: &[u8],
+    options: &Options,
+) -> Result<ir_spec::Artifact, lower::LowerError> {
+    Ok(ir_spec::Artifact {
+        source_hash: source_hash(source),
+        compiler: COMPILER_VERSION.to_owned(),
+        module: lower(checked, options)?,
+    })
+}
+
+/// Check a pack, then, when it has no errors, lower and wrap it ([`artifact`]).
+///
+/// The artifact is `None` when the diagnostics hold an error. `Err` means a pack that
+/// checked clean could not be lowered, which is a compiler bug.
+pub fn build_artifact(
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
+    let checked = check_bytes(source, options);
+    if checked.has_errors() {
+        return Ok((checked, None));
+    }
+    let artifact = artifact(&checked, source, options)?;
+    Ok((checked, Some(artifact)))
 }
 
 /// Sort diagnostics by position in the source, then kind and message, so output is

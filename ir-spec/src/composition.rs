@@ -168,6 +168,7 @@ pub enum Root {
 
 /// A step's `input` or `args`, with every string pre-parsed (`compositions.md` §3.5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")] // depth-limited on decode: see `nesting.rs`
 pub enum Bind {
     /// A value without references, copied as is: `5`, `"fixed"`, `{a: 1}`.
     Const(#[serde(with = "crate::json_text")] serde_json::Value),
@@ -192,6 +193,7 @@ pub enum Part {
 
 /// A branch predicate (`compositions.md` §7).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")] // depth-limited on decode: see `nesting.rs`
 pub enum Pred {
     /// `{path: "${s.output.x}", op: equals, value: 1}` and the other compare ops.
     Compare {

@@ -22,14 +22,19 @@
 //! parameter schemas, embedded output schemas) are `serde_json::Value`s.
 #![forbid(unsafe_code)]
 
+pub mod artifact;
+pub mod bounds;
 mod composition;
 pub mod container;
 mod ids;
 mod json_text;
+mod nesting;
 mod prompt;
+pub mod text_form;
 mod validate;
 mod workflow;
 
+pub use artifact::{Artifact, ArtifactError};
 pub use composition::*;
 pub use ids::*;
 pub use prompt::*;

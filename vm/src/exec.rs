@@ -10,7 +10,7 @@
 //! the sans-IO contract, without hand-writing the interpreter as a state machine.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -43,7 +43,8 @@ pub(crate) struct Io {
     next_id: u64,
     /// Issued since the last `resume` returned.
     pub issued: Vec<HostCall>,
-    pub outstanding: BTreeSet<CallId>,
+    /// Issued and not yet answered, by id (so in issue order).
+    pub outstanding: BTreeMap<CallId, HostCall>,
     answers: HashMap<CallId, Answer>,
     pub clock_wanted: bool,
     clock: Option<u64>,
@@ -65,7 +66,7 @@ impl Io {
         match input {
             Input::Start => protocol("the run has already started"),
             Input::Answer(id, answer) => {
-                if !self.outstanding.remove(&id) {
+                if self.outstanding.remove(&id).is_none() {
                     return protocol("an answer to a call that is not outstanding");
                 }
                 self.answers.insert(id, answer);
@@ -222,12 +223,13 @@ impl Core {
             let mut io = self.io.borrow_mut();
             let id = CallId(io.next_id);
             io.next_id = io.next_id.saturating_add(1);
-            io.outstanding.insert(id);
-            io.issued.push(HostCall {
+            let call = HostCall {
                 id,
                 branch: lane.branch,
                 call,
-            });
+            };
+            io.outstanding.insert(id, call.clone());
+            io.issued.push(call);
             id
         };
         Ok(AnswerFut { core: self, id }.await)

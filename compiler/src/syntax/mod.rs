@@ -20,11 +20,10 @@ pub mod fragments;
 pub mod reference;
 mod scan;
 pub mod template;
-pub mod text_form;
 
 pub use fragments::{expand_fragments, Expanded, FragmentForm, FragmentUse};
+pub use ir_spec::text_form::{self, text_form, write_text_form};
 pub use reference::{
     parse_binding, parse_whole_reference, Binding, BindingPart, RefError, RefRoot, Reference,
 };
 pub use template::{parse_template, PathSeg, Placeholder, Segment, Template};
-pub use text_form::{text_form, write_text_form};

@@ -20,7 +20,7 @@ use serde_json::{Number, Value};
 /// The text form of `v`.
 ///
 /// ```
-/// # use packc_compiler::syntax::text_form;
+/// # use ir_spec::text_form::text_form;
 /// let v = serde_json::json!({"b": 1, "a": [true, "x"]});
 /// assert_eq!(text_form(&v), r#"{"a":[true,"x"],"b":1}"#);
 /// assert_eq!(text_form(&serde_json::json!(3.0)), "3");

@@ -1,0 +1,141 @@
+//! `packc build`: check a pack, lower it and write the `.ppk` artifact.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use packc_compiler::diag::Severity;
+use packc_compiler::render::RenderSource;
+use packc_compiler::Options;
+
+use crate::{ColorChoice, Format};
+
+/// Arguments of `packc build`.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The pack file (.yaml, .yml or .json).
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// Where to write the artifact; by default the pack's path with `.ppk` in place of
+    /// `.pack.yaml`, `.yaml`, `.yml` or `.json`.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How to print diagnostics.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Treat warnings as errors (exit 1, writing nothing, when any is reported).
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Largest pack source accepted, in bytes; larger files are `limit_exceeded`.
+    #[arg(long, value_name = "BYTES", default_value_t = packc_compiler::load::Limits::default().max_source_bytes)]
+    pub max_source_bytes: usize,
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t)]
+    pub color: ColorChoice,
+}
+
+/// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
+pub fn run(args: &BuildArgs) -> Result<ExitCode> {
+    let (checked, bytes) = crate::check::check_file(&args.pack, args.max_source_bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let name = args.pack.display().to_string();
+    let src = RenderSource {
+        name: &name,
+        text: &text,
+        spans: checked.loaded.as_ref().map(|l| &l.spans),
+    };
+    crate::check::print_diagnostics(&src, &checked, args.format, args.color.for_stderr())?;
+    let errors = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = checked.diagnostics.len() - errors;
+    if errors > 0 || (args.deny_warnings && warnings > 0) {
+        if args.format == Format::Human {
+            eprintln!("{name}: {errors} error(s), {warnings} warning(s); nothing written");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let mut options = Options::default();
+    options.limits.max_source_bytes = args.max_source_bytes;
+    options.base_dir = Some(
+        args.pack
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+    );
+    let artifact = packc_compiler::artifact(&checked, &bytes, &options)?;
+    let encoded = artifact.encode();
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&args.pack));
+    write_atomically(&out, &encoded)?;
+    eprintln!("wrote {} ({} bytes)", out.display(), encoded.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dir/x.pack.yaml` → `dir/x.ppk`; also `.pack.yml`, `.pack.json`, `.yaml`, `.yml`,
+/// `.json`; any other name gets `.ppk` appended.
+pub fn default_output(pack: &Path) -> PathBuf {
+    let name = pack
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let suffixes = [
+        ".pack.yaml",
+        ".pack.yml",
+        ".pack.json",
+        ".yaml",
+        ".yml",
+        ".json",
+    ];
+    let stem = suffixes
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .filter(|stem| !stem.is_empty())
+        .unwrap_or(&name);
+    pack.with_file_name(format!("{stem}.ppk"))
+}
+
+/// Write through a temporary file beside `path`, so a reader never sees half an artifact.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_output_replaces_the_pack_suffix() {
+        let cases = [
+            ("examples/a.pack.yaml", "examples/a.ppk"),
+            ("a.pack.json", "a.ppk"),
+            ("dir/b.yaml", "dir/b.ppk"),
+            ("c.yml", "c.ppk"),
+            ("d.json", "d.ppk"),
+            ("e.txt", "e.txt.ppk"),
+            (".yaml", ".yaml.ppk"),
+        ];
+        for (pack, out) in cases {
+            assert_eq!(
+                default_output(Path::new(pack)),
+                PathBuf::from(out),
+                "{pack}"
+            );
+        }
+    }
+}

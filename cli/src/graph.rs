@@ -1,0 +1,649 @@
+//! `packc graph`: draw a pack's workflow and compositions as one Graphviz or Mermaid graph.
+//!
+//! The module is first turned into a small format-neutral [`Graph`] (groups of nodes, and
+//! edges), then printed by [`to_dot`] or [`to_mermaid`]; both printers walk the same
+//! graph, so the two formats always show the same nodes and edges. Node ids are derived
+//! from table indices (`s0` for state 0, `c1_2` for step 2 of composition 1), never from
+//! names, so any key is safe and the output is the same for the same module.
+//!
+//! What is drawn:
+//!
+//! - the workflow: one node per state, terminal states double-bordered; an `entry` node
+//!   into `workflow.entry` and an `agent <m>` node into each state-backed agent's state;
+//!   an edge per `on_event` entry of a non-terminal state, labeled with the event; a
+//!   dashed edge labeled `max_visits N` from a state to its `on_max_visits` target;
+//! - each composition: its top-level steps in walk order joined by unlabeled sequential
+//!   edges, a branch step's edges labeled `then` / `else` (they replace the sequential
+//!   edge when the next step is a target), a parallel step boxed with its branches and
+//!   joined to each, and a dashed edge from each `depends_on` step to its dependent.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use ir_spec::{Composition, Module, Orchestration, StateBody, StepKind, ToolRef};
+
+/// Arguments of `packc graph`.
+#[derive(Args, Debug)]
+pub struct GraphArgs {
+    /// The pack file, or an artifact built by `packc build`.
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// The graph language to print.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: GraphFormat,
+}
+
+/// The graph language `packc graph` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// A Graphviz `digraph` (render with `dot -Tsvg`).
+    #[default]
+    Dot,
+    /// A Mermaid `flowchart` (renders in GitHub and GitLab Markdown).
+    Mermaid,
+}
+
+/// Compile (or load) the pack and print its graph. Exit 1 when the pack has errors.
+pub fn run(args: &GraphArgs) -> Result<ExitCode> {
+    let module = match crate::run::load_module(&args.pack)? {
+        Ok(module) => module,
+        Err(code) => return Ok(code),
+    };
+    print!("{}", render(&module, args.format));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The module's graph in `format`.
+pub fn render(module: &Module, format: GraphFormat) -> String {
+    let g = graph(module);
+    match format {
+        GraphFormat::Dot => to_dot(&g),
+        GraphFormat::Mermaid => to_mermaid(&g),
+    }
+}
+
+/// A format-neutral drawing: nested groups of nodes, then every edge.
+#[derive(Debug, Default)]
+pub struct Graph {
+    /// The pack's `id`.
+    pub name: String,
+    /// The top-level groups: the workflow, then each composition.
+    pub groups: Vec<Group>,
+    /// Every edge, in the order they were found.
+    pub edges: Vec<Edge>,
+}
+
+/// A boxed set of nodes (a Graphviz cluster, a Mermaid subgraph).
+#[derive(Debug)]
+pub struct Group {
+    /// Unique among nodes and groups.
+    pub id: String,
+    /// Shown on the box.
+    pub title: String,
+    /// Nodes and nested groups, in drawing order.
+    pub items: Vec<Item>,
+}
+
+/// A member of a [`Group`].
+#[derive(Debug)]
+pub enum Item {
+    /// A node.
+    Node(Node),
+    /// A nested group.
+    Group(Group),
+}
+
+/// A node.
+#[derive(Debug)]
+pub struct Node {
+    /// Unique among nodes and groups; `[A-Za-z0-9_]` only.
+    pub id: String,
+    /// Label lines; the first is the name.
+    pub lines: Vec<String>,
+    /// How it is drawn.
+    pub shape: Shape,
+}
+
+/// What a node stands for, which decides its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Where a run starts: `entry`, `agent <m>`.
+    Start,
+    /// A non-terminal workflow state.
+    State,
+    /// A terminal workflow state (double border).
+    Terminal,
+    /// A prompt, agent or tool step.
+    Step,
+    /// A branch step.
+    Branch,
+    /// A parallel step.
+    Parallel,
+}
+
+/// An edge.
+#[derive(Debug)]
+pub struct Edge {
+    /// Source node id.
+    pub from: String,
+    /// Target node id.
+    pub to: String,
+    /// Edge label, if any.
+    pub label: Option<String>,
+    /// Dashed: a `max_visits` redirect or a `depends_on`.
+    pub dashed: bool,
+    /// The group the edge leaves from instead of `from` itself: a parallel step's box,
+    /// for the edge to the step after it, which runs once every branch is done.
+    pub from_group: Option<String>,
+}
+
+fn edge(from: String, to: String, label: Option<String>, dashed: bool) -> Edge {
+    Edge {
+        from,
+        to,
+        label,
+        dashed,
+        from_group: None,
+    }
+}
+
+/// Builds the drawing of a valid module.
+pub fn graph(m: &Module) -> Graph {
+    let mut g = Graph {
+        name: m.id.clone(),
+        ..Graph::default()
+    };
+    if let Some(wf) = &m.workflow {
+        let mut items = vec![Item::Node(Node {
+            id: "wf_entry".into(),
+            lines: vec!["entry".into()],
+            shape: Shape::Start,
+        })];
+        g.edges.push(edge(
+            "wf_entry".into(),
+            state_id(wf.entry.index()),
+            None,
+            false,
+        ));
+        for (i, a) in m.agents.iter().enumerate() {
+            if let ir_spec::AgentStart::State(s) = a.start {
+                let id = format!("agent{i}");
+                items.push(Item::Node(Node {
+                    id: id.clone(),
+                    lines: vec![format!("agent {}", m.str(a.key))],
+                    shape: Shape::Start,
+                }));
+                g.edges.push(edge(id, state_id(s.index()), None, false));
+            }
+        }
+        for (i, s) in wf.states.iter().enumerate() {
+            let mut lines = vec![m.str(s.key).to_owned()];
+            lines.push(match s.body {
+                StateBody::Prompt(p) => format!("prompt {}", m.str(m.prompts[p.index()].key)),
+                StateBody::Composition(c) => {
+                    format!("composition {}", m.str(m.compositions[c.index()].key))
+                }
+            });
+            match s.mode {
+                Orchestration::External => lines.push("external".into()),
+                Orchestration::Hybrid => lines.push("hybrid".into()),
+                Orchestration::Internal | Orchestration::Composition => {}
+            }
+            if let Some(n) = s.max_visits {
+                lines.push(format!("max_visits {n}"));
+            }
+            items.push(Item::Node(Node {
+                id: state_id(i),
+                lines,
+                shape: if s.terminal {
+                    Shape::Terminal
+                } else {
+                    Shape::State
+                },
+            }));
+            if !s.terminal {
+                for &(e, t) in &s.on_event {
+                    let label = Some(m.event(e).to_owned());
+                    g.edges
+                        .push(edge(state_id(i), state_id(t.index()), label, false));
+                }
+            }
+            if let (Some(n), Some(r)) = (s.max_visits, s.on_max_visits) {
+                let label = Some(format!("max_visits {n}"));
+                g.edges
+                    .push(edge(state_id(i), state_id(r.index()), label, true));
+            }
+        }
+        let mut title = "workflow".to_owned();
+        let b = wf.budget;
+        let limits: Vec<String> = [
+            ("max_total_visits", b.max_total_visits),
+            ("max_tool_calls", b.max_tool_calls),
+            ("max_wall_time_sec", b.max_wall_time_sec),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+        .collect();
+        if !limits.is_empty() {
+            title = format!("{title} (budget: {})", limits.join(", "));
+        }
+        g.groups.push(Group {
+            id: "wf".into(),
+            title,
+            items,
+        });
+    }
+    for (ci, c) in m.compositions.iter().enumerate() {
+        let group = composition(m, ci, c, &mut g.edges);
+        g.groups.push(group);
+    }
+    g
+}
+
+fn state_id(i: usize) -> String {
+    format!("s{i}")
+}
+
+fn step_id(ci: usize, si: usize) -> String {
+    format!("c{ci}_{si}")
+}
+
+fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) -> Group {
+    let id = |s: ir_spec::StepId| step_id(ci, s.index());
+    let mut items = Vec::new();
+    for (k, &s) in c.walk.iter().enumerate() {
+        let step = &c.steps[s.index()];
+        let node = step_node(m, c, ci, s);
+        let mut targets = Vec::new();
+        let mut from_group = None;
+        match &step.kind {
+            StepKind::Parallel { branches, .. } => {
+                let mut inner = vec![Item::Node(node)];
+                for &b in branches {
+                    inner.push(Item::Node(step_node(m, c, ci, b)));
+                    edges.push(edge(id(s), id(b), None, false));
+                }
+                let group = format!("{}_par", id(s));
+                from_group = Some(group.clone());
+                items.push(Item::Group(Group {
+                    id: group,
+                    title: format!("parallel {}", m.str(step.id)),
+                    items: inner,
+                }));
+            }
+            StepKind::Branch {
+                then, otherwise, ..
+            } => {
+                items.push(Item::Node(node));
+                match otherwise {
+                    Some(e) if e == then => {
+                        edges.push(edge(id(s), id(*then), Some("then, else".into()), false));
+                    }
+                    Some(e) => {
+                        edges.push(edge(id(s), id(*then), Some("then".into()), false));
+                        edges.push(edge(id(s), id(*e), Some("else".into()), false));
+                    }
+                    None => edges.push(edge(id(s), id(*then), Some("then".into()), false)),
+                }
+                targets.push(*then);
+                targets.extend(*otherwise);
+            }
+            _ => items.push(Item::Node(node)),
+        }
+        if let Some(&next) = c.walk.get(k + 1) {
+            if !targets.contains(&next) {
+                let mut e = edge(id(s), id(next), None, false);
+                e.from_group = from_group;
+                edges.push(e);
+            }
+        }
+    }
+    // `depends_on` edges last, so each step's sequential and branch edges stay together.
+    for &s in &c.walk {
+        for &d in &c.steps[s.index()].depends_on {
+            edges.push(edge(id(d), id(s), None, true));
+        }
+    }
+    Group {
+        id: format!("c{ci}"),
+        title: format!("composition {}", m.str(c.key)),
+        items,
+    }
+}
+
+fn step_node(m: &Module, c: &Composition, ci: usize, s: ir_spec::StepId) -> Node {
+    let step = &c.steps[s.index()];
+    let prompt = |p: ir_spec::PromptId| m.str(m.prompts[p.index()].key);
+    let tool = |t: ir_spec::ToolId| m.str(m.tools[t.index()].key);
+    let mut lines = vec![m.str(step.id).to_owned()];
+    let shape = match &step.kind {
+        StepKind::Prompt { prompt: p, .. } => {
+            lines.push(format!("prompt {}", prompt(*p)));
+            Shape::Step
+        }
+        StepKind::Tool { tool: t, .. } => {
+            lines.push(format!("tool {}", tool(*t)));
+            Shape::Step
+        }
+        StepKind::Agent {
+            prompt: p,
+            tools,
+            max_steps,
+            tool_called,
+            ..
+        } => {
+            lines.push(format!("agent {}", prompt(*p)));
+            if !tools.is_empty() {
+                let names: Vec<&str> = tools
+                    .iter()
+                    .map(|t| match t {
+                        ToolRef::Tool(t) => tool(*t),
+                        ToolRef::Member(k) => m.str(*k),
+                    })
+                    .collect();
+                lines.push(format!("tools {}", names.join(", ")));
+            }
+            if let Some(n) = max_steps {
+                lines.push(format!("max_steps {n}"));
+            }
+            if let Some(t) = tool_called {
+                lines.push(format!("until {}", tool(*t)));
+            }
+            Shape::Step
+        }
+        StepKind::Branch { .. } => {
+            lines.push("branch".into());
+            Shape::Branch
+        }
+        StepKind::Parallel { strategy, into, .. } => {
+            let strategy = match strategy {
+                ir_spec::Reduce::Append => "append",
+                ir_spec::Reduce::Replace => "replace",
+                ir_spec::Reduce::Barrier => "barrier",
+            };
+            lines.push(format!("parallel, {strategy} into {into}"));
+            Shape::Parallel
+        }
+    };
+    let leaf = matches!(
+        step.kind,
+        StepKind::Prompt { .. } | StepKind::Agent { .. } | StepKind::Tool { .. }
+    );
+    if leaf && step.max_attempts > 1 {
+        lines.push(format!("max_attempts {}", step.max_attempts));
+    }
+    Node {
+        id: step_id(ci, s.index()),
+        lines,
+        shape,
+    }
+}
+
+/// Prints a Graphviz `digraph`.
+pub fn to_dot(g: &Graph) -> String {
+    let mut out = format!("digraph {} {{\n", dot_str(&g.name));
+    out.push_str("  compound=true;\n  node [shape=box, style=rounded];\n");
+    for group in &g.groups {
+        dot_group(&mut out, group, 1);
+    }
+    for e in &g.edges {
+        let mut attrs = Vec::new();
+        if let Some(l) = &e.label {
+            attrs.push(format!("label={}", dot_str(l)));
+        }
+        if e.dashed {
+            attrs.push("style=dashed".to_owned());
+        }
+        if let Some(group) = &e.from_group {
+            // Leave from the cluster's border, one rank below its branches.
+            attrs.push(format!("ltail=cluster_{group}, minlen=2"));
+        }
+        let attrs = if attrs.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", attrs.join(", "))
+        };
+        out.push_str(&format!("  {} -> {}{attrs};\n", e.from, e.to));
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn dot_group(out: &mut String, group: &Group, depth: usize) {
+    let pad = "  ".repeat(depth);
+    out.push_str(&format!("{pad}subgraph cluster_{} {{\n", group.id));
+    out.push_str(&format!("{pad}  label={};\n", dot_str(&group.title)));
+    for item in &group.items {
+        match item {
+            Item::Node(n) => {
+                let label = dot_str(&n.lines.join("\n"));
+                let shape = match n.shape {
+                    Shape::Start => ", shape=plaintext",
+                    Shape::State | Shape::Step => "",
+                    Shape::Terminal => ", peripheries=2",
+                    Shape::Branch => ", shape=diamond",
+                    Shape::Parallel => ", shape=hexagon",
+                };
+                out.push_str(&format!("{pad}  {} [label={label}{shape}];\n", n.id));
+            }
+            Item::Group(g) => dot_group(out, g, depth + 1),
+        }
+    }
+    out.push_str(&format!("{pad}}}\n"));
+}
+
+/// A DOT double-quoted string; a newline becomes a centered line break.
+fn dot_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Prints a Mermaid `flowchart`.
+pub fn to_mermaid(g: &Graph) -> String {
+    let mut out = format!(
+        "%% packc graph of pack {}\nflowchart TD\n",
+        one_line(&g.name)
+    );
+    for group in &g.groups {
+        mermaid_group(&mut out, group, 1);
+    }
+    for e in &g.edges {
+        let arrow = if e.dashed { "-.->" } else { "-->" };
+        let from = e.from_group.as_ref().unwrap_or(&e.from);
+        match &e.label {
+            Some(l) => out.push_str(&format!("  {from} {arrow}|{}| {}\n", mermaid_str(l), e.to)),
+            None => out.push_str(&format!("  {from} {arrow} {}\n", e.to)),
+        }
+    }
+    out
+}
+
+fn mermaid_group(out: &mut String, group: &Group, depth: usize) {
+    let pad = "  ".repeat(depth);
+    out.push_str(&format!(
+        "{pad}subgraph {}[{}]\n",
+        group.id,
+        mermaid_str(&group.title)
+    ));
+    for item in &group.items {
+        match item {
+            Item::Node(n) => {
+                let label = mermaid_str(&n.lines.join("\n"));
+                let (open, close) = match n.shape {
+                    Shape::Start => ("([", "])"),
+                    Shape::State => ("(", ")"),
+                    Shape::Terminal => ("(((", ")))"),
+                    Shape::Step => ("[", "]"),
+                    Shape::Branch => ("{", "}"),
+                    Shape::Parallel => ("{{", "}}"),
+                };
+                out.push_str(&format!("{pad}  {}{open}{label}{close}\n", n.id));
+            }
+            Item::Group(g) => mermaid_group(out, g, depth + 1),
+        }
+    }
+    out.push_str(&format!("{pad}end\n"));
+}
+
+/// A Mermaid quoted label: entity codes for the characters Mermaid or its HTML labels
+/// would read as syntax, `<br/>` for a newline.
+fn mermaid_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            '"' => out.push_str("#quot;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '\n' => out.push_str("<br/>"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(yaml: &str) -> Module {
+        let options = packc_compiler::Options::default();
+        let checked = packc_compiler::check_bytes(yaml.as_bytes(), &options);
+        assert!(!checked.has_errors(), "{:#?}", checked.diagnostics);
+        packc_compiler::lower(&checked, &options).unwrap()
+    }
+
+    const HEADER: &str = "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\n";
+
+    const LOOP: &str = r#"
+prompts:
+  coder: {id: coder, name: C, version: 1.0.0, system_template: "c"}
+  tester: {id: tester, name: T, version: 1.0.0, system_template: "t"}
+workflow:
+  version: 1
+  entry: implement
+  engine: {budget: {max_total_visits: 9}}
+  states:
+    implement:
+      prompt_task: coder
+      max_visits: 3
+      on_max_visits: review
+      on_event: {CodeReady: test}
+    test:
+      prompt_task: tester
+      orchestration: hybrid
+      on_event: {TestsFailed: implement, TestsPassed: review}
+    review: {prompt_task: tester, terminal: true}
+agents:
+  entry: tester
+  members:
+    tester: {state: test}
+"#;
+
+    #[test]
+    fn workflow_in_dot() {
+        let dot = render(&module(&format!("{HEADER}{LOOP}")), GraphFormat::Dot);
+        let expected = [
+            "digraph \"t\" {",
+            "  subgraph cluster_wf {",
+            "    label=\"workflow (budget: max_total_visits 9)\";",
+            "    wf_entry [label=\"entry\", shape=plaintext];",
+            "    agent0 [label=\"agent tester\", shape=plaintext];",
+            "    s0 [label=\"implement\\nprompt coder\\nmax_visits 3\"];",
+            "    s1 [label=\"test\\nprompt tester\\nhybrid\"];",
+            "    s2 [label=\"review\\nprompt tester\", peripheries=2];",
+            "  wf_entry -> s0;",
+            "  agent0 -> s1;",
+            "  s0 -> s1 [label=\"CodeReady\"];",
+            "  s0 -> s2 [label=\"max_visits 3\", style=dashed];",
+            "  s1 -> s0 [label=\"TestsFailed\"];",
+            "  s1 -> s2 [label=\"TestsPassed\"];",
+        ];
+        let lines: Vec<&str> = dot.lines().collect();
+        for line in expected {
+            assert!(lines.contains(&line), "missing {line:?} in\n{dot}");
+        }
+    }
+
+    const COMP: &str = r#"
+tools:
+  kb: {name: kb, description: Search., parameters: {type: object, properties: {}}}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "p"}
+compositions:
+  "odd \"key\" <#1>":
+    version: 1
+    steps:
+      - id: fan
+        kind: parallel
+        branches:
+          - {id: a, kind: prompt, prompt_task: p, modifiers: {retry: {max_attempts: 2}}}
+          - {id: b, kind: tool, tool: kb}
+        reduce: {strategy: append, into: xs}
+      - id: gate
+        kind: branch
+        predicate: {path: "${fan.output.xs}", exists: true}
+        then: x
+      - {id: x, kind: agent, prompt_task: p, tools: [kb], termination: {max_steps: 2, tool_called: kb}}
+      - {id: y, kind: prompt, prompt_task: p, depends_on: [x]}
+"#;
+
+    #[test]
+    fn composition_in_mermaid() {
+        let text = render(&module(&format!("{HEADER}{COMP}")), GraphFormat::Mermaid);
+        let expected = [
+            "flowchart TD",
+            "  subgraph c0[\"composition odd #quot;key#quot; #lt;#35;1#gt;\"]",
+            "    subgraph c0_0_par[\"parallel fan\"]",
+            "      c0_0{{\"fan<br/>parallel, append into xs\"}}",
+            "      c0_1[\"a<br/>prompt p<br/>max_attempts 2\"]",
+            "      c0_2[\"b<br/>tool kb\"]",
+            "    end",
+            "    c0_3{\"gate<br/>branch\"}",
+            "    c0_4[\"x<br/>agent p<br/>tools kb<br/>max_steps 2<br/>until kb\"]",
+            "  c0_0 --> c0_1",
+            "  c0_0 --> c0_2",
+            "  c0_0_par --> c0_3",
+            "  c0_3 -->|\"then\"| c0_4",
+            "  c0_4 --> c0_5",
+            "  c0_4 -.-> c0_5",
+        ];
+        let lines: Vec<&str> = text.lines().collect();
+        for line in expected {
+            assert!(lines.contains(&line), "missing {line:?} in\n{text}");
+        }
+        // The branch's `then` edge replaces the sequential edge to the same step.
+        assert!(!lines.contains(&"  c0_3 --> c0_4"));
+    }
+
+    #[test]
+    fn output_is_deterministic() {
+        let pack = format!("{HEADER}{COMP}");
+        for format in [GraphFormat::Dot, GraphFormat::Mermaid] {
+            assert_eq!(
+                render(&module(&pack), format),
+                render(&module(&pack), format)
+            );
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! `packc inspect`: show what a `.ppk` artifact holds: header, sections, module summary.
+
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use ir_spec::container::{Container, ContainerError, DEFAULT_MAX_ARTIFACT_BYTES, MAGIC};
+use ir_spec::{
+    AgentStart, Artifact, Composition, Module, Orchestration, Reduce, StateBody, Step, StepId,
+    StepKind, ToolRef,
+};
+
+/// Arguments of `packc inspect`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The artifact, as written by `packc build`.
+    #[arg(value_name = "PPK")]
+    pub artifact: PathBuf,
+}
+
+/// Print the header, the sections and a summary of the module. Exit 2 when the file is
+/// not a readable, valid artifact.
+pub fn run(args: &InspectArgs) -> Result<ExitCode> {
+    let (bytes, artifact) = read_artifact(&args.artifact)?;
+    // `read_artifact` succeeded, so the container decodes.
+    let container = Container::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES)
+        .with_context(|| format!("cannot load {}", args.artifact.display()))?;
+    print!(
+        "{}",
+        describe(&args.artifact, &bytes, &container, &artifact)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the file starts with the `.ppk` magic bytes.
+pub fn is_artifact(path: &Path) -> Result<bool> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut head = Vec::with_capacity(MAGIC.len());
+    file.by_ref()
+        .take(MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(head == MAGIC)
+}
+
+/// Read, decode and verify an artifact file; the error is one line naming the file.
+pub fn read_artifact(path: &Path) -> Result<(Vec<u8>, Artifact)> {
+    let context = || format!("cannot load {}", path.display());
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.len() > DEFAULT_MAX_ARTIFACT_BYTES as u64 {
+        // Do not read a huge file just to say it is too big.
+        let err = ContainerError::TooLarge {
+            size: usize::try_from(meta.len()).unwrap_or(usize::MAX),
+            limit: DEFAULT_MAX_ARTIFACT_BYTES,
+        };
+        return Err(err).with_context(context);
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let artifact = Artifact::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES).with_context(context)?;
+    Ok((bytes, artifact))
+}
+
+/// The text `packc inspect` prints.
+pub fn describe(path: &Path, bytes: &[u8], c: &Container<'_>, a: &Artifact) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let crc = bytes
+        .get(bytes.len().saturating_sub(4)..)
+        .map_or(0, |t| u32::from_le_bytes([t[0], t[1], t[2], t[3]]));
+    let _ = writeln!(w, "file:      {}", path.display());
+    let _ = writeln!(w, "size:      {} bytes", bytes.len());
+    let _ = writeln!(
+        w,
+        "format:    {}.{}",
+        ir_spec::container::FORMAT_MAJOR,
+        c.minor
+    );
+    let _ = writeln!(w, "compiler:  {}", a.compiler);
+    let _ = writeln!(w, "source:    sha256:{}", hex(&a.source_hash));
+    let _ = writeln!(w, "checksum:  crc32:{crc:08x}");
+    let _ = writeln!(w, "sections:");
+    for (tag, payload) in &c.sections {
+        let note = if tag.is_optional() {
+            "  (optional)"
+        } else {
+            ""
+        };
+        let _ = writeln!(w, "  {tag}  {:>8} bytes{note}", payload.len());
+    }
+    summarize(w, &a.module);
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The module, table by table. Indices are in range: the module was validated.
+fn summarize(w: &mut String, m: &Module) {
+    let _ = writeln!(w, "module {:?}", m.id);
+    let _ = writeln!(w, "  strings: {}", m.strings.len());
+    let _ = writeln!(w, "  prompts ({}):", m.prompts.len());
+    for p in &m.prompts {
+        let mut line = format!("    {}", m.str(p.key));
+        if !p.variables.is_empty() {
+            let vars: Vec<&str> = p.variables.iter().map(|v| v.name.as_str()).collect();
+            let _ = write!(line, "  variables [{}]", vars.join(", "));
+        }
+        if !p.tools.is_empty() {
+            let _ = write!(line, "  tools [{}]", tool_refs(m, &p.tools));
+        }
+        let _ = writeln!(w, "{line}");
+    }
+    let _ = writeln!(w, "  tools ({}):", m.tools.len());
+    for t in &m.tools {
+        let key = m.str(t.key);
+        if t.name == key {
+            let _ = writeln!(w, "    {key}");
+        } else {
+            let _ = writeln!(w, "    {key}  (called {:?})", t.name);
+        }
+    }
+    match &m.workflow {
+        None => {
+            let _ = writeln!(w, "  workflow: none");
+        }
+        Some(wf) => {
+            let state = |s: ir_spec::StateId| m.str(wf.states[s.index()].key);
+            let _ = writeln!(
+                w,
+                "  workflow: entry {}, {} state(s)",
+                state(wf.entry),
+                wf.states.len()
+            );
+            for s in &wf.states {
+                let body = match s.body {
+                    StateBody::Prompt(p) => format!("prompt {}", m.str(m.prompts[p.index()].key)),
+                    StateBody::Composition(c) => {
+                        format!("composition {}", m.str(m.compositions[c.index()].key))
+                    }
+                };
+                let mode = match s.mode {
+                    Orchestration::Internal => "internal",
+                    Orchestration::External => "external",
+                    Orchestration::Hybrid => "hybrid",
+                    Orchestration::Composition => "composition",
+                };
+                let mut line = format!("    {}  {body}  {mode}", m.str(s.key));
+                if s.terminal {
+                    line.push_str("  terminal");
+                }
+                if s.persistent {
+                    line.push_str("  persistent");
+                }
+                let _ = writeln!(w, "{line}");
+                for (event, to) in &s.on_event {
+                    let _ = writeln!(w, "      on {} -> {}", m.event(*event), state(*to));
+                }
+                if let Some(max) = s.max_visits {
+                    let then = s
+                        .on_max_visits
+                        .map_or("error".into(), |t| state(t).to_owned());
+                    let _ = writeln!(w, "      after {max} visit(s) -> {then}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(w, "  agents ({}):", m.agents.len());
+    for a in &m.agents {
+        let start = match a.start {
+            AgentStart::Plain(Some(p)) => format!("prompt {}", m.str(m.prompts[p.index()].key)),
+            AgentStart::Plain(None) => "no prompt".into(),
+            AgentStart::State(s) => {
+                let key = m
+                    .workflow
+                    .as_ref()
+                    .map_or("", |wf| m.str(wf.states[s.index()].key));
+                format!("state {key}")
+            }
+        };
+        let _ = writeln!(w, "    {}  {start}", m.str(a.key));
+    }
+    let _ = writeln!(w, "  compositions ({}):", m.compositions.len());
+    for c in &m.compositions {
+        let output = c
+            .output
+            .map_or("last step".into(), |o| step_name(m, c, o).to_owned());
+        let _ = writeln!(
+            w,
+            "    {}  {} step(s), output {output}",
+            m.str(c.key),
+            c.steps.len()
+        );
+        for id in &c.walk {
+            describe_step(w, m, c, *id, 6);
+            if let StepKind::Parallel { branches, .. } = &c.steps[id.index()].kind {
+                for b in branches {
+                    describe_step(w, m, c, *b, 8);
+                }
+            }
+        }
+    }
+    describe_bounds(w, m);
+}
+
+/// The most model and tool calls one run can make (`ir_spec::bounds`): per composition
+/// run, per state execution, and per workflow turn.
+fn describe_bounds(w: &mut String, m: &Module) {
+    let b = ir_spec::bounds::module(m);
+    let _ = writeln!(w, "static call bounds (most calls one run can make):");
+    for (c, calls) in m.compositions.iter().zip(&b.compositions) {
+        let _ = writeln!(w, "  composition {}: {calls}", m.str(c.key));
+    }
+    if let Some(wf) = &m.workflow {
+        for (s, calls) in wf.states.iter().zip(&b.states) {
+            let _ = writeln!(w, "  state {}: {calls} per execution", m.str(s.key));
+        }
+    }
+    if let Some(turn) = &b.workflow_turn {
+        let _ = writeln!(
+            w,
+            "  workflow turn: {} state execution(s), {}",
+            turn.executions, turn.calls
+        );
+    }
+}
+
+fn step_name<'m>(m: &'m Module, c: &Composition, id: StepId) -> &'m str {
+    m.str(c.steps[id.index()].id)
+}
+
+fn tool_refs(m: &Module, tools: &[ToolRef]) -> String {
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| match t {
+            ToolRef::Tool(t) => m.str(m.tools[t.index()].key).to_owned(),
+            ToolRef::Member(k) => format!("agent:{}", m.str(*k)),
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// One line: `<index> <id>  <kind> <details>  [depends_on ...]  [attempts N]`.
+fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent: usize) {
+    let step: &Step = &c.steps[id.index()];
+    let prompt = |p: ir_spec::PromptId| m.str(m.prompts[p.index()].key);
+    let mut line = format!("{:indent$}{} {}  ", "", id.0, m.str(step.id));
+    match &step.kind {
+        StepKind::Prompt {
+            prompt: p,
+            output_schema,
+            ..
+        } => {
+            let _ = write!(line, "prompt {}", prompt(*p));
+            if let Some(s) = output_schema {
+                let _ = write!(line, " -> {}", s.name);
+            }
+        }
+        StepKind::Agent {
+            prompt: p,
+            output_schema,
+            tools,
+            max_steps,
+            tool_called,
+            ..
+        } => {
+            let _ = write!(line, "agent {} tools [{}]", prompt(*p), tool_refs(m, tools));
+            if let Some(n) = max_steps {
+                let _ = write!(line, " max_steps {n}");
+            }
+            if let Some(t) = tool_called {
+                let _ = write!(line, " until {}", m.str(m.tools[t.index()].key));
+            }
+            if let Some(s) = output_schema {
+                let _ = write!(line, " -> {}", s.name);
+            }
+        }
+        StepKind::Tool { tool, .. } => {
+            let _ = write!(line, "tool {}", m.str(m.tools[tool.index()].key));
+        }
+        StepKind::Branch {
+            then, otherwise, ..
+        } => {
+            let _ = write!(line, "branch then {}", step_name(m, c, *then));
+            if let Some(o) = otherwise {
+                let _ = write!(line, " else {}", step_name(m, c, *o));
+            }
+        }
+        StepKind::Parallel {
+            branches,
+            strategy,
+            into,
+        } => {
+            let strategy = match strategy {
+                Reduce::Append => "append",
+                Reduce::Replace => "replace",
+                Reduce::Barrier => "barrier",
+            };
+            let _ = write!(
+                line,
+                "parallel {} branch(es), reduce {strategy} into {into}",
+                branches.len()
+            );
+        }
+    }
+    if !step.depends_on.is_empty() {
+        let deps: Vec<&str> = step
+            .depends_on
+            .iter()
+            .map(|d| step_name(m, c, *d))
+            .collect();
+        let _ = write!(line, "  depends_on [{}]", deps.join(", "));
+    }
+    if step.max_attempts > 1 {
+        let _ = write!(line, "  attempts {}", step.max_attempts);
+    }
+    if !step.evals.is_empty() {
+        let _ = write!(line, "  eval [{}]", step.evals.join(", "));
+    }
+    let _ = writeln!(w, "{line}");
+}

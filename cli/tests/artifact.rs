@@ -1,0 +1,202 @@
+//! `packc build`, `packc inspect` and `packc run` on built `.ppk` artifacts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A fresh folder for one test.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("packc-artifact-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `packc build <pack> -o <out>`, asserting success.
+fn build(pack: &Path, out: &Path) {
+    let res = packc()
+        .arg("build")
+        .arg(pack)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    let size = std::fs::metadata(out).unwrap().len();
+    assert_eq!(
+        stderr(&res).trim_end(),
+        format!("wrote {} ({size} bytes)", out.display())
+    );
+}
+
+fn run_with_host(pack: &Path, host: &Path, input: &str) -> Output {
+    packc()
+        .arg("run")
+        .arg(pack)
+        .args(["--input", input, "--trace", "--host"])
+        .arg(host)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn running_the_artifact_matches_running_the_source() {
+    let dir = temp_dir("run");
+    let host = dir.join("host.yaml");
+    std::fs::write(
+        &host,
+        "host:\n  prompts:\n    doc_classifier:\n      - output: {type: research_paper, confidence: 0.9}\n    research_paper_extractor:\n      - output: {title: T, authors: [A], summary: S, findings: [F]}\n",
+    )
+    .unwrap();
+    let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let ppk = dir.join("ex2.ppk");
+    build(&pack, &ppk);
+    let input = r#"{"text": "a paper"}"#;
+    let from_source = run_with_host(&pack, &host, input);
+    let from_ppk = run_with_host(&ppk, &host, input);
+    assert_eq!(
+        from_source.status.code(),
+        Some(0),
+        "{}",
+        stderr(&from_source)
+    );
+    assert_eq!(from_ppk.status.code(), Some(0), "{}", stderr(&from_ppk));
+    assert_eq!(
+        String::from_utf8_lossy(&from_ppk.stdout),
+        String::from_utf8_lossy(&from_source.stdout)
+    );
+    // The trace too, line for line.
+    assert_eq!(stderr(&from_ppk), stderr(&from_source));
+    let output: serde_json::Value = serde_json::from_slice(&from_ppk.stdout).unwrap();
+    assert_eq!(output["title"], "T");
+}
+
+#[test]
+fn default_output_replaces_the_suffix_and_builds_are_reproducible() {
+    let dir = temp_dir("default");
+    let pack = dir.join("wf.pack.yaml");
+    std::fs::copy(repo().join("examples/guide-add-workflow.pack.yaml"), &pack).unwrap();
+    let res = packc().arg("build").arg(&pack).output().unwrap();
+    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    let ppk = dir.join("wf.ppk");
+    let first = std::fs::read(&ppk).unwrap();
+    assert!(
+        stderr(&res).contains(&format!("wrote {} ({} bytes)", ppk.display(), first.len())),
+        "{}",
+        stderr(&res)
+    );
+    let again = dir.join("again.ppk");
+    build(&pack, &again);
+    assert_eq!(std::fs::read(&again).unwrap(), first);
+}
+
+#[test]
+fn a_pack_with_errors_writes_nothing_and_exits_one() {
+    let dir = temp_dir("errors");
+    let pack = dir.join("bad.pack.yaml");
+    std::fs::write(&pack, "id: [unclosed\n").unwrap();
+    let res = packc()
+        .args(["build", "--color", "never"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(1));
+    assert!(stderr(&res).contains("parse_error"), "{}", stderr(&res));
+    assert!(!dir.join("bad.ppk").exists());
+}
+
+#[test]
+fn inspect_shows_header_sections_and_module() {
+    let dir = temp_dir("inspect");
+    let pack = repo().join("examples/rfc0010-ex3.pack.yaml");
+    let ppk = dir.join("ex3.ppk");
+    build(&pack, &ppk);
+    let res = packc().arg("inspect").arg(&ppk).output().unwrap();
+    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    let text = String::from_utf8(res.stdout).unwrap();
+    let hash: String = packc_compiler::source_hash(&std::fs::read(&pack).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let size = std::fs::metadata(&ppk).unwrap().len();
+    for expected in [
+        "format:    1.0".to_owned(),
+        format!("compiler:  {}", packc_compiler::COMPILER_VERSION),
+        format!("source:    sha256:{hash}"),
+        format!("size:      {size} bytes"),
+        "checksum:  crc32:".to_owned(),
+        "  MODL ".to_owned(),
+        "    main  composition deep_analyze  composition  terminal".to_owned(),
+        "      0 extract_metadata  parallel 4 branch(es), reduce barrier into metadata".to_owned(),
+        "        1 title  prompt title_extractor".to_owned(),
+        "        3 structure  tool doc.parse_structure".to_owned(),
+        "      5 synthesize  agent doc_analyzer".to_owned(),
+    ] {
+        assert!(text.contains(&expected), "missing {expected:?} in\n{text}");
+    }
+
+    // A workflow's transitions.
+    let ppk = dir.join("wf.ppk");
+    build(&repo().join("examples/guide-add-workflow.pack.yaml"), &ppk);
+    let res = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let text = String::from_utf8(res.stdout).unwrap();
+    assert!(
+        text.contains("    triage  prompt triage  internal\n      on billing -> billing_state\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn corrupt_artifacts_exit_two_with_one_line() {
+    let dir = temp_dir("corrupt");
+    let ppk = dir.join("ok.ppk");
+    build(&repo().join("examples/rfc0010-ex1.pack.yaml"), &ppk);
+    let bytes = std::fs::read(&ppk).unwrap();
+
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x10;
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("flipped.ppk", flipped, "corrupted .ppk file: checksum"),
+        ("cut.ppk", bytes[..bytes.len() - 9].to_vec(), "corrupted"),
+        ("short.ppk", bytes[..20].to_vec(), "truncated .ppk file"),
+        ("empty.ppk", Vec::new(), "not a .ppk file"),
+    ];
+    for (name, content, message) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        let res = packc().arg("inspect").arg(&path).output().unwrap();
+        assert_eq!(res.status.code(), Some(2), "{name}");
+        assert!(res.stdout.is_empty(), "{name}");
+        let err = stderr(&res);
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: cannot load {}: ", path.display())),
+            "{name}: {err}"
+        );
+        assert!(err.contains(message), "{name}: {err}");
+    }
+
+    // `run` refuses a damaged artifact the same way (recognised by its magic).
+    let res = packc()
+        .arg("run")
+        .arg(dir.join("flipped.ppk"))
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(2));
+    assert!(
+        stderr(&res).contains("corrupted .ppk file"),
+        "{}",
+        stderr(&res)
+    );
+}

@@ -1,0 +1,323 @@
+//! A compiled pack as a `.ppk` file: the [`container`](crate::container) holding one
+//! postcard-encoded [`Module`].
+//!
+//! [`Artifact::decode`] is the door of STYLE.md item 5: it checks the container (size,
+//! magic, version, checksum, section bounds), refuses unknown required sections, decodes
+//! the `MODL` section and runs [`Module::validate`]. A module it returns may be indexed
+//! without error paths. It never panics, whatever the bytes: postcard bounds every
+//! allocation by the bytes present, and the recursive IR types ([`Pred`](crate::Pred),
+//! [`Bind`](crate::Bind)) refuse nesting deeper than [`MAX_NESTING`].
+
+use thiserror::Error;
+
+use crate::container::{Container, ContainerError, Tag};
+use crate::{InvalidModule, Module};
+
+/// The tag of the required section holding the postcard-encoded [`Module`].
+pub const MODL: Tag = Tag(*b"MODL");
+
+/// The deepest nesting of predicates (`not`, `all_of`, `any_of`) and of bound arrays and
+/// objects a decoded module may have. Packs are loaded with a depth limit of 128 by
+/// default, so lowering never comes near it; a file that does is refused rather than
+/// allowed to exhaust the stack.
+pub const MAX_NESTING: usize = 256;
+
+/// A compiled pack: its provenance and its lowered module.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Artifact {
+    /// SHA-256 of the pack source bytes the artifact was built from.
+    pub source_hash: [u8; 32],
+    /// The compiler that built it, e.g. `packc 0.1.0` (at most 255 bytes are kept).
+    pub compiler: String,
+    /// The lowered module.
+    pub module: Module,
+}
+
+/// Why bytes are not a loadable artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ArtifactError {
+    /// The container is unreadable: wrong magic, version, checksum or layout.
+    #[error(transparent)]
+    Container(#[from] ContainerError),
+    /// The `MODL` section is not a postcard-encoded module.
+    #[error("malformed .ppk file: section MODL does not decode as a module: {0}")]
+    Decode(String),
+    /// The module decoded but its indices do not fit its tables.
+    #[error("malformed .ppk file: {0}")]
+    Invalid(#[from] InvalidModule),
+}
+
+impl Artifact {
+    /// Encode as a `.ppk` file: header, the `MODL` section, CRC-32 trailer.
+    ///
+    /// The same artifact always gives the same bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        // Serializing the IR into a Vec cannot fail: every sequence has a known length,
+        // and JSON values (string keys only) always serialize to text.
+        let modl = postcard::to_allocvec(&self.module).expect("the IR always serializes");
+        Container::encode(self.source_hash, &self.compiler, &[(MODL, &modl)])
+    }
+
+    /// Decode and verify a `.ppk` file of at most `max_bytes` bytes
+    /// ([`DEFAULT_MAX_ARTIFACT_BYTES`](crate::container::DEFAULT_MAX_ARTIFACT_BYTES) is the
+    /// usual limit). Optional sections this reader does not know are skipped.
+    pub fn decode(bytes: &[u8], max_bytes: usize) -> Result<Artifact, ArtifactError> {
+        let container = Container::decode(bytes, max_bytes)?;
+        container.check_known(&[MODL])?;
+        let payload = container.require(MODL)?;
+        let module = decode_module(payload)?;
+        module.validate()?;
+        Ok(Artifact {
+            source_hash: container.source_hash,
+            compiler: container.compiler.to_owned(),
+            module,
+        })
+    }
+}
+
+/// Decode a `MODL` payload, which must be exactly one module.
+fn decode_module(payload: &[u8]) -> Result<Module, ArtifactError> {
+    crate::nesting::take_exceeded();
+    let (module, rest) = postcard::take_from_bytes::<Module>(payload).map_err(|e| {
+        if crate::nesting::take_exceeded() {
+            ArtifactError::Decode(format!(
+                "predicates or bindings nested deeper than {MAX_NESTING} levels"
+            ))
+        } else {
+            ArtifactError::Decode(e.to_string())
+        }
+    })?;
+    if !rest.is_empty() {
+        return Err(ArtifactError::Decode(format!(
+            "{} unexpected bytes after the module",
+            rest.len()
+        )));
+    }
+    Ok(module)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::DEFAULT_MAX_ARTIFACT_BYTES;
+    use crate::*;
+
+    /// A small module touching every table, built by hand.
+    fn sample() -> Artifact {
+        let module = Module {
+            id: "demo".into(),
+            strings: vec!["p".into(), "t".into(), "s".into(), "c".into(), "a".into()],
+            events: vec![StrId(0)],
+            prompts: vec![Prompt {
+                key: StrId(0),
+                system: vec![Segment::Text("hi ".into())],
+                variables: vec![],
+                tools: vec![ToolRef::Tool(ToolId(0))],
+                policy: ToolPolicy::default(),
+            }],
+            tools: vec![Tool {
+                key: StrId(1),
+                name: "t".into(),
+                description: String::new(),
+                parameters: serde_json::json!({"type": "object"}),
+            }],
+            workflow: Some(Workflow {
+                entry: StateId(0),
+                states: vec![State {
+                    key: StrId(2),
+                    body: StateBody::Prompt(PromptId(0)),
+                    mode: Orchestration::Internal,
+                    terminal: false,
+                    on_event: vec![(EventId(0), StateId(0))],
+                    max_visits: Some(3),
+                    on_max_visits: None,
+                    persistent: false,
+                    artifacts: vec![],
+                }],
+                budget: Budget::default(),
+                artifacts: vec![],
+            }),
+            agents: vec![],
+            compositions: vec![Composition {
+                key: StrId(3),
+                steps: vec![
+                    Step {
+                        id: StrId(4),
+                        kind: StepKind::Tool {
+                            tool: ToolId(0),
+                            args: Bind::Const(serde_json::json!({"q": 1})),
+                        },
+                        depends_on: vec![],
+                        guarded_by: vec![],
+                        max_attempts: 1,
+                        evals: vec![],
+                    },
+                    Step {
+                        id: StrId(0),
+                        kind: StepKind::Branch {
+                            predicate: Pred::Not(Box::new(Pred::Exists {
+                                path: Ref {
+                                    root: Root::Step(StepId(0)),
+                                    path: vec!["x".into()],
+                                },
+                                expect: true,
+                            })),
+                            then: StepId(0),
+                            otherwise: None,
+                        },
+                        depends_on: vec![StepId(0)],
+                        guarded_by: vec![],
+                        max_attempts: 1,
+                        evals: vec![],
+                    },
+                ],
+                walk: vec![StepId(0), StepId(1)],
+                output: Some(StepId(0)),
+            }],
+        };
+        Artifact {
+            source_hash: [0xab; 32],
+            compiler: "packc 0.1.0".into(),
+            module,
+        }
+    }
+
+    /// Rewrite the MODL payload of an encoded artifact, fixing up the length and CRC.
+    fn with_modl(artifact: &Artifact, modl: &[u8]) -> Vec<u8> {
+        Container::encode(artifact.source_hash, &artifact.compiler, &[(MODL, modl)])
+    }
+
+    #[test]
+    fn round_trip_is_identity() {
+        let a = sample();
+        let bytes = a.encode();
+        let back = Artifact::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.encode(), bytes);
+    }
+
+    #[test]
+    fn layout_is_one_modl_section() {
+        let a = sample();
+        let bytes = a.encode();
+        let c = Container::decode(&bytes, usize::MAX).unwrap();
+        assert_eq!(c.sections.len(), 1);
+        assert_eq!(c.sections[0].0, MODL);
+        assert_eq!(
+            c.sections[0].1,
+            postcard::to_allocvec(&a.module).unwrap().as_slice()
+        );
+        // The module starts with its id: a postcard string, varint length then UTF-8.
+        assert_eq!(&c.sections[0].1[..5], b"\x04demo");
+    }
+
+    #[test]
+    fn every_cut_and_flip_is_rejected() {
+        let bytes = sample().encode();
+        for len in 0..bytes.len() {
+            assert!(
+                Artifact::decode(&bytes[..len], usize::MAX).is_err(),
+                "cut {len}"
+            );
+        }
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut b = bytes.clone();
+                b[i] ^= 1 << bit;
+                assert!(Artifact::decode(&b, usize::MAX).is_err(), "flip {i}:{bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn modl_errors_are_named() {
+        let a = sample();
+        let modl = postcard::to_allocvec(&a.module).unwrap();
+
+        // Garbage that checksums fine.
+        let err = Artifact::decode(&with_modl(&a, &modl[..modl.len() / 2]), usize::MAX);
+        assert!(matches!(err, Err(ArtifactError::Decode(_))), "{err:?}");
+
+        let mut long = modl.clone();
+        long.push(0);
+        let err = Artifact::decode(&with_modl(&a, &long), usize::MAX).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "malformed .ppk file: section MODL does not decode as a module: \
+             1 unexpected bytes after the module"
+        );
+
+        // A module that decodes but points outside its tables.
+        let mut bad = a.clone();
+        bad.module.events = vec![StrId(99)];
+        let err = Artifact::decode(&bad.encode(), usize::MAX).unwrap_err();
+        assert!(matches!(err, ArtifactError::Invalid(_)), "{err:?}");
+
+        // No MODL, or an unknown required section.
+        let none = Container::encode([0; 32], "x", &[(Tag(*b"note"), b"")]);
+        assert_eq!(
+            Artifact::decode(&none, usize::MAX),
+            Err(ArtifactError::Container(ContainerError::MissingSection(
+                MODL
+            )))
+        );
+        let extra = Container::encode([0; 32], "x", &[(MODL, &modl), (Tag(*b"CODE"), b"")]);
+        assert_eq!(
+            Artifact::decode(&extra, usize::MAX),
+            Err(ArtifactError::Container(
+                ContainerError::UnknownRequiredSection(Tag(*b"CODE"))
+            ))
+        );
+        // An unknown optional section is skipped.
+        let optional = Container::encode(
+            a.source_hash,
+            &a.compiler,
+            &[(MODL, &modl), (Tag(*b"note"), b"hi")],
+        );
+        assert_eq!(Artifact::decode(&optional, usize::MAX), Ok(a));
+    }
+
+    #[test]
+    fn hostile_lengths_do_not_allocate() {
+        let a = sample();
+        // A module whose id claims 2^63 bytes.
+        let modl = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        assert!(matches!(
+            Artifact::decode(&with_modl(&a, &modl), usize::MAX),
+            Err(ArtifactError::Decode(_))
+        ));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let a = sample();
+        let modl = postcard::to_allocvec(&a.module).unwrap();
+        // Find the branch predicate `Not(Exists ..)` and nest a million more `Not`s over it.
+        let inner = postcard::to_allocvec(&Pred::Exists {
+            path: Ref {
+                root: Root::Step(StepId(0)),
+                path: vec!["x".into()],
+            },
+            expect: true,
+        })
+        .unwrap();
+        let not = postcard::to_allocvec(&Pred::Not(Box::new(Pred::All(vec![])))).unwrap()[0];
+        let mut needle = vec![not];
+        needle.extend_from_slice(&inner);
+        let at = modl
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+            .expect("the predicate is in the payload");
+        let mut deep = modl[..at].to_vec();
+        deep.extend(std::iter::repeat_n(not, 1_000_000));
+        deep.extend_from_slice(&modl[at..]);
+        let err = Artifact::decode(&with_modl(&a, &deep), usize::MAX).unwrap_err();
+        assert!(err.to_string().contains("nested deeper"), "{err}");
+
+        // Nesting up to the limit is fine.
+        let mut ok = modl[..at].to_vec();
+        ok.extend(std::iter::repeat_n(not, MAX_NESTING - 2));
+        ok.extend_from_slice(&modl[at..]);
+        Artifact::decode(&with_modl(&a, &ok), usize::MAX).unwrap();
+    }
+}

@@ -1,0 +1,80 @@
+//! A depth limit for decoding the recursive IR types.
+//!
+//! Serde decodes recursively, so a crafted `MODL` of a million nested `not` predicates
+//! (one byte each) would exhaust the stack before any check could run. [`Pred`] and
+//! [`Bind`] therefore deserialize through [`nested`], which counts the levels open on
+//! this thread and refuses to go past [`MAX_NESTING`]. Their serde derives use
+//! `remote = "Self"`, which turns the derived code into inherent functions that the
+//! trait impls below wrap; the wire format is exactly the derived one.
+
+use std::cell::Cell;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::artifact::MAX_NESTING;
+use crate::{Bind, Pred};
+
+thread_local! {
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Set when [`nested`] refused a level: postcard drops custom error messages, so the
+    /// artifact decoder asks here to explain a failure.
+    static EXCEEDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a decode on this thread hit [`MAX_NESTING`] since the last call; clears the flag.
+pub(crate) fn take_exceeded() -> bool {
+    EXCEEDED.with(|e| e.replace(false))
+}
+
+/// Closes one level when dropped, on success, error or unwind alike.
+struct Level;
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Runs `f` one level deeper, or fails when that is past [`MAX_NESTING`].
+fn nested<'de, D, T>(d: D, f: impl FnOnce(D) -> Result<T, D::Error>) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let depth = DEPTH.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let _level = Level;
+    if depth > MAX_NESTING {
+        EXCEEDED.with(|e| e.set(true));
+        return Err(D::Error::custom(format!(
+            "predicates or bindings nested deeper than {MAX_NESTING} levels"
+        )));
+    }
+    f(d)
+}
+
+impl Serialize for Pred {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Pred::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Pred {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        nested(d, Pred::deserialize)
+    }
+}
+
+impl Serialize for Bind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Bind::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        nested(d, Bind::deserialize)
+    }
+}
