@@ -233,6 +233,100 @@ fn describe_bounds(w: &mut String, m: &Module) {
     }
 }
 
+/// A reference as the pack writes it, with the slot it reads: `${classify#0.output.type}`.
+fn reference(m: &Module, c: &Composition, r: &ir_spec::Ref) -> String {
+    let mut out = match r.root {
+        ir_spec::Root::Input => "${input".to_string(),
+        ir_spec::Root::Step(s) => format!("${{{}#{}.output", step_name(m, c, s), s.0),
+    };
+    for seg in &r.path {
+        out.push('.');
+        out.push_str(seg);
+    }
+    out.push('}');
+    out
+}
+
+/// A pre-parsed binding in a compact JSON-like notation.
+fn bind(m: &Module, c: &Composition, b: &ir_spec::Bind) -> String {
+    use ir_spec::{Bind, Part};
+    match b {
+        Bind::Const(v) => v.to_string(),
+        Bind::Whole(r) => reference(m, c, r),
+        Bind::Interp(parts) => {
+            let mut out = String::from("\"");
+            for p in parts {
+                match p {
+                    Part::Text(t) => out.push_str(&t.escape_debug().to_string()),
+                    Part::Ref(r) => out.push_str(&reference(m, c, r)),
+                }
+            }
+            out.push('"');
+            out
+        }
+        Bind::Array(items) => {
+            let items: Vec<String> = items.iter().map(|i| bind(m, c, i)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Bind::Object(members) => {
+            let members: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("{k:?}: {}", bind(m, c, v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+    }
+}
+
+/// A predicate in infix notation, constants with their lowered types.
+fn pred(m: &Module, c: &Composition, p: &ir_spec::Pred) -> String {
+    use ir_spec::{Compare, Ordering, Pred};
+    let list = |ps: &[Pred], op: &str| {
+        let parts: Vec<String> = ps.iter().map(|p| pred(m, c, p)).collect();
+        format!("({})", parts.join(op))
+    };
+    match p {
+        Pred::Compare { path, test } => {
+            let path = reference(m, c, path);
+            match test {
+                Compare::Equals { value, negate } => {
+                    format!("{path} {} {value}", if *negate { "!=" } else { "==" })
+                }
+                Compare::In { list, negate } => {
+                    let op = if *negate { "not in" } else { "in" };
+                    match list {
+                        Some(l) => format!("{path} {op} {}", serde_json::Value::from(l.clone())),
+                        None => format!("{path} {op} <not a list: type_error>"),
+                    }
+                }
+                Compare::Ordered { op, bound } => {
+                    let op = match op {
+                        Ordering::Lt => "<",
+                        Ordering::Le => "<=",
+                        Ordering::Gt => ">",
+                        Ordering::Ge => ">=",
+                    };
+                    match bound {
+                        Some(b) => format!("{path} {op} {b}"),
+                        None => format!("{path} {op} <not a number: type_error>"),
+                    }
+                }
+            }
+        }
+        Pred::Exists { path, expect } => {
+            let path = reference(m, c, path);
+            if *expect {
+                format!("exists {path}")
+            } else {
+                format!("missing {path}")
+            }
+        }
+        Pred::All(ps) => list(ps, " && "),
+        Pred::Any(ps) => list(ps, " || "),
+        Pred::Not(p) => format!("!{}", pred(m, c, p)),
+    }
+}
+
 fn step_name<'m>(m: &'m Module, c: &Composition, id: StepId) -> &'m str {
     m.str(c.steps[id.index()].id)
 }
@@ -257,9 +351,9 @@ fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent
         StepKind::Prompt {
             prompt: p,
             output_schema,
-            ..
+            input,
         } => {
-            let _ = write!(line, "prompt {}", prompt(*p));
+            let _ = write!(line, "prompt {}({})", prompt(*p), bind(m, c, input));
             if let Some(s) = output_schema {
                 let _ = write!(line, " -> {}", s.name);
             }
@@ -270,9 +364,16 @@ fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent
             tools,
             max_steps,
             tool_called,
+            input,
             ..
         } => {
-            let _ = write!(line, "agent {} tools [{}]", prompt(*p), tool_refs(m, tools));
+            let _ = write!(
+                line,
+                "agent {}({}) tools [{}]",
+                prompt(*p),
+                bind(m, c, input),
+                tool_refs(m, tools)
+            );
             if let Some(n) = max_steps {
                 let _ = write!(line, " max_steps {n}");
             }
@@ -283,13 +384,25 @@ fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent
                 let _ = write!(line, " -> {}", s.name);
             }
         }
-        StepKind::Tool { tool, .. } => {
-            let _ = write!(line, "tool {}", m.str(m.tools[tool.index()].key));
+        StepKind::Tool { tool, args } => {
+            let _ = write!(
+                line,
+                "tool {}({})",
+                m.str(m.tools[tool.index()].key),
+                bind(m, c, args)
+            );
         }
         StepKind::Branch {
-            then, otherwise, ..
+            then,
+            otherwise,
+            predicate,
         } => {
-            let _ = write!(line, "branch then {}", step_name(m, c, *then));
+            let _ = write!(
+                line,
+                "branch if {} then {}",
+                pred(m, c, predicate),
+                step_name(m, c, *then)
+            );
             if let Some(o) = otherwise {
                 let _ = write!(line, " else {}", step_name(m, c, *o));
             }

@@ -1,0 +1,77 @@
+//! The checked-in golden artifact and its disassembly (STYLE item 7: bytes are a
+//! contract). `tests/golden/rfc0010-ex2.ppk` is what `packc build` makes of
+//! `examples/rfc0010-ex2.pack.yaml`, and `rfc0010-ex2.inspect.txt` is what `packc inspect`
+//! prints for it. A change of layout shows up here as a diff, and must also change
+//! `ir-spec/FORMAT.md`. Regenerate both with `UPDATE_GOLDEN=1 cargo test -p packc --test golden`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn packc(args: &[&str]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_packc"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "packc {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn check_or_update(path: &Path, actual: &[u8]) {
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        expected == actual,
+        "{} differs from what packc makes now; if the change is intended, regenerate with UPDATE_GOLDEN=1 and update ir-spec/FORMAT.md",
+        path.display()
+    );
+}
+
+#[test]
+fn golden_artifact_is_what_build_makes() {
+    let dir = std::env::temp_dir().join(format!("packc-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("ex2.ppk");
+    packc(&[
+        "build",
+        "examples/rfc0010-ex2.pack.yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    check_or_update(
+        &repo().join("tests/golden/rfc0010-ex2.ppk"),
+        &std::fs::read(&out).unwrap(),
+    );
+}
+
+#[test]
+fn golden_disassembly_is_what_inspect_prints() {
+    let text = packc(&["inspect", "tests/golden/rfc0010-ex2.ppk"]);
+    check_or_update(&repo().join("tests/golden/rfc0010-ex2.inspect.txt"), &text);
+}
+
+#[test]
+fn golden_artifact_runs() {
+    let out = packc(&[
+        "run",
+        "tests/golden/rfc0010-ex2.ppk",
+        "--host",
+        "examples/rfc0010-ex2.host.yaml",
+    ]);
+    let output: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        output["title"],
+        "Deep Residual Learning for Image Recognition"
+    );
+}
