@@ -36,7 +36,7 @@ fn module(path: &Path) -> Arc<Module> {
 fn answer(call: &HostCall, events: &[(&str, &str)]) -> Answer {
     match &call.call {
         Call::Model(m) => Answer::Output {
-            output: json!({"type": "research_paper", "x": 1, "confidence": 0.9, "risk": 0.2}),
+            output: json!({"type": "research_paper", "x": 1, "confidence": 0.9, "complexity": 3, "flagged_terms": []}),
             event: events
                 .iter()
                 .find(|(p, _)| *p == m.prompt)

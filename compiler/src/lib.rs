@@ -28,6 +28,7 @@ pub mod load;
 pub mod lower;
 pub mod render;
 pub mod schema;
+pub mod schema_files;
 pub mod syntax;
 
 use std::path::PathBuf;

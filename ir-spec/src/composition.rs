@@ -232,7 +232,7 @@ pub enum Compare {
     /// (evaluating it is then a `type_error`).
     In {
         /// The `value` when it is an array.
-        #[serde(with = "crate::json_text")]
+        #[serde(with = "crate::json_text::option")]
         list: Option<Vec<serde_json::Value>>,
         /// `not_in`.
         negate: bool,

@@ -117,7 +117,7 @@ pub struct Variable {
     /// `required` (default false).
     pub required: bool,
     /// `default`, kept only when the variable is not required.
-    #[serde(with = "crate::json_text")]
+    #[serde(with = "crate::json_text::option")]
     pub default: Option<serde_json::Value>,
     /// `validation`.
     pub validation: Validation,
@@ -152,7 +152,7 @@ pub struct Validation {
     /// `maximum`, inclusive.
     pub maximum: Option<f64>,
     /// `enum`: allowed values, compared with JSON equality.
-    #[serde(with = "crate::json_text")]
+    #[serde(with = "crate::json_text::option")]
     pub allowed: Option<Vec<serde_json::Value>>,
 }
 
@@ -166,6 +166,6 @@ pub struct OutputSchema {
     /// The declared name.
     pub name: String,
     /// The embedded schema, when the pack is a file and the schema file was found.
-    #[serde(with = "crate::json_text")]
+    #[serde(with = "crate::json_text::option")]
     pub schema: Option<serde_json::Value>,
 }

@@ -494,14 +494,15 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str)
         None => {}
         Some(Value::String(name)) => {
             if let Some(dir) = &cx.options.base_dir {
-                if !dir.join(name).is_file() {
+                let path = dir.join(name);
+                if let Err(why) = crate::schema_files::read(&path) {
                     cx.push(
                         Diagnostic::new(
                             DiagKind::UnresolvedSchema,
-                            format!("schema file `{name}` not found next to the pack; the step will have no output schema"),
+                            format!("schema file `{name}` cannot be used ({why}); the step will have no output schema"),
                         )
                         .at(optr)
-                        .help(format!("create `{}`, or fix the path (it is relative to the pack file)", dir.join(name).display())),
+                        .help(format!("create or fix `{}` (the path is relative to the pack file)", path.display())),
                     );
                 }
             }

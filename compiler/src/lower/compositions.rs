@@ -268,13 +268,12 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
     match &cx.options.base_dir {
         None => Some(OutputSchema { name, schema: None }),
         Some(dir) => {
-            let text = std::fs::read_to_string(dir.join(&name)).ok()?;
-            let schema = serde_json::from_str(&text).ok().or_else(|| {
-                crate::load::load_str(&text, &Default::default())
-                    .ok()
-                    .map(|l| l.value)
-            });
-            Some(OutputSchema { name, schema })
+            // A file the check warned about (`unresolved_schema`) makes a step with no schema.
+            let schema = crate::schema_files::read(&dir.join(&name)).ok()?;
+            Some(OutputSchema {
+                name,
+                schema: Some(schema),
+            })
         }
     }
 }
