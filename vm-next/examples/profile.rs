@@ -1,0 +1,70 @@
+//! Runs one pack many times with prebuilt answers, for profilers (`perf`, callgrind):
+//! `cargo run --release -p packc-vm-next --example profile -- <pack.yaml> <runs>`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use packc_vm_next::{Answer, Input, Need, Program, Run, RunOptions, Target};
+use serde_json::json;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("a pack file");
+    let runs: usize = args
+        .next()
+        .map_or(1, |n| n.parse().expect("a number of runs"));
+    let path = Path::new(&path);
+    let bytes = std::fs::read(path).expect("readable pack");
+    let options = packc_compiler::Options {
+        base_dir: path.parent().map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let checked = packc_compiler::check_bytes(&bytes, &options);
+    let module = packc_compiler::lower(&checked, &options).expect("lowers");
+    let program = Arc::new(Program::new(module).expect("valid"));
+    let model = json!({"type": "research_paper", "x": 1, "confidence": 0.9, "complexity": 3,
+                       "flagged_terms": [], "risk": 0.2});
+    let input = json!({"text": "A paper about residual networks.", "x": 0});
+    // Every answer and input is built before the runs.
+    // `EVENTS=billing,resolved`: the events the first answers name, in order.
+    let events: Vec<String> = std::env::var("EVENTS")
+        .map(|e| e.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut answers: Vec<Vec<Answer>> = (0..runs)
+        .map(|_| {
+            let mut list: Vec<Answer> = (0..1100)
+                .map(|i| Answer::Output {
+                    output: model.clone(),
+                    event: events.get(i).cloned(),
+                })
+                .collect();
+            list.reverse();
+            list
+        })
+        .collect();
+    let mut inputs: Vec<_> = (0..runs).map(|_| input.clone()).collect();
+    let mut done = Vec::with_capacity(runs);
+    for r in 0..runs {
+        let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
+        let mut next = Input::Start;
+        let mut turn = Some(std::mem::take(&mut inputs[r]));
+        let answers = &mut answers[r];
+        loop {
+            next = match run.resume(next).unwrap() {
+                Need::Done => break,
+                Need::Caller => turn.take().map_or(Input::Finish, Input::Turn),
+                Need::Clock => Input::Clock(0),
+                Need::Calls | Need::Wait => {
+                    let id = run
+                        .pending()
+                        .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
+                        .unwrap()
+                        .id();
+                    Input::Answer(id, answers.pop().unwrap())
+                }
+            };
+        }
+        done.push(run);
+    }
+    std::hint::black_box(&done);
+}

@@ -1,0 +1,256 @@
+//! The types a host exchanges with a [`Run`](crate::Run): the same inputs, answers,
+//! targets and error kinds as `packc_vm`, and a [`Need`] that carries no heap data.
+
+use ir_spec::{AgentId, CompId, Module};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a run executes (`workflow.md` §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Target {
+    /// `workflow`: start at `workflow.entry`.
+    Workflow,
+    /// `agent:<member>`: a state-backed or plain agent member.
+    Agent(AgentId),
+    /// `composition:<name>`: the composition alone, each turn anew.
+    Composition(CompId),
+}
+
+impl Target {
+    /// Parses `workflow`, `agent:<member>` or `composition:<name>` against `module`.
+    pub fn parse(module: &Module, text: &str) -> Result<Target, RunError> {
+        let unknown = |what: &str, name: &str| {
+            RunError::new(
+                ErrorKind::Protocol,
+                format!("unknown {what} `{name}` in target `{text}`"),
+            )
+        };
+        if text == "workflow" {
+            return Ok(Target::Workflow);
+        }
+        if let Some(name) = text.strip_prefix("agent:") {
+            return module
+                .agent_by_name(name)
+                .map(Target::Agent)
+                .ok_or_else(|| unknown("agent member", name));
+        }
+        if let Some(name) = text.strip_prefix("composition:") {
+            return module
+                .composition_by_name(name)
+                .map(Target::Composition)
+                .ok_or_else(|| unknown("composition", name));
+        }
+        Err(RunError::new(
+            ErrorKind::Protocol,
+            format!("target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`"),
+        ))
+    }
+}
+
+/// How a run starts.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Host variables: template variables the host supplies (`workflow.md` §14).
+    pub host_variables: Map<String, Value>,
+    /// The embedder's cap on host calls (model and tool calls) per run: the call past it
+    /// fails the run with `limit_exceeded`, as a run-wide failure. `None`: no cap.
+    pub max_host_calls: Option<u64>,
+    /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
+    /// tool, its materialized input and rendered system prompt. Off, a run records
+    /// nothing per call (what benchmarks and production hosts want).
+    pub record_calls: bool,
+}
+
+/// What the host hands a run in [`Run::resume`](crate::Run::resume).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// The first resume of a run.
+    Start,
+    /// The caller's next turn, carrying its input (after [`Need::Caller`]).
+    Turn(Value),
+    /// The caller's next event (after [`Need::Caller`]).
+    Event(String),
+    /// The caller is done (after [`Need::Caller`]): the run ends with [`Need::Done`].
+    Finish,
+    /// The answer to the outstanding call `id`.
+    Answer(CallId, Answer),
+    /// A clock reading in milliseconds (after [`Need::Clock`]).
+    Clock(u64),
+}
+
+/// What a run needs next, returned by [`Run::resume`](crate::Run::resume). It carries
+/// no data: the host reads the calls with [`Run::pending`](crate::Run::pending) and the
+/// outcome with [`Run::outcome`](crate::Run::outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// New calls were issued (they are among [`Run::pending`](crate::Run::pending), in
+    /// issue order). Answer each outstanding call, one at a time, in any order.
+    Calls,
+    /// Nothing new was issued: answer one of the calls still outstanding.
+    Wait,
+    /// Read the host clock and resume with [`Input::Clock`] before anything else.
+    Clock,
+    /// The run is idle: resume with the caller's [`Input::Turn`], [`Input::Event`] or
+    /// [`Input::Finish`].
+    Caller,
+    /// The run ended without error; see [`Run::outcome`](crate::Run::outcome).
+    Done,
+}
+
+/// How a run ended without error, borrowed from the run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome<'r> {
+    /// The last output: of the last executed state, agent turn or composition
+    /// (`null` when nothing executed).
+    pub output: &'r Value,
+    /// The workflow state the run ended in; `None` without a workflow.
+    pub state: Option<&'r str>,
+}
+
+/// Identifies an issued host call; answers name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CallId(pub u64);
+
+/// A host's answer to a call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Answer {
+    /// `output` and, for a model call, maybe an `event`.
+    Output {
+        /// The value.
+        output: Value,
+        /// The event named by a prompt state's answer.
+        event: Option<String>,
+    },
+    /// A model turn asking for tools (must be non-empty).
+    ToolCalls(Vec<ToolRequest>),
+    /// The call failed.
+    Error(String),
+}
+
+/// One requested tool call in a model answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    /// The tool key.
+    pub name: String,
+    /// The arguments.
+    pub args: Value,
+}
+
+/// A call as the run records it when [`RunOptions::record_calls`] is on, for `calls`
+/// (`compositions.md` §12): in walk order, parallel branches one after another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum CallRecord {
+    /// A model call.
+    Model {
+        /// The prompt key.
+        prompt: String,
+        /// The input.
+        input: Value,
+        /// The rendered system template.
+        system: String,
+    },
+    /// A tool call.
+    Tool {
+        /// The tool key.
+        tool: String,
+        /// The arguments.
+        args: Value,
+    },
+}
+
+impl CallRecord {
+    /// The record as the case format writes it: `{prompt, input, system}` or `{tool, args}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            CallRecord::Model {
+                prompt,
+                input,
+                system,
+            } => serde_json::json!({"prompt": prompt, "input": input, "system": system}),
+            CallRecord::Tool { tool, args } => serde_json::json!({"tool": tool, "args": args}),
+        }
+    }
+}
+
+/// An eval request (`compositions.md` §9.2): emitted when a step with `modifiers.eval`
+/// completes; never a host call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalRequest {
+    /// The step id.
+    pub step: String,
+    /// The eval id.
+    pub eval: String,
+    /// The step output.
+    pub output: Value,
+}
+
+/// The kinds of run-time error (conformance README, "Runtime error kinds").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// `host_error`
+    HostError,
+    /// `unresolved_binding`
+    UnresolvedBinding,
+    /// `type_error`
+    TypeError,
+    /// `invalid_event`
+    InvalidEvent,
+    /// `terminal_state`
+    TerminalState,
+    /// `max_visits_exceeded`
+    MaxVisitsExceeded,
+    /// `budget_exhausted`
+    BudgetExhausted,
+    /// `agent_step_limit`
+    AgentStepLimit,
+    /// `invalid_variable`
+    InvalidVariable,
+    /// `no_output`
+    NoOutput,
+    /// `limit_exceeded`
+    LimitExceeded,
+    /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
+    /// call, an input the run did not ask for), or the module is invalid.
+    Protocol,
+}
+
+impl ErrorKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::HostError => "host_error",
+            ErrorKind::UnresolvedBinding => "unresolved_binding",
+            ErrorKind::TypeError => "type_error",
+            ErrorKind::InvalidEvent => "invalid_event",
+            ErrorKind::TerminalState => "terminal_state",
+            ErrorKind::MaxVisitsExceeded => "max_visits_exceeded",
+            ErrorKind::BudgetExhausted => "budget_exhausted",
+            ErrorKind::AgentStepLimit => "agent_step_limit",
+            ErrorKind::InvalidVariable => "invalid_variable",
+            ErrorKind::NoOutput => "no_output",
+            ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::Protocol => "protocol",
+        }
+    }
+}
+
+/// A run-time error: the run has ended (except for `protocol` errors, which leave the
+/// run as it was).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{}: {message}", kind.as_str())]
+pub struct RunError {
+    /// The kind.
+    pub kind: ErrorKind,
+    /// What happened.
+    pub message: String,
+}
+
+impl RunError {
+    /// A new error.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        RunError {
+            kind,
+            message: message.into(),
+        }
+    }
+}

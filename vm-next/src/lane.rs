@@ -1,0 +1,699 @@
+//! Lanes: the executions that issue host calls.
+//!
+//! A lane runs one *job*: a composition leaf step with its retry modifier
+//! (`compositions.md` §6, §9.1), or one prompt execution of a prompt state or a plain
+//! agent member (`workflow.md` §6). Agent steps and prompt executions share the
+//! model/tool loop. A leaf step runs in one lane; a parallel step runs one lane per
+//! branch, and [`pump`] advances them in declaration order (`compositions.md` §8.1), so
+//! every branch's first call is issued in that order and each later call as the answer
+//! to its branch's previous call arrives.
+//!
+//! Each lane is an explicit state machine ([`Phase`]); nothing is boxed and nothing is
+//! allocated on the way from an answer to the next call, beyond what the answer holds.
+
+use ir_spec::{Budget, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::api::{Answer, CallId, CallRecord, ErrorKind, RunError, ToolRequest};
+use crate::program::Program;
+use crate::render::{Artifact, Env};
+use crate::trace::{Io, TraceEvent};
+use crate::value::{string_rule, BVal, Scope, VRef};
+
+/// `compositions.md` 6.3.4 step 6: turns of an agent step without `max_steps`.
+const AGENT_HARD_CAP: u32 = 50;
+
+/// What a lane executes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Job {
+    /// A leaf step of the running composition.
+    Step(StepId),
+    /// A prompt execution: a prompt state (`events`: the state, when its answer may name
+    /// an event) or a plain agent member.
+    Prompt {
+        prompt: PromptId,
+        events: Option<StateId>,
+    },
+}
+
+/// Which call a lane issues or waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Call {
+    /// A model call.
+    Model,
+    /// A tool step's call.
+    ToolStep,
+    /// A tool call a model turn requested: request `req` of transcript entry `block`;
+    /// `finish`: it names the step's `termination.tool_called`.
+    LoopTool { block: u32, req: u32, finish: bool },
+}
+
+impl Call {
+    fn is_tool(self) -> bool {
+        !matches!(self, Call::Model)
+    }
+}
+
+/// The checks before a call is issued (`workflow.md` §10): the tool-call budget, the
+/// wall clock, then the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Stage {
+    Budget,
+    Clock,
+    Final,
+}
+
+/// Where a lane is. Plain data without drop glue: the values a lane produces live in
+/// [`Lane::result`], so moving between phases is a store of a few bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Phase {
+    /// Not started: the `step` line, bindings and the prompt check come first.
+    Start,
+    /// About to issue a call.
+    Issue(Stage, Call),
+    /// Waiting for the answer to a call.
+    Waiting(CallId, Call),
+    /// Finished: see [`Lane::result`] and [`Lane::event`].
+    Done,
+}
+
+/// A tool result fed back to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum ToolResult {
+    Output(#[serde(with = "crate::snapshot::value_text")] Value),
+    Error(String),
+    /// A tool the call may not use (`tool not available`).
+    NotAvailable,
+    /// Past `max_tool_calls_per_turn`.
+    LimitReached,
+}
+
+/// An entry of a loop's transcript: a model turn's requests, or one request's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum TEntry {
+    Requests(#[serde(with = "crate::snapshot::requests_text")] Vec<ToolRequest>),
+    Result {
+        block: u32,
+        req: u32,
+        result: ToolResult,
+    },
+}
+
+/// The model/tool loop's state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LoopState {
+    /// The model call being made or answered, from 1.
+    pub turn: u32,
+    /// Host tool calls made in this execution.
+    pub made: u32,
+    /// This execution's tool requests and results so far.
+    pub transcript: Vec<TEntry>,
+    /// The transcript entry holding the requests being handled.
+    pub block: u32,
+    /// The next request of that entry to handle.
+    pub next_req: u32,
+    /// The transcript index of a successful `tool_called` result.
+    pub finished: Option<u32>,
+}
+
+/// One lane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Lane {
+    /// Inside a parallel step, the branch's 0-based declaration index.
+    pub branch: Option<u32>,
+    pub job: Job,
+    /// The attempt, from 1 (retry modifier).
+    pub attempt: u32,
+    pub phase: Phase,
+    /// Once done: the output, or the lane's error.
+    #[serde(with = "crate::snapshot::opt_result_text")]
+    pub result: Option<Result<Value, RunError>>,
+    /// Once done: a prompt state's event.
+    pub event: Option<String>,
+    pub lp: LoopState,
+}
+
+impl Lane {
+    /// Makes this lane a fresh one for `job`, keeping its buffers.
+    #[inline]
+    pub fn reset(&mut self, job: Job, branch: Option<u32>) {
+        self.branch = branch;
+        self.job = job;
+        self.attempt = 1;
+        self.phase = Phase::Start;
+        self.result = None;
+        self.event = None;
+        self.lp.turn = 1;
+        self.lp.made = 0;
+        self.lp.transcript.clear();
+        self.lp.block = 0;
+        self.lp.next_req = 0;
+        self.lp.finished = None;
+    }
+
+    /// Finishes the lane with `result` (and a prompt state's `event`).
+    #[inline]
+    pub fn done(&mut self, result: Result<Value, RunError>, event: Option<String>) {
+        self.result = Some(result);
+        self.event = event;
+        self.phase = Phase::Done;
+    }
+
+    pub fn new(job: Job, branch: Option<u32>) -> Lane {
+        Lane {
+            branch,
+            job,
+            attempt: 1,
+            phase: Phase::Start,
+            result: None,
+            event: None,
+            lp: LoopState {
+                turn: 1,
+                ..LoopState::default()
+            },
+        }
+    }
+}
+
+/// An exchange of the conversation history (`workflow.md` §12).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Exchange {
+    #[serde(with = "crate::snapshot::value_text")]
+    pub input: Value,
+    #[serde(with = "crate::snapshot::value_text")]
+    pub output: Value,
+}
+
+/// Everything a lane reads: borrowed from the run, never written while lanes run.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub prog: &'a Program,
+    pub cid: Option<CompId>,
+    pub input: &'a Value,
+    pub slots: &'a [Option<Value>],
+    pub artifacts: &'a [Option<Artifact>],
+    pub history: &'a [Exchange],
+    pub host_vars: &'a Map<String, Value>,
+    pub budget: Option<Budget>,
+    pub record_calls: bool,
+    pub max_host_calls: Option<u64>,
+    pub start_ms: u64,
+}
+
+/// The loop parameters of a job (`None`: a prompt or tool step, one call per attempt).
+struct LoopSpec<'a> {
+    prompt: PromptId,
+    tools: &'a [ToolRef],
+    max_turns: u32,
+    cap_is_error: bool,
+    max_tool_calls: Option<u32>,
+    tool_called: Option<ToolId>,
+    schema: bool,
+    /// A prompt execution (keeps the answer's event; no string rule).
+    prompt_exec: bool,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn comp(&self) -> Option<&'a Composition> {
+        self.cid.map(|c| &self.prog.m.compositions[c.index()])
+    }
+
+    pub fn scope(&self) -> Scope<'a> {
+        Scope {
+            m: &self.prog.m,
+            comp: self.comp(),
+            input: self.input,
+            slots: self.slots,
+        }
+    }
+
+    pub fn step_kind(&self, s: StepId) -> &'a StepKind {
+        let comp = self.comp().expect("a step job runs inside a composition");
+        &comp.steps[s.index()].kind
+    }
+
+    fn loop_spec(&self, job: Job) -> Option<LoopSpec<'a>> {
+        match job {
+            Job::Prompt { prompt, .. } => {
+                let p = &self.prog.m.prompts[prompt.index()];
+                Some(LoopSpec {
+                    prompt,
+                    tools: &p.tools,
+                    max_turns: p
+                        .policy
+                        .max_rounds
+                        .unwrap_or(ir_spec::bounds::DEFAULT_MAX_ROUNDS),
+                    cap_is_error: true,
+                    max_tool_calls: Some(
+                        p.policy
+                            .max_tool_calls_per_turn
+                            .unwrap_or(ir_spec::bounds::DEFAULT_MAX_TOOL_CALLS_PER_TURN),
+                    ),
+                    tool_called: None,
+                    schema: false,
+                    prompt_exec: true,
+                })
+            }
+            Job::Step(s) => match self.step_kind(s) {
+                StepKind::Agent {
+                    prompt,
+                    output_schema,
+                    tools,
+                    max_tool_calls_per_turn,
+                    max_steps,
+                    tool_called,
+                    ..
+                } => Some(LoopSpec {
+                    prompt: *prompt,
+                    tools,
+                    max_turns: max_steps.unwrap_or(AGENT_HARD_CAP),
+                    cap_is_error: max_steps.is_none(),
+                    max_tool_calls: *max_tool_calls_per_turn,
+                    tool_called: *tool_called,
+                    schema: output_schema.is_some(),
+                    prompt_exec: false,
+                }),
+                _ => None,
+            },
+        }
+    }
+
+    /// The prompt a model call of `job` renders.
+    #[inline]
+    pub fn model_prompt(&self, job: Job) -> Option<PromptId> {
+        match job {
+            Job::Prompt { prompt, .. } => Some(prompt),
+            Job::Step(s) => match self.step_kind(s) {
+                StepKind::Prompt { prompt, .. } | StepKind::Agent { prompt, .. } => Some(*prompt),
+                _ => None,
+            },
+        }
+    }
+
+    /// The prompt a model call of `job` renders, and the input it renders with.
+    pub fn model_env(&self, job: Job) -> Option<Env<'a>> {
+        let (prompt, input) = match job {
+            Job::Prompt { prompt, .. } => (prompt, BVal::V(VRef::Val(self.input))),
+            Job::Step(s) => match self.step_kind(s) {
+                StepKind::Prompt { prompt, input, .. } | StepKind::Agent { prompt, input, .. } => {
+                    (*prompt, BVal::Bind(input, self.scope()))
+                }
+                _ => return None,
+            },
+        };
+        Some(Env {
+            prog: self.prog,
+            prompt,
+            input,
+            artifacts: self.artifacts,
+            host_vars: self.host_vars,
+        })
+    }
+}
+
+/// What [`pump`] left the lanes waiting for.
+pub(crate) enum Pumped {
+    /// Every lane is done.
+    AllDone,
+    /// The lanes wait for answers.
+    Waiting,
+    /// A lane waits for a clock reading.
+    Clock,
+}
+
+/// Advances every lane as far as it goes without a host input, in declaration order.
+/// A run-wide failure (`budget_exhausted`, `limit_exceeded`) is returned at once.
+pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pumped, RunError> {
+    let mut all_done = true;
+    for i in 0..lanes.len() {
+        loop {
+            match &lanes[i].phase {
+                Phase::Start => start(ctx, &mut lanes[i], io),
+                Phase::Issue(..) => {
+                    if issue(ctx, lanes, i, io)? {
+                        return Ok(Pumped::Clock);
+                    }
+                }
+                Phase::Waiting(..) => {
+                    all_done = false;
+                    break;
+                }
+                Phase::Done => break,
+            }
+        }
+    }
+    Ok(if all_done {
+        Pumped::AllDone
+    } else {
+        Pumped::Waiting
+    })
+}
+
+fn first_call(ctx: &Ctx<'_>, job: Job) -> Call {
+    match job {
+        Job::Step(s) if matches!(ctx.step_kind(s), StepKind::Tool { .. }) => Call::ToolStep,
+        _ => Call::Model,
+    }
+}
+
+/// Starts a lane: the `step` line, then bindings and the prompt, resolved and checked
+/// once before the first attempt (`compositions.md` §9.1).
+#[inline]
+fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
+    if let Job::Step(s) = lane.job {
+        if let Some(cid) = ctx.cid {
+            io.trace(lane.branch, TraceEvent::Step(cid, s));
+        }
+        let scope = ctx.scope();
+        let bind = match ctx.step_kind(s) {
+            StepKind::Prompt { input, .. } | StepKind::Agent { input, .. } => input,
+            StepKind::Tool { args, .. } => args,
+            _ => {
+                lane.done(
+                    Err(RunError::new(ErrorKind::Protocol, "not a leaf step")),
+                    None,
+                );
+                return;
+            }
+        };
+        if let Some(r) = scope.first_unresolved(bind) {
+            let e = RunError::new(
+                ErrorKind::UnresolvedBinding,
+                format!("`{}` does not resolve", scope.ref_text(r)),
+            );
+            lane.done(Err(e), None);
+            return;
+        }
+    }
+    if let Some(prompt) = ctx.model_prompt(lane.job) {
+        if !ctx.prog.render_infallible[prompt.index()] {
+            if let Some(Err(e)) = ctx.model_env(lane.job).map(|env| env.run(None)) {
+                lane.done(Err(e), None);
+                return;
+            }
+        }
+    }
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// Runs the checks before lane `i`'s call and issues it. `Ok(true)`: the lane waits
+/// for a clock reading.
+#[inline]
+fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<bool, RunError> {
+    let Phase::Issue(mut stage, call) = lanes[i].phase else {
+        return Ok(false);
+    };
+    if let Some(e) = &io.fatal {
+        return Err(e.clone());
+    }
+    if stage == Stage::Budget {
+        if call.is_tool() {
+            if let Some(limit) = ctx.budget.and_then(|b| b.max_tool_calls) {
+                if io.tool_calls.saturating_add(1) > limit {
+                    return Err(io.set_fatal(RunError::new(
+                        ErrorKind::BudgetExhausted,
+                        format!("max_tool_calls {limit} reached"),
+                    )));
+                }
+            }
+            io.tool_calls += 1;
+        }
+        stage = Stage::Clock;
+    }
+    if stage == Stage::Clock {
+        if let Some(limit) = ctx.budget.and_then(|b| b.max_wall_time_sec) {
+            let Some(now) = io.clock.take() else {
+                lanes[i].phase = Phase::Issue(Stage::Clock, call);
+                io.clock_wanted = true;
+                return Ok(true);
+            };
+            if now.saturating_sub(ctx.start_ms) >= limit.saturating_mul(1000) {
+                return Err(io.set_fatal(RunError::new(
+                    ErrorKind::BudgetExhausted,
+                    format!("max_wall_time_sec {limit} reached"),
+                )));
+            }
+        }
+    }
+    if let Some(max) = ctx.max_host_calls.filter(|max| io.next_id >= *max) {
+        return Err(io.set_fatal(RunError::new(
+            ErrorKind::LimitExceeded,
+            format!("the embedder's limit of {max} host calls was reached"),
+        )));
+    }
+    let id = CallId(io.next_id);
+    io.next_id = io.next_id.saturating_add(1);
+    lanes[i].phase = Phase::Waiting(id, call);
+    if ctx.record_calls {
+        let view = crate::view::CallView::new(*ctx, &lanes[i], id, call);
+        let record = view.record();
+        let tag = io.tag(lanes[i].branch);
+        io.calls.push((tag, record));
+    }
+    io.issued += 1;
+    Ok(false)
+}
+
+fn host_error(m: String) -> RunError {
+    RunError::new(ErrorKind::HostError, m)
+}
+
+/// Processes the answer to the call `call` lane was waiting for. Every other lane is
+/// waiting or done at that moment (a lane with work left is advanced before the run
+/// returns to the host), so processing it at once keeps the issue order of §8.1.
+pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, answer: Answer) {
+    // The common case first: a prompt step's model call answered with an output.
+    if let (Call::Model, Job::Step(s), Answer::Output { .. }) = (call, lane.job, &answer) {
+        if let StepKind::Prompt { output_schema, .. } = ctx.step_kind(s) {
+            let schema = output_schema.is_some();
+            if let Answer::Output { output, .. } = answer {
+                lane.done(Ok(string_rule(schema, output)), None);
+            }
+            return;
+        }
+    }
+    let spec = ctx.loop_spec(lane.job);
+    match (call, spec) {
+        (Call::Model, None) => {
+            // A prompt step: one model call per attempt.
+            let Job::Step(s) = lane.job else { return };
+            let (prompt, schema) = match ctx.step_kind(s) {
+                StepKind::Prompt {
+                    prompt,
+                    output_schema,
+                    ..
+                } => (*prompt, output_schema.is_some()),
+                _ => return,
+            };
+            match answer {
+                Answer::Output { output, .. } => {
+                    lane.done(Ok(string_rule(schema, output)), None);
+                }
+                Answer::Error(e) => {
+                    let key = ctx.prog.prompt_key(prompt);
+                    failed(
+                        ctx,
+                        lane,
+                        io,
+                        host_error(format!("model call `{key}` failed: {e}")),
+                    );
+                }
+                Answer::ToolCalls(_) => {
+                    let key = ctx.prog.prompt_key(prompt);
+                    failed(
+                        ctx,
+                        lane,
+                        io,
+                        host_error(format!("prompt step answered `{key}` with tool calls")),
+                    );
+                }
+            }
+        }
+        (Call::ToolStep, _) => match answer {
+            Answer::Output { output, .. } => lane.done(Ok(output), None),
+            Answer::Error(e) => {
+                let key = tool_step_key(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("tool call `{key}` failed: {e}")),
+                );
+            }
+            Answer::ToolCalls(_) => {
+                let key = tool_step_key(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("tool `{key}` answered with tool calls")),
+                );
+            }
+        },
+        (Call::Model, Some(spec)) => match answer {
+            Answer::Error(e) => {
+                let key = ctx.prog.prompt_key(spec.prompt);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("model call `{key}` failed: {e}")),
+                );
+            }
+            Answer::Output { output, event } => {
+                if spec.prompt_exec {
+                    lane.done(Ok(output), event);
+                } else {
+                    lane.done(Ok(string_rule(spec.schema, output)), None);
+                }
+            }
+            Answer::ToolCalls(reqs) if reqs.is_empty() => {
+                let key = ctx.prog.prompt_key(spec.prompt);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("model call `{key}`: empty `tool_calls`")),
+                );
+            }
+            Answer::ToolCalls(reqs) => {
+                lane.lp.block = lane.lp.transcript.len() as u32;
+                lane.lp.next_req = 0;
+                lane.lp.transcript.push(TEntry::Requests(reqs));
+                requests(ctx, lane, io, &spec);
+            }
+        },
+        (Call::LoopTool { block, req, finish }, Some(spec)) => {
+            let result = match answer {
+                Answer::Output { output, .. } => {
+                    if finish {
+                        lane.lp.finished = Some(lane.lp.transcript.len() as u32);
+                    }
+                    ToolResult::Output(output)
+                }
+                Answer::Error(e) => ToolResult::Error(e),
+                Answer::ToolCalls(_) => ToolResult::Error("malformed tool answer".to_owned()),
+            };
+            lane.lp
+                .transcript
+                .push(TEntry::Result { block, req, result });
+            lane.lp.next_req = req + 1;
+            requests(ctx, lane, io, &spec);
+        }
+        (Call::LoopTool { .. }, None) => {}
+    }
+}
+
+fn tool_step_key<'a>(ctx: &Ctx<'a>, job: Job) -> &'a str {
+    match job {
+        Job::Step(s) => match ctx.step_kind(s) {
+            StepKind::Tool { tool, .. } => ctx.prog.m.str(ctx.prog.m.tools[tool.index()].key),
+            _ => "",
+        },
+        Job::Prompt { .. } => "",
+    }
+}
+
+/// Handles the remaining requests of the current model turn, then ends the turn
+/// (`compositions.md` 6.3.4 steps 3–7, `workflow.md` §6 steps 4–5).
+fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
+    let block = lane.lp.block;
+    loop {
+        let TEntry::Requests(reqs) = &lane.lp.transcript[block as usize] else {
+            return;
+        };
+        let req = lane.lp.next_req;
+        let Some(r) = reqs.get(req as usize) else {
+            break;
+        };
+        let offered = spec
+            .tools
+            .iter()
+            .find(|t| ctx.prog.tool_key(t) == r.name.as_str());
+        let result = match offered {
+            None => ToolResult::NotAvailable,
+            Some(_) if spec.max_tool_calls.is_some_and(|cap| lane.lp.made >= cap) => {
+                ToolResult::LimitReached
+            }
+            Some(t) => {
+                lane.lp.made += 1;
+                let finish = matches!(t, ToolRef::Tool(id) if Some(*id) == spec.tool_called);
+                lane.phase = Phase::Issue(Stage::Budget, Call::LoopTool { block, req, finish });
+                return;
+            }
+        };
+        lane.lp
+            .transcript
+            .push(TEntry::Result { block, req, result });
+        lane.lp.next_req = req + 1;
+    }
+    if let Some(at) = lane.lp.finished {
+        let v = match lane.lp.transcript.get_mut(at as usize) {
+            Some(TEntry::Result {
+                result: ToolResult::Output(v),
+                ..
+            }) => std::mem::take(v),
+            _ => Value::Null,
+        };
+        lane.done(Ok(v), None);
+        return;
+    }
+    if lane.lp.turn >= spec.max_turns {
+        if spec.cap_is_error {
+            let key = ctx.prog.prompt_key(spec.prompt);
+            let e = RunError::new(
+                ErrorKind::AgentStepLimit,
+                format!(
+                    "`{key}` still asked for tools after {} model calls",
+                    spec.max_turns
+                ),
+            );
+            failed(ctx, lane, io, e);
+        } else {
+            lane.done(Ok(Value::Null), None);
+        }
+        return;
+    }
+    lane.lp.turn += 1;
+    lane.phase = Phase::Issue(Stage::Budget, Call::Model);
+}
+
+/// An attempt failed: retry it when the step's modifier allows (`compositions.md` §9.1),
+/// else the lane is done with the error.
+fn failed(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, e: RunError) {
+    let retryable = matches!(e.kind, ErrorKind::HostError | ErrorKind::AgentStepLimit);
+    if let (Job::Step(s), Some(cid), true) = (lane.job, ctx.cid, retryable) {
+        let comp = &ctx.prog.m.compositions[cid.index()];
+        if lane.attempt < comp.steps[s.index()].max_attempts {
+            lane.attempt += 1;
+            io.trace(lane.branch, TraceEvent::Retry(cid, s, lane.attempt));
+            lane.lp.turn = 1;
+            lane.lp.made = 0;
+            lane.lp.transcript.clear();
+            lane.lp.finished = None;
+            lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+            return;
+        }
+    }
+    lane.done(Err(e), None);
+}
+
+/// A call's record for the call log.
+pub(crate) fn record_of(view: &crate::view::CallView<'_>) -> CallRecord {
+    match view.prompt_task() {
+        Some(prompt) => {
+            let mut system = String::new();
+            view.write_system(&mut system);
+            CallRecord::Model {
+                prompt: prompt.to_owned(),
+                input: view.input().to_value(),
+                system,
+            }
+        }
+        None => CallRecord::Tool {
+            tool: view.tool().unwrap_or_default().to_owned(),
+            args: view.input().to_value(),
+        },
+    }
+}

@@ -1,0 +1,68 @@
+//! The next packc virtual machine: runs a lowered pack ([`ir_spec::Module`]) sans-IO, as
+//! an explicit state machine.
+//!
+//! The model first. A module is checked once and turned into a [`Program`]: the module
+//! plus tables derived from it (compiled predicates with pre-typed constants and
+//! short-circuit jumps, compiled variable patterns, buffer sizes). A [`Run`] executes a
+//! program against a [`Target`]; it is plain data that the host drives:
+//!
+//! ```text
+//! run.resume(Input::Start)          -> Need::Caller    the run waits for a turn
+//! run.resume(Input::Turn(json))     -> Need::Calls     calls were issued: read run.pending()
+//! run.resume(Input::Answer(id, a))  -> Need::Calls     ... and so on ...
+//! run.resume(Input::Finish)         -> Need::Done      read run.outcome()
+//! ```
+//!
+//! [`Need`] carries no heap data. The outstanding calls are [`CallView`]s borrowed from
+//! the run and the module: `prompt_task()` and `tool()` are `&str`s of the module, the
+//! input is a [`BoundInput`] that borrows a whole referenced value and builds templates
+//! and objects only on request, and the system prompt renders into the host's buffer on
+//! request. Whatever can fail in rendering (`invalid_variable`) is checked before the
+//! call is issued, without building the text.
+//!
+//! The host imports are those of `shared/semantics/workflow.md` §1: model and tool calls
+//! (answered by [`Input::Answer`]), the clock ([`Need::Clock`], only when a workflow sets
+//! `max_wall_time_sec`) and host variables ([`RunOptions`]). Inside a parallel step each
+//! branch has one call outstanding; they may be answered in any order, one at a time.
+//!
+//! Answers move into the output slots; a parallel step's merged output is walked over
+//! its branches' slots rather than built. The trace is kept as compact [`TraceEvent`]s,
+//! formatted only by [`Run::trace_lines`]; the call log is kept only when
+//! [`RunOptions::record_calls`] is on. So from taking an answer to yielding the next call
+//! the VM allocates nothing beyond the answer itself (pinned by `tests/alloc.rs`).
+//!
+//! Modules:
+//! - `program`: [`Program`], built once per module;
+//! - `run`: [`Run`], the top level: starting, turns, agents, the host protocol;
+//! - `workflow`: transitions, budgets, artifacts, caller events (`workflow.md`);
+//! - `walk`: the composition walk (`compositions.md` §4–§10);
+//! - `lane`: the executions that issue host calls: leaf steps with retry, the model/tool
+//!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6, §8);
+//! - `pred`: compiled predicates (`compositions.md` §7);
+//! - `render`: `system_template` checking and rendering (`workflow.md` §14);
+//! - `value`: borrowed values, references and bindings;
+//! - `view`: [`CallView`] and [`BoundInput`];
+//! - `trace`: [`TraceEvent`] and the log;
+//! - [`snapshot`]: saving and restoring a run.
+#![forbid(unsafe_code)]
+
+mod api;
+mod lane;
+mod pred;
+mod program;
+mod render;
+mod run;
+pub mod snapshot;
+mod trace;
+pub mod value;
+mod view;
+mod walk;
+mod workflow;
+
+pub use api::*;
+pub use pred::Compiled;
+pub use program::Program;
+pub use run::Run;
+pub use snapshot::SnapshotError;
+pub use trace::TraceEvent;
+pub use view::{BoundInput, CallView, OfferedTool};

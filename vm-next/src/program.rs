@@ -1,0 +1,175 @@
+//! [`Program`]: a validated module plus the tables a run needs, built once per module.
+
+use std::sync::OnceLock;
+
+use ir_spec::{Budget, Module, Pred, PromptId, StepKind, ToolRef};
+use regex::Regex;
+
+use crate::api::{ErrorKind, RunError};
+use crate::pred::Compiled;
+
+/// A module checked once at the door (`Module::validate`), with precomputed tables:
+/// compiled predicates, compiled variable patterns, and the sizes a run reserves its
+/// buffers from. Share it between runs in an `Arc`.
+#[derive(Debug)]
+pub struct Program {
+    pub(crate) m: Module,
+    /// Per prompt, per declared variable: its compiled `validation.pattern`
+    /// (`Some(None)`: the pattern does not compile, so no value matches it).
+    pub(crate) patterns: Vec<Vec<Option<Option<Regex>>>>,
+    /// Per prompt: rendering cannot fail (no declared variables, and every placeholder is
+    /// `{{input}}` without a path), so the check before a call is skipped.
+    pub(crate) render_infallible: Vec<bool>,
+    /// Per composition, per step: the compiled predicate of a branch step.
+    pub(crate) preds: Vec<Vec<Option<Compiled>>>,
+    /// The most steps of any composition (the size of a run's slot table).
+    pub(crate) max_steps: usize,
+    /// The most branches of any parallel step (at least 1): the most calls outstanding.
+    pub(crate) max_lanes: usize,
+    /// Trace entries a run reserves room for.
+    pub(crate) trace_hint: usize,
+    /// Eval requests a run reserves room for.
+    pub(crate) eval_hint: usize,
+    fingerprint: OnceLock<u64>,
+}
+
+impl Program {
+    /// Validates `module` and builds its tables.
+    pub fn new(module: Module) -> Result<Program, RunError> {
+        module
+            .validate()
+            .map_err(|e| RunError::new(ErrorKind::Protocol, e.to_string()))?;
+        let patterns = module
+            .prompts
+            .iter()
+            .map(|p| {
+                p.variables
+                    .iter()
+                    .map(|v| {
+                        v.validation
+                            .pattern
+                            .as_ref()
+                            .map(|pat| Regex::new(pat).ok())
+                    })
+                    .collect()
+            })
+            .collect();
+        let render_infallible = module
+            .prompts
+            .iter()
+            .map(|p| {
+                p.variables.is_empty()
+                    && p.system.iter().all(|seg| match seg {
+                        ir_spec::Segment::Text(_) => true,
+                        ir_spec::Segment::Var(v) => {
+                            matches!(v.root, ir_spec::VarRoot::Input) && v.path.is_empty()
+                        }
+                    })
+            })
+            .collect();
+        let preds = module
+            .compositions
+            .iter()
+            .map(|c| {
+                c.steps
+                    .iter()
+                    .map(|s| match &s.kind {
+                        StepKind::Branch { predicate, .. } => Some(Compiled::new(predicate)),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let max_steps = module
+            .compositions
+            .iter()
+            .map(|c| c.steps.len())
+            .max()
+            .unwrap_or(0);
+        let max_lanes = module
+            .compositions
+            .iter()
+            .flat_map(|c| c.steps.iter())
+            .map(|s| match &s.kind {
+                StepKind::Parallel { branches, .. } => branches.len(),
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        // One line per step and retry of the largest composition, plus an enter and a
+        // transition line per state; a longer run (several compositions in a turn, loops,
+        // many turns) grows the buffer, amortized.
+        let n_states = module.workflow.as_ref().map_or(0, |w| w.states.len());
+        let trace_hint = module
+            .compositions
+            .iter()
+            .map(|c| {
+                c.steps
+                    .iter()
+                    .map(|s| s.max_attempts.clamp(1, 8) as usize)
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0)
+            + 2 * n_states
+            + 8;
+        let eval_hint = module
+            .compositions
+            .iter()
+            .flat_map(|c| c.steps.iter())
+            .map(|s| s.evals.len())
+            .sum();
+        Ok(Program {
+            m: module,
+            patterns,
+            render_infallible,
+            preds,
+            max_steps,
+            max_lanes,
+            trace_hint,
+            eval_hint,
+            fingerprint: OnceLock::new(),
+        })
+    }
+
+    /// The module.
+    pub fn module(&self) -> &Module {
+        &self.m
+    }
+
+    /// The module's fingerprint (FNV-1a 64 of its postcard bytes), computed once.
+    pub fn fingerprint(&self) -> u64 {
+        *self
+            .fingerprint
+            .get_or_init(|| crate::snapshot::fingerprint(&self.m))
+    }
+
+    /// The workflow budget of a run of this target, `None` outside workflow runs.
+    pub(crate) fn budget(&self, workflow_run: bool) -> Option<Budget> {
+        self.m
+            .workflow
+            .as_ref()
+            .map(|w| w.budget)
+            .filter(|_| workflow_run)
+    }
+
+    /// The key of an offered tool (a tool key or a member key).
+    pub(crate) fn tool_key(&self, t: &ToolRef) -> &str {
+        match t {
+            ToolRef::Tool(id) => self.m.str(self.m.tools[id.index()].key),
+            ToolRef::Member(k) => self.m.str(*k),
+        }
+    }
+
+    /// The key of prompt `p`.
+    pub(crate) fn prompt_key(&self, p: PromptId) -> &str {
+        self.m.str(self.m.prompts[p.index()].key)
+    }
+
+    /// Compiles a predicate the way a program compiles its branch steps' (for tools and
+    /// benchmarks; see [`Compiled::eval_input`]).
+    pub fn compile_pred(pred: &Pred) -> Compiled {
+        Compiled::new(pred)
+    }
+}

@@ -1,0 +1,156 @@
+//! The run's log: compact trace entries, the optional call log, eval requests, and the
+//! bookkeeping of issued calls ([`Io`]).
+//!
+//! Entries are written in the order things happen. Inside a parallel step the branches
+//! interleave, so each entry carries its branch; [`grouped`] lists a parallel's entries
+//! branch by branch, in declaration order, as the conformance README wants. Text is
+//! made only when [`Run::trace_lines`](crate::Run::trace_lines) asks.
+
+use ir_spec::{CompId, EventId, Module, StateId, StepId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::{CallRecord, RunError};
+
+/// One trace entry (conformance README, "Trace lines").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TraceEvent {
+    /// `enter <state>`
+    Enter(StateId),
+    /// `step <id>` of a step of composition `CompId`.
+    Step(CompId, StepId),
+    /// `branch <id> -> <target>` (`-> -` for `None`).
+    Branch(CompId, StepId, Option<StepId>),
+    /// `skip <id>`
+    Skip(CompId, StepId),
+    /// `retry <id> <attempt>`
+    Retry(CompId, StepId, u32),
+    /// `transition <from> -> <to> on <event>`, with ` (redirected from <original>)`.
+    Transition {
+        /// The state left.
+        from: StateId,
+        /// The state entered.
+        to: StateId,
+        /// The event.
+        event: EventId,
+        /// The original target of a `max_visits` redirect.
+        redirected: Option<StateId>,
+    },
+}
+
+impl TraceEvent {
+    /// The trace line.
+    pub fn line(&self, m: &Module) -> String {
+        let state = |s: StateId| {
+            m.workflow
+                .as_ref()
+                .map_or("", |w| m.str(w.states[s.index()].key))
+        };
+        let step = |c: CompId, s: StepId| m.str(m.compositions[c.index()].steps[s.index()].id);
+        match *self {
+            TraceEvent::Enter(s) => format!("enter {}", state(s)),
+            TraceEvent::Step(c, s) => format!("step {}", step(c, s)),
+            TraceEvent::Branch(c, s, t) => {
+                format!("branch {} -> {}", step(c, s), t.map_or("-", |t| step(c, t)))
+            }
+            TraceEvent::Skip(c, s) => format!("skip {}", step(c, s)),
+            TraceEvent::Retry(c, s, n) => format!("retry {} {n}", step(c, s)),
+            TraceEvent::Transition {
+                from,
+                to,
+                event,
+                redirected,
+            } => {
+                let mut line = format!(
+                    "transition {} -> {} on {}",
+                    state(from),
+                    state(to),
+                    m.event(event)
+                );
+                if let Some(orig) = redirected {
+                    line.push_str(" (redirected from ");
+                    line.push_str(state(orig));
+                    line.push(')');
+                }
+                line
+            }
+        }
+    }
+}
+
+/// An eval request as recorded: the output is read from the step's slot while the
+/// composition's slots live, and copied before they are reused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct EvalRec {
+    pub comp: CompId,
+    pub step: StepId,
+    pub eval: u32,
+    #[serde(with = "crate::snapshot::opt_value_text")]
+    pub output: Option<Value>,
+}
+
+/// Issued calls, clock requests, run-wide failures and the log.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Io {
+    pub next_id: u64,
+    /// Calls issued since the current `resume` began.
+    pub issued: u32,
+    pub clock_wanted: bool,
+    /// A clock reading not yet used.
+    pub clock: Option<u64>,
+    /// A run-wide failure: once set, nothing more is issued.
+    pub fatal: Option<RunError>,
+    /// Host tool calls so far (`max_tool_calls`).
+    pub tool_calls: u64,
+    /// The number of parallel steps started so far: a branch's entries are tagged with
+    /// it, so two parallel steps in a row stay apart.
+    pub group: u32,
+    pub trace: Vec<(Tag, TraceEvent)>,
+    #[serde(with = "crate::snapshot::calls_text")]
+    pub calls: Vec<(Tag, CallRecord)>,
+    pub evals: Vec<(Tag, EvalRec)>,
+}
+
+/// A log entry's parallel step and branch; `None` outside parallel steps.
+pub(crate) type Tag = Option<(u32, u32)>;
+
+impl Io {
+    #[inline]
+    pub fn trace(&mut self, branch: Option<u32>, e: TraceEvent) {
+        let tag = self.tag(branch);
+        self.trace.push((tag, e));
+    }
+
+    /// The tag of an entry written by `branch` of the running parallel step.
+    #[inline]
+    pub fn tag(&self, branch: Option<u32>) -> Tag {
+        branch.map(|b| (self.group, b))
+    }
+
+    pub fn set_fatal(&mut self, e: RunError) -> RunError {
+        self.fatal = Some(e.clone());
+        e
+    }
+}
+
+/// The items in log order, each parallel step's branch entries (a maximal run of
+/// entries carrying a branch) stably ordered by branch.
+pub(crate) fn grouped<T>(items: &[(Tag, T)]) -> Vec<&T> {
+    let mut out: Vec<&T> = Vec::with_capacity(items.len());
+    let mut i = 0;
+    while i < items.len() {
+        if items[i].0.is_none() {
+            out.push(&items[i].1);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < items.len() && items[i].0.is_some() {
+            i += 1;
+        }
+        let mut run: Vec<&(Tag, T)> = items[start..i].iter().collect();
+        run.sort_by_key(|(b, _)| *b);
+        out.extend(run.into_iter().map(|(_, t)| t));
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! [`CallView`]: an outstanding host call, described by borrowing from the run and the
+//! module. Nothing is copied until the host asks: the input is a [`BoundInput`] that
+//! borrows a whole referenced value and builds templates or objects only on
+//! [`BoundInput::to_value`]; the system prompt renders into the host's buffer.
+
+use std::borrow::Cow;
+
+use ir_spec::{OutputSchema, StepKind, ToolRef};
+use serde_json::{json, Value};
+
+use crate::api::{CallId, CallRecord};
+use crate::lane::{Call, Ctx, Job, Lane, TEntry, ToolResult};
+use crate::value::{BVal, VRef};
+
+/// One outstanding host call (`workflow.md` §1), borrowed from the run.
+#[derive(Clone, Copy)]
+pub struct CallView<'r> {
+    ctx: Ctx<'r>,
+    lane: &'r Lane,
+    id: CallId,
+    call: Call,
+}
+
+/// A model call's or tool call's input, borrowed from the run.
+#[derive(Clone, Copy)]
+pub struct BoundInput<'r>(pub(crate) BVal<'r>);
+
+impl<'r> BoundInput<'r> {
+    /// The value, borrowed when the input is one value that already exists (a turn
+    /// input, a constant, a whole `${...}` reference to a plain value); built otherwise.
+    pub fn as_value(&self) -> Cow<'r, Value> {
+        self.0.as_cow()
+    }
+
+    /// The value, borrowed without building anything; `None` when it must be built.
+    pub fn borrowed(&self) -> Option<&'r Value> {
+        match self.0.norm() {
+            Some(BVal::V(v)) => v.real(),
+            _ => None,
+        }
+    }
+
+    /// A copy of the value.
+    pub fn to_value(&self) -> Value {
+        self.as_value().into_owned()
+    }
+
+    /// Appends the value's text form (`compositions.md` §3.6), as a template would.
+    pub fn write_text(&self, out: &mut String) {
+        self.0.write_text(out);
+    }
+}
+
+impl std::fmt::Debug for BoundInput<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BoundInput({})", self.as_value())
+    }
+}
+
+/// A tool offered to a model, borrowed from the module.
+#[derive(Clone, Copy, Debug)]
+pub struct OfferedTool<'r> {
+    /// The key a `tool_calls[].name` must use: a key of `tools` or of `agents.members`.
+    pub key: &'r str,
+    /// The function name a real model host shows the model.
+    pub name: &'r str,
+    /// The tool's description.
+    pub description: &'r str,
+    /// The tool's parameter schema (null for an agent member).
+    pub parameters: &'r Value,
+}
+
+impl<'r> CallView<'r> {
+    pub(crate) fn new(ctx: Ctx<'r>, lane: &'r Lane, id: CallId, call: Call) -> CallView<'r> {
+        CallView {
+            ctx,
+            lane,
+            id,
+            call,
+        }
+    }
+
+    /// The id an answer must name.
+    pub fn id(&self) -> CallId {
+        self.id
+    }
+
+    /// Inside a parallel step, the 0-based declaration index of the branch that issued
+    /// the call; `None` elsewhere. Scripted hosts answer the lowest branch first.
+    pub fn branch(&self) -> Option<u32> {
+        self.lane.branch
+    }
+
+    /// Whether this is a model call (else a tool call).
+    pub fn is_model(&self) -> bool {
+        matches!(self.call, Call::Model)
+    }
+
+    /// A model call's `prompt_task` (the prompt's key).
+    pub fn prompt_task(&self) -> Option<&'r str> {
+        if !self.is_model() {
+            return None;
+        }
+        let p = self.ctx.model_env(self.lane.job)?.prompt;
+        Some(self.ctx.prog.prompt_key(p))
+    }
+
+    /// A tool call's tool key (or agent member key).
+    pub fn tool(&self) -> Option<&'r str> {
+        match self.call {
+            Call::Model => None,
+            Call::ToolStep => match self.lane.job {
+                Job::Step(s) => match self.ctx.step_kind(s) {
+                    StepKind::Tool { tool, .. } => {
+                        Some(self.ctx.prog.m.str(self.ctx.prog.m.tools[tool.index()].key))
+                    }
+                    _ => None,
+                },
+                Job::Prompt { .. } => None,
+            },
+            Call::LoopTool { block, req, .. } => self.request(block, req).map(|r| r.name.as_str()),
+        }
+    }
+
+    fn request(&self, block: u32, req: u32) -> Option<&'r crate::api::ToolRequest> {
+        match self.lane.lp.transcript.get(block as usize)? {
+            TEntry::Requests(reqs) => reqs.get(req as usize),
+            TEntry::Result { .. } => None,
+        }
+    }
+
+    /// The model call's input (the turn input, or the step's resolved input), or the
+    /// tool call's arguments.
+    pub fn input(&self) -> BoundInput<'r> {
+        let null = BoundInput(BVal::V(VRef::Val(&Value::Null)));
+        match self.call {
+            Call::Model => self
+                .ctx
+                .model_env(self.lane.job)
+                .map_or(null, |env| BoundInput(env.input)),
+            Call::ToolStep => match self.lane.job {
+                Job::Step(s) => match self.ctx.step_kind(s) {
+                    StepKind::Tool { args, .. } => BoundInput(BVal::Bind(args, self.ctx.scope())),
+                    _ => null,
+                },
+                Job::Prompt { .. } => null,
+            },
+            Call::LoopTool { block, req, .. } => self
+                .request(block, req)
+                .map_or(null, |r| BoundInput(BVal::V(VRef::Val(&r.args)))),
+        }
+    }
+
+    /// Renders a model call's `system_template` into `out` (appending). The prompt was
+    /// checked before the call was issued, so this cannot fail; a tool call writes
+    /// nothing.
+    pub fn write_system(&self, out: &mut String) {
+        if !self.is_model() {
+            return;
+        }
+        if let Some(env) = self.ctx.model_env(self.lane.job) {
+            let mark = out.len();
+            if env.run(Some(out)).is_err() {
+                out.truncate(mark);
+            }
+        }
+    }
+
+    /// The rendered system prompt, as a new string.
+    pub fn system(&self) -> String {
+        let mut s = String::new();
+        self.write_system(&mut s);
+        s
+    }
+
+    /// The offered tools of a model call, borrowed from the module (empty for a prompt
+    /// step and for tool calls).
+    pub fn offered(&self) -> &'r [ToolRef] {
+        if !self.is_model() {
+            return &[];
+        }
+        match self.lane.job {
+            Job::Prompt { prompt, .. } => &self.ctx.prog.m.prompts[prompt.index()].tools,
+            Job::Step(s) => match self.ctx.step_kind(s) {
+                StepKind::Agent { tools, .. } => tools,
+                _ => &[],
+            },
+        }
+    }
+
+    /// The offered tool definitions of a model call.
+    pub fn offered_tools(&self) -> impl Iterator<Item = OfferedTool<'r>> + 'r {
+        let m = &self.ctx.prog.m;
+        self.offered().iter().map(move |t| match t {
+            ToolRef::Tool(id) => {
+                let tool = &m.tools[id.index()];
+                OfferedTool {
+                    key: m.str(tool.key),
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                }
+            }
+            ToolRef::Member(k) => OfferedTool {
+                key: m.str(*k),
+                name: m.str(*k),
+                description: "",
+                parameters: &Value::Null,
+            },
+        })
+    }
+
+    /// The events the answer may name (a prompt state's `on_event` keys; none elsewhere).
+    pub fn events(&self) -> impl Iterator<Item = &'r str> + 'r {
+        let m = &self.ctx.prog.m;
+        let list: &'r [(ir_spec::EventId, ir_spec::StateId)] = match (self.lane.job, self.call) {
+            (
+                Job::Prompt {
+                    events: Some(s), ..
+                },
+                Call::Model,
+            ) => m
+                .workflow
+                .as_ref()
+                .map_or(&[], |w| w.states[s.index()].on_event.as_slice()),
+            _ => &[],
+        };
+        list.iter().map(move |(e, _)| m.event(*e))
+    }
+
+    /// A composition step's output schema.
+    pub fn output_schema(&self) -> Option<&'r OutputSchema> {
+        if !self.is_model() {
+            return None;
+        }
+        match self.lane.job {
+            Job::Step(s) => match self.ctx.step_kind(s) {
+                StepKind::Prompt { output_schema, .. } | StepKind::Agent { output_schema, .. } => {
+                    output_schema.as_ref()
+                }
+                _ => None,
+            },
+            Job::Prompt { .. } => None,
+        }
+    }
+
+    /// A model call's history (`workflow.md` §12), built on request: earlier exchanges
+    /// (`{input, output}`), then this execution's tool requests (`{tool_calls}`) and
+    /// results (`{tool_result}`).
+    pub fn history(&self) -> Vec<Value> {
+        if !self.is_model() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if let Job::Prompt { .. } = self.lane.job {
+            for e in self.ctx.history {
+                out.push(json!({"input": e.input, "output": e.output}));
+            }
+        }
+        for e in &self.lane.lp.transcript {
+            out.push(match e {
+                TEntry::Requests(reqs) => json!({"tool_calls": reqs
+                    .iter()
+                    .map(|r| json!({"name": r.name, "args": r.args}))
+                    .collect::<Vec<_>>()}),
+                TEntry::Result { block, req, result } => {
+                    let name = self.request(*block, *req).map_or("", |r| r.name.as_str());
+                    match result {
+                        ToolResult::Output(v) => {
+                            json!({"tool_result": {"name": name, "output": v}})
+                        }
+                        ToolResult::Error(e) => json!({"tool_result": {"name": name, "error": e}}),
+                        ToolResult::NotAvailable => {
+                            json!({"tool_result": {"name": name, "error": "tool not available"}})
+                        }
+                        ToolResult::LimitReached => json!({"tool_result": {
+                            "name": name, "error": "tool call limit for this turn reached"}}),
+                    }
+                }
+            });
+        }
+        out
+    }
+
+    /// The call as the call log records it.
+    pub fn record(&self) -> CallRecord {
+        crate::lane::record_of(self)
+    }
+}
+
+impl std::fmt::Debug for CallView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallView")
+            .field("id", &self.id)
+            .field("branch", &self.branch())
+            .field("prompt", &self.prompt_task())
+            .field("tool", &self.tool())
+            .finish()
+    }
+}

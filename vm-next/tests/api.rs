@@ -1,0 +1,207 @@
+//! The host-facing API of the next VM beyond the conformance cases: answer order inside
+//! a parallel step, borrowed call views, protocol errors, and `Run::reset`.
+
+mod common;
+
+use std::path::PathBuf;
+
+use packc_vm_next::{Answer, CallId, ErrorKind, Input, Need, Run, RunOptions, Target};
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn answer(call: &packc_vm_next::CallView<'_>) -> Answer {
+    let output = match (call.prompt_task(), call.tool()) {
+        (Some(p), _) => json!({"from": p}),
+        (_, Some(t)) => json!({"tool": t}),
+        _ => Value::Null,
+    };
+    Answer::Output {
+        output,
+        event: None,
+    }
+}
+
+/// Runs ex3 answering the outstanding call chosen by `pick` (an index into `pending`).
+fn run_ex3(pick: impl Fn(usize) -> usize) -> (Vec<String>, Vec<Value>, Value, Vec<Need>) {
+    let program = common::program(&root().join("examples/rfc0010-ex3.pack.yaml"));
+    let options = RunOptions {
+        record_calls: true,
+        ..RunOptions::default()
+    };
+    let mut run = Run::new(program, Target::Workflow, options).unwrap();
+    let mut next = Input::Start;
+    let mut turned = false;
+    let mut needs = Vec::new();
+    loop {
+        let need = run.resume(next).unwrap();
+        needs.push(need);
+        next = match need {
+            Need::Done => break,
+            Need::Caller if !turned => {
+                turned = true;
+                Input::Turn(json!({"text": "doc"}))
+            }
+            Need::Caller => Input::Finish,
+            Need::Clock => Input::Clock(0),
+            Need::Calls | Need::Wait => {
+                let pending: Vec<_> = run.pending().collect();
+                let call = pending[pick(pending.len()).min(pending.len() - 1)];
+                Input::Answer(call.id(), answer(&call))
+            }
+        };
+    }
+    let output = run.outcome().unwrap().output.clone();
+    let calls = run.calls().iter().map(|c| c.to_json()).collect();
+    (run.trace_lines(), calls, output, needs)
+}
+
+#[test]
+fn parallel_answers_in_any_order_give_the_same_run() {
+    let (trace, calls, output, needs) = run_ex3(|_| 0);
+    let (trace2, calls2, output2, needs2) = run_ex3(|n| n - 1);
+    assert_eq!(trace, trace2);
+    assert_eq!(calls, calls2);
+    assert_eq!(output, output2);
+    assert_eq!(
+        trace,
+        [
+            "enter main",
+            "step extract_metadata",
+            "step title",
+            "step keywords",
+            "step structure",
+            "step citations",
+            "step synthesize"
+        ]
+    );
+    // Four calls issued at once, then three answers that issue nothing new.
+    assert_eq!(
+        &needs[..6],
+        [
+            Need::Caller,
+            Need::Calls,
+            Need::Wait,
+            Need::Wait,
+            Need::Wait,
+            Need::Calls
+        ]
+    );
+    assert_eq!(needs, needs2);
+    // The agent's input is the barrier's merged object, built only when asked.
+    assert_eq!(
+        calls[4]["input"],
+        json!({"title": {"from": "title_extractor"}, "keywords": {"from": "keyword_extractor"},
+               "structure": {"tool": "doc.parse_structure"},
+               "citations": {"tool": "doc.extract_citations"}})
+    );
+}
+
+#[test]
+fn call_views_borrow_and_protocol_errors_leave_the_run_as_it_was() {
+    let program = common::program(&root().join("examples/rfc0010-ex3.pack.yaml"));
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(
+        run.resume(Input::Turn(Value::Null)).unwrap_err().kind,
+        ErrorKind::Protocol
+    );
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    let input = json!({"text": "doc"});
+    assert_eq!(run.resume(Input::Turn(input.clone())).unwrap(), Need::Calls);
+    let calls: Vec<_> = run.pending().collect();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(run.issued().count(), 4);
+    assert_eq!(calls[0].prompt_task(), Some("title_extractor"));
+    assert_eq!(calls[0].branch(), Some(0));
+    // A whole reference is borrowed from the turn input, not copied.
+    assert_eq!(calls[0].input().borrowed(), Some(&input["text"]));
+    assert_eq!(calls[2].tool(), Some("doc.parse_structure"));
+    assert_eq!(calls[2].input().to_value(), json!({"content": "doc"}));
+    assert!(calls[2].input().borrowed().is_none());
+    let mut system = String::new();
+    calls[0].write_system(&mut system);
+    assert!(system.ends_with("Document:\ndoc"), "{system}");
+    assert!(calls[0].offered_tools().next().is_none());
+    let ids: Vec<CallId> = calls.iter().map(|c| c.id()).collect();
+    // An answer to no outstanding call, and a turn while busy, change nothing.
+    let bogus = Input::Answer(CallId(99), Answer::Error("x".into()));
+    assert_eq!(run.resume(bogus).unwrap_err().kind, ErrorKind::Protocol);
+    assert_eq!(
+        run.resume(Input::Turn(Value::Null)).unwrap_err().kind,
+        ErrorKind::Protocol
+    );
+    assert_eq!(run.pending().map(|c| c.id()).collect::<Vec<_>>(), ids);
+    // An error answer fails that branch only; the parallel reports it after all ran.
+    let err = Input::Answer(ids[1], Answer::Error("down".into()));
+    assert_eq!(run.resume(err).unwrap(), Need::Wait);
+    assert_eq!(run.issued().count(), 0);
+    assert_eq!(run.pending().count(), 3);
+    for id in [ids[0], ids[2]] {
+        let ok = Input::Answer(
+            id,
+            Answer::Output {
+                output: json!(1),
+                event: None,
+            },
+        );
+        assert_eq!(run.resume(ok).unwrap(), Need::Wait);
+    }
+    let last = Input::Answer(
+        ids[3],
+        Answer::Output {
+            output: json!(1),
+            event: None,
+        },
+    );
+    assert_eq!(run.resume(last).unwrap_err().kind, ErrorKind::HostError);
+    assert!(run.is_finished());
+}
+
+#[test]
+fn a_reset_run_runs_again() {
+    let program = common::program(&root().join("examples/rfc0010-ex2.pack.yaml"));
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    for _ in 0..3 {
+        run.reset();
+        let mut next = Input::Start;
+        let mut turned = false;
+        loop {
+            next = match run.resume(next).unwrap() {
+                Need::Done => break,
+                Need::Caller if !turned => {
+                    turned = true;
+                    Input::Turn(json!({"text": "doc"}))
+                }
+                Need::Caller => Input::Finish,
+                Need::Clock => Input::Clock(0),
+                Need::Calls | Need::Wait => {
+                    let call = common::pick(&run).unwrap();
+                    let output = json!({"type": "manual", "n": call.id().0});
+                    Input::Answer(
+                        call.id(),
+                        Answer::Output {
+                            output,
+                            event: None,
+                        },
+                    )
+                }
+            };
+        }
+        assert_eq!(
+            run.outcome().unwrap().output,
+            &json!({"type": "manual", "n": 1})
+        );
+        assert_eq!(
+            run.trace_lines(),
+            [
+                "enter main",
+                "step classify",
+                "branch route -> extract_general",
+                "skip extract_paper",
+                "step extract_general"
+            ]
+        );
+    }
+}
