@@ -8,7 +8,7 @@ use ir_spec::container::{crc32, DEFAULT_MAX_ARTIFACT_BYTES};
 use ir_spec::{Artifact, ArtifactError};
 use packc_compiler::{build_artifact, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
-use packc_vm::{Answer, HostCall, Run, RunOptions, Target};
+use packc_vm::{Answer, CallView, Program, Run, RunOptions, Target};
 use proptest::prelude::*;
 
 fn example_paths() -> Vec<PathBuf> {
@@ -229,7 +229,7 @@ proptest! {
 struct Failing;
 
 impl Host for Failing {
-    fn call(&mut self, _: &HostCall) -> Answer {
+    fn call(&mut self, _: &CallView<'_>) -> Answer {
         Answer::Error("unavailable".into())
     }
     fn clock(&mut self) -> u64 {
@@ -238,7 +238,11 @@ impl Host for Failing {
 }
 
 fn run_every_target(module: ir_spec::Module) {
-    let module = Arc::new(module);
+    let Ok(program) = Program::new(module) else {
+        return; // a module the VM refuses is fine: no panic
+    };
+    let program = Arc::new(program);
+    let module = program.module();
     let mut targets = Vec::new();
     if module.workflow.is_some() {
         targets.push(Target::Workflow);
@@ -252,7 +256,7 @@ fn run_every_target(module: ir_spec::Module) {
             .filter_map(|i| Some(Target::Composition(ir_spec::CompId::from_index(i)?))),
     );
     for target in targets {
-        let Ok(mut run) = Run::new(module.clone(), target, RunOptions::default()) else {
+        let Ok(mut run) = Run::new(program.clone(), target, RunOptions::default()) else {
             continue;
         };
         let script = [ScriptItem::Turn(serde_json::json!({"text": "hello"}))];

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 use packc_compiler::{check_bytes, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
-use packc_vm::{Answer, HostCall, Run, RunOptions, Target};
+use packc_vm::{Answer, CallView, Program, Run, RunOptions, Target};
 use serde_json::Value;
 
 fn main() {
@@ -37,7 +37,7 @@ fn main() {
 struct Failing;
 
 impl Host for Failing {
-    fn call(&mut self, _: &HostCall) -> Answer {
+    fn call(&mut self, _: &CallView<'_>) -> Answer {
         Answer::Error("unavailable".into())
     }
     fn clock(&mut self) -> u64 {
@@ -62,7 +62,8 @@ fn run(path: &PathBuf) -> Result<(), Failed> {
     if decoded != module {
         return Err("the postcard round trip changed the module".into());
     }
-    let module = Arc::new(module);
+    let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
+    let module = program.module();
     let mut targets = Vec::new();
     if module.workflow.is_some() {
         targets.push(Target::Workflow);
@@ -76,8 +77,8 @@ fn run(path: &PathBuf) -> Result<(), Failed> {
             .filter_map(|i| Some(Target::Composition(ir_spec::CompId(u32::try_from(i).ok()?)))),
     );
     for target in targets {
-        let Ok(mut r) = Run::new(module.clone(), target, RunOptions::default()) else {
-            continue; // e.g. a plain member without a prompt of its own
+        let Ok(mut r) = Run::new(program.clone(), target, RunOptions::default()) else {
+            continue; // a target the run refuses
         };
         let script = [ScriptItem::Turn(serde_json::json!({"text": "hello"}))];
         // Any outcome is fine; a panic fails the test.

@@ -11,7 +11,7 @@ use ir_spec::Module;
 use packc_compiler::Options;
 use packc_host::{Case, RunSpec, ScriptedHost};
 use packc_vm::driver::{drive, ScriptItem};
-use packc_vm::{Run, RunOptions, Target};
+use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
 
 /// Arguments of `packc run`.
@@ -66,20 +66,21 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             spec.target.clone()
         }
     });
-    let module = Arc::new(module);
-    let target = Target::parse(&module, &target_text)?;
+    let program = Arc::new(Program::new(module)?);
+    let target = Target::parse(program.module(), &target_text)?;
     let mut run = Run::new(
-        module,
+        program,
         target,
         RunOptions {
             host_variables: spec.variables.clone(),
             max_host_calls: None,
+            record_calls: false,
         },
     )?;
     let mut host = ScriptedHost::new(&spec);
     let result = drive(&mut run, &mut host, &spec.script);
     if args.trace {
-        for line in run.trace() {
+        for line in run.trace_lines() {
             eprintln!("{line}");
         }
     }

@@ -9,7 +9,7 @@ use packc_compiler::diag::Severity;
 use packc_compiler::{check_bytes, check_loaded, Checked, Options};
 use packc_vm::driver::drive;
 use packc_vm::value::json_eq;
-use packc_vm::{Run, RunError, RunOptions, Target};
+use packc_vm::{OwnedOutcome, Program, Run, RunError, RunOptions, Target};
 use serde_json::Value;
 
 use crate::case::{Case, PackSource};
@@ -19,7 +19,7 @@ use crate::scripted::ScriptedHost;
 #[derive(Debug, Clone)]
 pub struct Actual {
     /// The outcome, or the run-time error.
-    pub result: Result<packc_vm::Outcome, RunError>,
+    pub result: Result<OwnedOutcome, RunError>,
     /// The trace lines.
     pub trace: Vec<String>,
     /// The calls, in the case format (`{prompt, input, system}` / `{tool, args}`).
@@ -138,20 +138,22 @@ fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String>
 
 /// Runs a lowered module with the scripted host of `spec`.
 pub fn execute(module: ir_spec::Module, spec: &crate::RunSpec) -> Result<Actual, String> {
-    let module = Arc::new(module);
-    let target = Target::parse(&module, &spec.target).map_err(|e| e.to_string())?;
+    let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
+    let target = Target::parse(program.module(), &spec.target).map_err(|e| e.to_string())?;
     let options = RunOptions {
         host_variables: spec.variables.clone(),
         // The case format sets no embedder limits (conformance README). Every scripted
         // call consumes an answer or fails, so a scripted run always ends.
         max_host_calls: None,
+        // `calls` is compared.
+        record_calls: true,
     };
-    let mut run = Run::new(module, target, options).map_err(|e| e.to_string())?;
+    let mut run = Run::new(program, target, options).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(spec);
     let result = drive(&mut run, &mut host, &spec.script);
     Ok(Actual {
         result,
-        trace: run.trace(),
+        trace: run.trace_lines(),
         calls: run
             .calls()
             .iter()

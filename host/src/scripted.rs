@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use packc_vm::driver::Host;
-use packc_vm::{Answer, Call, HostCall, ToolRequest};
+use packc_vm::{Answer, CallView, ToolRequest};
 use serde_json::Value;
 
 use crate::case::RunSpec;
@@ -30,10 +30,10 @@ impl ScriptedHost {
 }
 
 impl Host for ScriptedHost {
-    fn call(&mut self, call: &HostCall) -> Answer {
-        let (queues, what, name) = match &call.call {
-            Call::Model(m) => (&mut self.prompts, "prompt", &m.prompt),
-            Call::Tool(t) => (&mut self.tools, "tool", &t.tool),
+    fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let (queues, what, name) = match call.prompt_task() {
+            Some(prompt) => (&mut self.prompts, "prompt", prompt),
+            None => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
             Some(answer) => parse_answer(&answer),

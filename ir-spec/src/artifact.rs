@@ -162,7 +162,7 @@ mod tests {
                                 },
                                 expect: true,
                             })),
-                            then: StepId(0),
+                            then: StepId(2),
                             otherwise: None,
                         },
                         depends_on: vec![StepId(0)],
@@ -170,8 +170,19 @@ mod tests {
                         max_attempts: 1,
                         evals: vec![],
                     },
+                    Step {
+                        id: StrId(2),
+                        kind: StepKind::Tool {
+                            tool: ToolId(0),
+                            args: Bind::Const(serde_json::json!({})),
+                        },
+                        depends_on: vec![],
+                        guarded_by: vec![StepId(1)],
+                        max_attempts: 1,
+                        evals: vec![],
+                    },
                 ],
-                walk: vec![StepId(0), StepId(1)],
+                walk: vec![StepId(0), StepId(1), StepId(2)],
                 output: Some(StepId(0)),
             }],
         };
@@ -275,6 +286,37 @@ mod tests {
             &[(MODL, &modl), (Tag(*b"note"), b"hi")],
         );
         assert_eq!(Artifact::decode(&optional, usize::MAX), Ok(a));
+    }
+
+    #[test]
+    fn schedule_violations_are_refused() {
+        let refused = |edit: &dyn Fn(&mut Module)| {
+            let mut a = sample();
+            edit(&mut a.module);
+            matches!(
+                Artifact::decode(&a.encode(), usize::MAX),
+                Err(ArtifactError::Invalid(_))
+            )
+        };
+        assert!(!refused(&|_| {}), "the sample is valid");
+        assert!(refused(
+            &|m| m.compositions[0].walk = vec![StepId(1), StepId(0), StepId(2)]
+        ));
+        assert!(refused(
+            &|m| m.compositions[0].walk = vec![StepId(0), StepId(0), StepId(2)]
+        ));
+        assert!(refused(
+            &|m| m.compositions[0].steps[0].depends_on = vec![StepId(1)]
+        ));
+        assert!(refused(
+            &|m| m.compositions[0].steps[0].guarded_by = vec![StepId(0)]
+        ));
+        assert!(refused(&|m| {
+            if let StepKind::Branch { then, .. } = &mut m.compositions[0].steps[1].kind {
+                *then = StepId(0);
+            }
+        }));
+        assert!(refused(&|m| m.compositions[0].output = Some(StepId(9))));
     }
 
     #[test]

@@ -13,8 +13,10 @@ use crate::{
 pub struct InvalidModule(pub String);
 
 impl Module {
-    /// Checks that every index in the module is in range, and that each step only reads
-    /// slots of steps before it.
+    /// Checks that every index in the module is in range and that each composition's
+    /// schedule is acyclic: the walk is in table order, each step only reads slots of
+    /// steps before it, `depends_on` and guards point back, branch targets and parallel
+    /// branches point forward.
     pub fn validate(&self) -> Result<(), InvalidModule> {
         let bad = |what: &str| Err(InvalidModule(what.to_owned()));
         let str_ok = |s: crate::StrId| s.index() < self.strings.len();
@@ -99,6 +101,18 @@ fn validate_composition(m: &Module, c: &Composition) -> Result<(), InvalidModule
     if c.output.is_some_and(|o| o.index() >= n) {
         return bad("output out of range");
     }
+    // The schedule: the walk visits top-level steps in strictly increasing table order,
+    // so "earlier in the table" below means "earlier in the walk" and no step runs twice.
+    if c.walk.windows(2).any(|w| w[0].index() >= w[1].index()) {
+        return bad("walk not in table order");
+    }
+    let mut in_walk = vec![false; n];
+    for s in &c.walk {
+        in_walk[s.index()] = true;
+    }
+    if c.output.is_some_and(|o| !in_walk[o.index()]) {
+        return bad("output is not a top-level step");
+    }
     // A reference may only read a step earlier in the table than the reader.
     let ref_ok = |r: &Ref, reader: usize| match r.root {
         Root::Input => true,
@@ -146,13 +160,20 @@ fn validate_composition(m: &Module, c: &Composition) -> Result<(), InvalidModule
                     && tool_called.is_none_or(|t| t.index() < m.tools.len())
             }
             StepKind::Tool { tool, args } => tool.index() < m.tools.len() && bind_ok(args, &ok),
+            // A branch only selects top-level steps after it (the walk never goes back).
             StepKind::Branch {
                 predicate,
                 then,
                 otherwise,
-            } => pred_ok(predicate, &ok) && step_ok(*then) && otherwise.is_none_or(step_ok),
+            } => {
+                let forward = |t: crate::StepId| step_ok(t) && t.index() > i && in_walk[t.index()];
+                pred_ok(predicate, &ok) && forward(*then) && otherwise.is_none_or(forward)
+            }
+            // A parallel's branches follow it in the table and are not walked on their own.
             StepKind::Parallel { branches, .. } => branches.iter().all(|b| {
                 step_ok(*b)
+                    && b.index() > i
+                    && !in_walk[b.index()]
                     && matches!(
                         c.steps[b.index()].kind,
                         StepKind::Prompt { .. } | StepKind::Agent { .. } | StepKind::Tool { .. }
@@ -161,8 +182,8 @@ fn validate_composition(m: &Module, c: &Composition) -> Result<(), InvalidModule
         };
         if !kind_ok
             || s.id.index() >= m.strings.len()
-            || !s.depends_on.iter().all(|d| step_ok(*d))
-            || !s.guarded_by.iter().all(|d| step_ok(*d))
+            || !s.depends_on.iter().all(|d| d.index() < i)
+            || !s.guarded_by.iter().all(|d| d.index() < i)
         {
             return bad("step index out of range");
         }

@@ -1,8 +1,10 @@
 //! A multi-threaded host: every outstanding call runs on its own worker thread, and the
 //! answers are fed back to the run one at a time, in whatever order they finish.
 //!
-//! The run itself stays on the main thread (a [`Run`] is `!Send`, and needs no lock):
-//! only the calls travel, as plain data, to the workers and back over a channel. The
+//! The run itself stays on the main thread and needs no lock: the calls are
+//! [`CallView`](packc_vm::CallView)s borrowed from the run, so the host copies out what a
+//! worker needs (the prompt or tool key, the input, the rendered system prompt) as plain
+//! data, which travels to the workers; the answers come back over a channel. The
 //! pack is the bundled RFC 0010 Example 3: a four-branch parallel step, then an agent
 //! step with a tool loop. The canned calls sleep for different times, so the branches
 //! finish out of declaration order; the trace still reads branch by branch.
@@ -17,16 +19,46 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use packc_vm::{Answer, Call, CallId, HostCall, Input, Need, Run, RunOptions, Target, ToolRequest};
+use packc_vm::{
+    Answer, CallId, CallView, Input, Need, Program, Run, RunOptions, Target, ToolRequest,
+};
 use serde_json::{json, Value};
 
+/// A call as a worker gets it: owned, `Send` data copied out of the run's view.
+#[derive(Debug)]
+struct Request {
+    id: CallId,
+    /// The prompt key of a model call, the tool key of a tool call.
+    name: String,
+    /// The model input or the tool arguments.
+    input: Value,
+    /// A model call's rendered system prompt (empty for a tool call).
+    system: String,
+}
+
+impl Request {
+    fn of(call: &CallView<'_>) -> Request {
+        Request {
+            id: call.id(),
+            name: name(call).to_owned(),
+            input: call.input().to_value(),
+            system: call.system(),
+        }
+    }
+}
+
 /// What a worker hands back: the call it ran and the answer.
-type Done = (HostCall, Answer);
+type Done = (Request, Answer);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let module = Arc::new(compile_example()?);
-    let target = Target::parse(&module, "workflow")?;
-    let mut run = Run::new(module, target, RunOptions::default())?;
+    let program = Arc::new(Program::new(compile_example()?)?);
+    let target = Target::parse(program.module(), "workflow")?;
+    let options = RunOptions {
+        // Keep the call log, printed at the end.
+        record_calls: true,
+        ..RunOptions::default()
+    };
+    let mut run = Run::new(program, target, options)?;
     let mut canned = canned_answers();
     let (done_tx, done_rx) = mpsc::channel::<Done>();
     let mut workers = Vec::new();
@@ -39,38 +71,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
 
     let mut input = Input::Start;
-    let outcome = loop {
+    loop {
         let need = run.resume(input)?;
         input = match need {
-            Need::Done(outcome) => break outcome,
+            Need::Done => break,
             Need::Caller => match turns.pop_front() {
                 Some(turn) => Input::Turn(turn),
                 None => Input::Finish,
             },
             Need::Clock => Input::Clock(started.elapsed().as_millis() as u64),
-            Need::Calls(calls) => {
-                for call in calls {
+            Need::Calls => {
+                // The calls this resume issued; earlier ones are already in flight.
+                for call in run.issued() {
                     let (answer, delay) = canned.answer(&call);
                     println!(
                         "issued   #{} {:<24} branch {:?}, takes {delay:?}",
-                        call.id.0,
+                        call.id().0,
                         name(&call),
-                        call.branch
+                        call.branch()
                     );
-                    in_flight.insert(call.id, name(&call));
+                    let request = Request::of(&call);
+                    in_flight.insert(request.id, request.name.clone());
                     let tx = done_tx.clone();
                     workers.push(thread::spawn(move || {
-                        // The "call": a real host would talk to a model or a tool here.
+                        // The "call": a real host would send `request.system` and
+                        // `request.input` to a model, or the arguments to a tool, here.
                         thread::sleep(delay);
                         // The receiver outlives every worker: main joins them first.
-                        let _ = tx.send((call, answer));
+                        let _ = tx.send((request, answer));
                     }));
                 }
                 next_answer(&done_rx, &mut in_flight, &mut finish_order)?
             }
             Need::Wait => next_answer(&done_rx, &mut in_flight, &mut finish_order)?,
         };
-    };
+    }
+    let outcome = run.outcome().ok_or("the run is done without an outcome")?;
     for w in workers {
         w.join().map_err(|_| "a worker panicked")?;
     }
@@ -78,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nfinished in this order: {}", finish_order.join(", "));
     println!("(the parallel branches are declared title, keywords, structure, citations)");
     println!("\ntrace (branch by branch, whatever the finish order):");
-    for line in run.trace() {
+    for line in run.trace_lines() {
         println!("  {line}");
     }
     println!("\ncalls, in walk order:");
@@ -99,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The finish order is up to the threads; the trace is not.
     let branches = ["title", "keywords", "structure", "citations"];
-    let trace = run.trace();
+    let trace = run.trace_lines();
     let steps: Vec<&str> = trace
         .iter()
         .filter_map(|l| l.strip_prefix("step "))
@@ -117,11 +153,16 @@ fn next_answer(
     if in_flight.is_empty() {
         return Err("the run waits, but no call is in flight".into());
     }
-    let (call, answer) = done.recv()?;
-    let label = in_flight.remove(&call.id).unwrap_or_default();
-    println!("answered #{} {label}", call.id.0);
+    let (request, answer) = done.recv()?;
+    let label = in_flight.remove(&request.id).unwrap_or_default();
+    println!(
+        "answered #{} {label} (input of {} bytes, system prompt of {} bytes)",
+        request.id.0,
+        request.input.to_string().len(),
+        request.system.len()
+    );
     finish_order.push(label);
-    Ok(Input::Answer(call.id, answer))
+    Ok(Input::Answer(request.id, answer))
 }
 
 /// Compiles `examples/rfc0010-ex3.pack.yaml` (its schemas are read beside it).
@@ -139,21 +180,20 @@ fn compile_example() -> Result<ir_spec::Module, Box<dyn std::error::Error>> {
     Ok(packc_compiler::lower(&checked, &options)?)
 }
 
-fn name(call: &HostCall) -> String {
-    match &call.call {
-        Call::Model(m) => m.prompt.clone(),
-        Call::Tool(t) => t.tool.clone(),
-    }
+fn name<'r>(call: &CallView<'r>) -> &'r str {
+    call.prompt_task()
+        .or_else(|| call.tool())
+        .unwrap_or_default()
 }
 
 /// Answers by prompt or tool key, each with how long the call takes.
 struct Canned(BTreeMap<String, VecDeque<(Answer, Duration)>>);
 
 impl Canned {
-    fn answer(&mut self, call: &HostCall) -> (Answer, Duration) {
+    fn answer(&mut self, call: &CallView<'_>) -> (Answer, Duration) {
         let key = name(call);
         self.0
-            .get_mut(&key)
+            .get_mut(key)
             .and_then(VecDeque::pop_front)
             .unwrap_or_else(|| (Answer::Error(format!("no canned answer for {key}")), ms(0)))
     }

@@ -1,11 +1,12 @@
-//! The types a host exchanges with a [`Run`](crate::Run).
+//! The types a host exchanges with a [`Run`](crate::Run): inputs, answers, targets,
+//! error kinds, and a [`Need`] that carries no heap data.
 
-use ir_spec::{AgentId, CompId, Module, OutputSchema};
+use ir_spec::{AgentId, CompId, Module};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What a run executes (`workflow.md` §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Target {
     /// `workflow`: start at `workflow.entry`.
     Workflow,
@@ -46,6 +47,20 @@ impl Target {
     }
 }
 
+/// How a run starts.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Host variables: template variables the host supplies (`workflow.md` §14).
+    pub host_variables: Map<String, Value>,
+    /// The embedder's cap on host calls (model and tool calls) per run: the call past it
+    /// fails the run with `limit_exceeded`, as a run-wide failure. `None`: no cap.
+    pub max_host_calls: Option<u64>,
+    /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
+    /// tool, its materialized input and rendered system prompt. Off, a run records
+    /// nothing per call (what benchmarks and production hosts want).
+    pub record_calls: bool,
+}
+
 /// What the host hands a run in [`Run::resume`](crate::Run::resume).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
@@ -63,12 +78,14 @@ pub enum Input {
     Clock(u64),
 }
 
-/// What a run needs next, returned by [`Run::resume`](crate::Run::resume).
-#[derive(Clone, Debug, PartialEq)]
+/// What a run needs next, returned by [`Run::resume`](crate::Run::resume). It carries
+/// no data: the host reads the calls with [`Run::pending`](crate::Run::pending) and the
+/// outcome with [`Run::outcome`](crate::Run::outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
-    /// These calls were just issued, in issue order. Answer each outstanding call, one at
-    /// a time, in any order, with [`Input::Answer`].
-    Calls(Vec<HostCall>),
+    /// New calls were issued (they are among [`Run::pending`](crate::Run::pending), in
+    /// issue order). Answer each outstanding call, one at a time, in any order.
+    Calls,
     /// Nothing new was issued: answer one of the calls still outstanding.
     Wait,
     /// Read the host clock and resume with [`Input::Clock`] before anything else.
@@ -76,15 +93,34 @@ pub enum Need {
     /// The run is idle: resume with the caller's [`Input::Turn`], [`Input::Event`] or
     /// [`Input::Finish`].
     Caller,
-    /// The run ended without error.
-    Done(Outcome),
+    /// The run ended without error; see [`Run::outcome`](crate::Run::outcome).
+    Done,
 }
 
-/// How a run ended without error.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+/// How a run ended without error, borrowed from the run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome<'r> {
     /// The last output: of the last executed state, agent turn or composition
     /// (`null` when nothing executed).
+    pub output: &'r Value,
+    /// The workflow state the run ended in; `None` without a workflow.
+    pub state: Option<&'r str>,
+}
+
+impl Outcome<'_> {
+    /// An owned copy, to keep beyond the run's borrow.
+    pub fn into_owned(self) -> OwnedOutcome {
+        OwnedOutcome {
+            output: self.output.clone(),
+            state: self.state.map(str::to_owned),
+        }
+    }
+}
+
+/// An owned copy of an [`Outcome`] (what [`drive`](crate::driver::drive) returns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OwnedOutcome {
+    /// The last output (see [`Outcome::output`]).
     pub output: Value,
     /// The workflow state the run ended in; `None` without a workflow.
     pub state: Option<String>,
@@ -93,69 +129,6 @@ pub struct Outcome {
 /// Identifies an issued host call; answers name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CallId(pub u64);
-
-/// One host import call (`workflow.md` §1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HostCall {
-    /// The id an answer must name.
-    pub id: CallId,
-    /// Inside a parallel step, the 0-based declaration index of the branch that issued
-    /// the call; `None` elsewhere. Scripted hosts answer the lowest branch first.
-    pub branch: Option<u32>,
-    /// What is called.
-    pub call: Call,
-}
-
-/// A model call or a tool call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Call {
-    /// A model call.
-    Model(ModelCall),
-    /// A tool call.
-    Tool(ToolCall),
-}
-
-/// The model call's arguments (`workflow.md` §1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelCall {
-    /// The `prompt_task` (the prompt's key).
-    pub prompt: String,
-    /// The rendered `system_template`.
-    pub system: String,
-    /// The turn input, or a composition step's resolved input.
-    pub input: Value,
-    /// Earlier exchanges (`{input, output}` pairs), then this execution's tool requests
-    /// and results (`{tool_calls}` / `{tool_result}` entries).
-    pub history: Vec<Value>,
-    /// The offered tools.
-    pub tools: Vec<OfferedTool>,
-    /// The events the answer may name (empty when it may name none).
-    pub events: Vec<String>,
-    /// A composition step's output schema.
-    pub output_schema: Option<OutputSchema>,
-}
-
-/// A tool offered to a model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OfferedTool {
-    /// The key a `tool_calls[].name` must use: a key of `tools` or of `agents.members`.
-    pub key: String,
-    /// The function name a real model host shows the model.
-    pub name: String,
-    /// The tool's description.
-    pub description: String,
-    /// The tool's parameter schema (null for an agent member).
-    pub parameters: Value,
-}
-
-/// A tool call's arguments.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The tool key (or agent member key).
-    pub tool: String,
-    /// The arguments.
-    pub args: Value,
-}
 
 /// A host's answer to a call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -182,8 +155,8 @@ pub struct ToolRequest {
     pub args: Value,
 }
 
-/// A call as the run records it, for `calls` (`compositions.md` §12): model calls and
-/// tool calls in walk order, parallel branches one after another.
+/// A call as the run records it when [`RunOptions::record_calls`] is on, for `calls`
+/// (`compositions.md` §12): in walk order, parallel branches one after another.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum CallRecord {
     /// A model call.
@@ -212,9 +185,7 @@ impl CallRecord {
                 prompt,
                 input,
                 system,
-            } => {
-                serde_json::json!({"prompt": prompt, "input": input, "system": system})
-            }
+            } => serde_json::json!({"prompt": prompt, "input": input, "system": system}),
             CallRecord::Tool { tool, args } => serde_json::json!({"tool": tool, "args": args}),
         }
     }
@@ -282,8 +253,9 @@ impl ErrorKind {
     }
 }
 
-/// A run-time error: the run has ended.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// A run-time error: the run has ended (except for `protocol` errors, which leave the
+/// run as it was).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[error("{}: {message}", kind.as_str())]
 pub struct RunError {
     /// The kind.

@@ -1,69 +1,96 @@
-//! The packc virtual machine: runs a lowered pack ([`ir_spec::Module`]) sans-IO.
+//! The packc virtual machine: runs a lowered pack ([`ir_spec::Module`]) sans-IO, as an
+//! explicit state machine.
 //!
 //! Like quinn-proto or rustls, the VM never performs I/O, never reads a clock and never
-//! draws randomness. A [`Run`] is a value; the host drives it:
+//! draws randomness.
+//!
+//! The model first. A module is checked once and turned into a [`Program`]: the module
+//! plus tables derived from it (compiled predicates with pre-typed constants and
+//! short-circuit jumps, compiled variable patterns, buffer sizes). A [`Run`] executes a
+//! program against a [`Target`]; it is plain data that the host drives:
 //!
 //! ```text
-//! run.resume(Input::Start)        -> Need::Caller            the run waits for a turn
-//! run.resume(Input::Turn(json))   -> Need::Calls([model..])   a model call was issued
-//! run.resume(Input::Answer(id,a)) -> Need::Calls([tool..])    ... and so on ...
-//! run.resume(Input::Finish)       -> Need::Done(Outcome)      output + final state
+//! run.resume(Input::Start)          -> Need::Caller    the run waits for a turn
+//! run.resume(Input::Turn(json))     -> Need::Calls     calls were issued: read run.pending()
+//! run.resume(Input::Answer(id, a))  -> Need::Calls     ... and so on ...
+//! run.resume(Input::Finish)         -> Need::Done      read run.outcome()
 //! ```
 //!
-//! The host imports are those of `shared/semantics/workflow.md` §1: model calls and tool
-//! calls ([`HostCall`], answered by [`Input::Answer`]), the clock ([`Need::Clock`], only
-//! when a workflow sets `max_wall_time_sec`) and host variables ([`RunOptions`]). Inside a
-//! parallel step several calls are outstanding at once (each branch issues its first
-//! call in declaration order); they may be answered in any order, one at a time.
+//! [`Need`] carries no heap data. The outstanding calls are [`CallView`]s borrowed from
+//! the run and the module: `prompt_task()` and `tool()` are `&str`s of the module, the
+//! input is a [`BoundInput`] that borrows a whole referenced value and builds templates
+//! and objects only on request, and the system prompt renders into the host's buffer on
+//! request. Whatever can fail in rendering (`invalid_variable`) is checked before the
+//! call is issued, without building the text.
 //!
-//! The trace ([`Run::trace`]), the call log ([`Run::calls`]) and eval requests
-//! ([`Run::evals`]) are kept in walk order, parallel branches one after another.
+//! The host imports are those of `shared/semantics/workflow.md` §1: model and tool calls
+//! (answered by [`Input::Answer`]), the clock ([`Need::Clock`], only when a workflow sets
+//! `max_wall_time_sec`) and host variables ([`RunOptions`]). Inside a parallel step each
+//! branch has one call outstanding; they may be answered in any order, one at a time.
+//!
+//! Answers move into the output slots; a parallel step's merged output is walked over
+//! its branches' slots rather than built. The trace is kept as compact [`TraceEvent`]s,
+//! formatted only by [`Run::trace_lines`]; the call log is kept only when
+//! [`RunOptions::record_calls`] is on. So from taking an answer to yielding the next call
+//! the VM allocates nothing beyond the answer itself (pinned by `tests/alloc.rs`).
 //!
 //! # Snapshots
 //!
 //! Between two resumes a run can be saved to bytes ([`Run::snapshot`]) and continued
-//! later, on another machine, from the module plus those bytes ([`Run::restore`]). The
-//! restored run has the same trace, call log and outstanding calls, under the same call
-//! ids, so the host answers them as if nothing happened; [`Run::pending`] and
-//! [`Run::outstanding`] tell a host that kept no state of its own what the run waits
-//! for. Because the VM is deterministic, a snapshot is a replay log: the module's
-//! fingerprint, the target and options, and every input accepted so far; restoring
-//! replays them and checks that each replayed resume returns what it returned the first
-//! time. Time and size are O(inputs so far). Damaged bytes, a snapshot of another
-//! module or of another format version are a [`SnapshotError`], never a panic. The
-//! format is in [`snapshot`].
+//! later, on another machine, from the program plus those bytes ([`Run::restore`]). A
+//! snapshot is the run's state (O(state), not O(history)): restoring decodes it and
+//! replays nothing. The restored run has the same trace, call log and outstanding calls,
+//! under the same call ids, so the host answers them as if nothing happened;
+//! [`Run::pending`] tells a host that kept no state of its own what the run waits for.
+//! Damaged bytes, a snapshot of another module or of another format version are a
+//! [`SnapshotError`], never a panic. The format is in [`snapshot`].
 //!
 //! # Threads
 //!
-//! A run is `!Send`: it stays on one thread, and a host that runs calls concurrently
-//! sends the [`HostCall`]s (plain `Send` data) to its workers and feeds the answers back,
-//! one [`Run::resume`] at a time, in whatever order they finish. The branches' logs
-//! stay in declaration order regardless. `examples/threaded_host.rs` does this with one
-//! thread per call on the RFC 0010 Example 3 pack
-//! (`cargo run -p packc-vm --example threaded_host`).
+//! A [`CallView`] borrows the run, so a host that runs calls concurrently copies out
+//! what a worker needs (`prompt_task`, `input().to_value()`, `system()`…) as plain
+//! `Send` data, and feeds the answers back, one [`Run::resume`] at a time, in whatever
+//! order they finish. The branches' logs stay in declaration order regardless.
+//! `examples/threaded_host.rs` does this with one thread per call on the RFC 0010
+//! Example 3 pack (`cargo run -p packc-vm --example threaded_host`).
+//!
+//! A blocking [`driver`] runs a script of turns against a [`driver::Host`], for simple
+//! embedders and tests.
 //!
 //! Modules:
-//! - `exec`: the futures and shared state behind `resume`;
-//! - `workflow`: turns, transitions, budgets, artifacts, agents (`workflow.md`);
-//! - `compose`: compositions (`compositions.md`);
-//! - `toolloop`: the model/tool loop shared by prompt states and agent steps;
-//! - `render`: `system_template` rendering (`workflow.md` §14);
-//! - [`value`]: JSON equality and the text form;
-//! - [`snapshot`]: the snapshot format and the replay behind [`Run::restore`];
+//! - `program`: [`Program`], built once per module;
+//! - `run`: [`Run`], the top level: starting, turns, agents, the host protocol;
+//! - `workflow`: transitions, budgets, artifacts, caller events (`workflow.md`);
+//! - `walk`: the composition walk (`compositions.md` §4–§10);
+//! - `lane`: the executions that issue host calls: leaf steps with retry, the model/tool
+//!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6, §8);
+//! - `pred`: compiled predicates (`compositions.md` §7);
+//! - `render`: `system_template` checking and rendering (`workflow.md` §14);
+//! - `value`: borrowed values, references and bindings;
+//! - `view`: [`CallView`] and [`BoundInput`];
+//! - `trace`: [`TraceEvent`] and the log;
+//! - [`snapshot`]: saving and restoring a run;
 //! - [`driver`]: a blocking driver over a [`driver::Host`].
 #![forbid(unsafe_code)]
 
 mod api;
-mod compose;
 pub mod driver;
-mod exec;
+mod lane;
+mod pred;
+mod program;
 mod render;
 mod run;
 pub mod snapshot;
-mod toolloop;
+mod trace;
 pub mod value;
+mod view;
+mod walk;
 mod workflow;
 
 pub use api::*;
-pub use run::{Run, RunOptions};
+pub use pred::Compiled;
+pub use program::Program;
+pub use run::Run;
 pub use snapshot::SnapshotError;
+pub use trace::TraceEvent;
+pub use view::{BoundInput, CallView, OfferedTool};

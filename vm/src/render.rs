@@ -1,160 +1,237 @@
 //! Template rendering (`workflow.md` §14, "Bindings at run time").
+//!
+//! One walk serves two purposes: *checking* a prompt before its call is issued (every
+//! declared variable bound and validated, every placeholder path resolvable: the
+//! `invalid_variable` errors are raised at the right time) without building any text,
+//! and *rendering* it into a caller's buffer when a host asks for the system prompt.
 
-use ir_spec::{PathSeg, Prompt, Segment, VarRoot, VarType, Variable};
-use serde_json::Value;
+use ir_spec::{ArtifactMode, PathSeg, PromptId, Segment, VarRoot, VarType, Variable};
+use serde_json::{Map, Value};
 
 use crate::api::{ErrorKind, RunError};
-use crate::exec::{Artifact, Core};
-use crate::value::{json_eq, write_text_form};
+use crate::program::Program;
+use crate::value::{json_eq, write_text_form, BVal, Ty, VRef};
+
+/// An artifact value (`workflow.md` §11).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Artifact {
+    /// Set by a `replace` writer.
+    Value(Value),
+    /// The entries written by `append` writers.
+    List(Vec<Value>),
+}
+
+impl Artifact {
+    /// The value as JSON: a list of entries is an array.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Artifact::Value(v) => v.clone(),
+            Artifact::List(l) => Value::Array(l.clone()),
+        }
+    }
+
+    /// Applies a write of `v` by a writer in `mode`.
+    pub fn write(slot: &mut Option<Artifact>, mode: ArtifactMode, v: &Value) {
+        *slot = Some(match (mode, slot.take()) {
+            (ArtifactMode::Replace, _) => Artifact::Value(v.clone()),
+            (ArtifactMode::Append, None) => Artifact::List(vec![v.clone()]),
+            (ArtifactMode::Append, Some(Artifact::Value(old))) => {
+                Artifact::List(vec![old, v.clone()])
+            }
+            (ArtifactMode::Append, Some(Artifact::List(mut l))) => {
+                l.push(v.clone());
+                Artifact::List(l)
+            }
+        });
+    }
+}
+
+/// What a prompt renders against.
+pub(crate) struct Env<'a> {
+    pub prog: &'a Program,
+    pub prompt: PromptId,
+    pub input: BVal<'a>,
+    pub artifacts: &'a [Option<Artifact>],
+    pub host_vars: &'a Map<String, Value>,
+}
 
 fn invalid(message: String) -> RunError {
     RunError::new(ErrorKind::InvalidVariable, message)
 }
 
-/// Renders `prompt`'s `system_template` for a call whose input is `input`.
-///
-/// Every declared variable is bound and checked, used or not; a failure is
-/// `invalid_variable` and the model is not called.
-pub(crate) fn render(core: &Core, prompt: &Prompt, input: &Value) -> Result<String, RunError> {
-    let key = core.m.str(prompt.key);
-    let bound: Vec<Option<Value>> = prompt
-        .variables
-        .iter()
-        .map(|v| bind(v, input, key))
-        .collect::<Result<_, _>>()?;
-    let wf = core.wf.borrow();
-    let mut out = String::new();
-    for seg in &prompt.system {
-        let p = match seg {
-            Segment::Text(t) => {
-                out.push_str(t);
-                continue;
+impl<'a> Env<'a> {
+    fn key(&self) -> &'a str {
+        self.prog.prompt_key(self.prompt)
+    }
+
+    /// Binds declared variable `i`: the input's non-null member, else the default of an
+    /// optional variable; `None`: unset (renders empty).
+    fn bind(&self, i: usize) -> Result<Option<BVal<'a>>, RunError> {
+        let var = &self.prog.m.prompts[self.prompt.index()].variables[i];
+        let given = self.input.member(&var.name).filter(|v| v.ty() != Ty::Null);
+        let value = match (given, &var.default) {
+            (Some(v), _) => v,
+            (None, Some(d)) if !var.required => BVal::V(VRef::Val(d)),
+            (None, _) if var.required => {
+                return Err(invalid(format!(
+                    "prompt `{}`: required variable `{}` is missing",
+                    self.key(),
+                    var.name
+                )))
             }
-            Segment::Var(p) => p,
+            (None, _) => return Ok(None),
         };
+        let pattern = self.prog.patterns[self.prompt.index()][i].as_ref();
+        check(var, pattern, value).map_err(|why| {
+            invalid(format!(
+                "prompt `{}`: variable `{}` {why}",
+                self.key(),
+                var.name
+            ))
+        })?;
+        Ok(Some(value))
+    }
+
+    /// Checks the prompt (`out == None`) or renders it into `out`.
+    pub fn run(&self, mut out: Option<&mut String>) -> Result<(), RunError> {
+        let prompt = &self.prog.m.prompts[self.prompt.index()];
+        for i in 0..prompt.variables.len() {
+            self.bind(i)?;
+        }
         let missing = || {
             invalid(format!(
-                "prompt `{key}`: a placeholder path does not resolve"
+                "prompt `{}`: a placeholder path does not resolve",
+                self.key()
             ))
         };
-        match &p.root {
-            VarRoot::Input => write(&mut out, walk(input, &p.path).ok_or_else(missing)?),
-            VarRoot::Declared(i) => {
-                if let Some(Some(v)) = bound.get(*i as usize) {
-                    write(&mut out, walk(v, &p.path).ok_or_else(missing)?);
+        for seg in &prompt.system {
+            let p = match seg {
+                Segment::Text(t) => {
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push_str(t);
+                    }
+                    continue;
                 }
-            }
-            VarRoot::Undeclared(name) => {
-                let v = input
-                    .as_object()
-                    .and_then(|o| o.get(name))
-                    .filter(|v| !v.is_null())
-                    .or_else(|| core.host_vars.get(name))
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "prompt `{key}`: `{{{{{name}}}}}` is neither an input member nor a host variable"
-                        ))
-                    })?;
-                write(&mut out, walk(v, &p.path).ok_or_else(missing)?);
-            }
-            VarRoot::Artifact(id) => {
-                let set = id
-                    .and_then(|id| wf.artifacts.get(id.index()))
-                    .and_then(Option::as_ref);
-                match set {
-                    None => {}
-                    Some(Artifact::List(entries)) if p.path.is_empty() => {
-                        for (i, e) in entries.iter().enumerate() {
-                            if i > 0 {
-                                out.push('\n');
+                Segment::Var(p) => p,
+            };
+            let v = match &p.root {
+                VarRoot::Input => Some(self.input),
+                VarRoot::Declared(i) => self.bind(*i as usize)?,
+                VarRoot::Undeclared(name) => Some(
+                    self.input
+                        .member(name)
+                        .filter(|v| v.ty() != Ty::Null)
+                        .or_else(|| self.host_vars.get(name).map(|v| BVal::V(VRef::Val(v))))
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "prompt `{}`: `{{{{{name}}}}}` is neither an input member nor a host variable",
+                                self.key()
+                            ))
+                        })?,
+                ),
+                VarRoot::Artifact(id) => {
+                    match id.and_then(|id| self.artifacts.get(id.index())).and_then(Option::as_ref) {
+                        None => None,
+                        Some(Artifact::List(entries)) if p.path.is_empty() => {
+                            if let Some(out) = out.as_deref_mut() {
+                                for (i, e) in entries.iter().enumerate() {
+                                    if i > 0 {
+                                        out.push('\n');
+                                    }
+                                    write_text_form(out, e);
+                                }
                             }
-                            write_text_form(&mut out, e);
+                            continue;
+                        }
+                        Some(Artifact::Value(v)) => Some(BVal::V(VRef::Val(v))),
+                        Some(Artifact::List(entries)) => {
+                            // `{{artifacts.log[0]}}`: one entry.
+                            let (first, rest) = p.path.split_first().ok_or_else(missing)?;
+                            let PathSeg::Index(i) = first else {
+                                return Err(missing());
+                            };
+                            let e = entries.get(*i as usize).ok_or_else(missing)?;
+                            let mut v = BVal::V(VRef::Val(e));
+                            for s in rest {
+                                v = v.seg(s).ok_or_else(missing)?;
+                            }
+                            if let Some(out) = out.as_deref_mut() {
+                                v.write_text(out);
+                            }
+                            continue;
                         }
                     }
-                    Some(a) => write(&mut out, walk(&a.to_json(), &p.path).ok_or_else(missing)?),
+                }
+                VarRoot::Artifacts => {
+                    let all = self.all_artifacts();
+                    let mut v = VRef::Val(&all);
+                    for s in &p.path {
+                        v = v.seg(s).ok_or_else(missing)?;
+                    }
+                    if let Some(out) = out.as_deref_mut() {
+                        v.write_text(out);
+                    }
+                    continue;
+                }
+            };
+            let Some(mut v) = v else { continue };
+            for s in &p.path {
+                v = v.seg(s).ok_or_else(missing)?;
+            }
+            if let Some(out) = out.as_deref_mut() {
+                v.write_text(out);
+            }
+        }
+        Ok(())
+    }
+
+    /// `{{artifacts}}`: the object of every set artifact.
+    fn all_artifacts(&self) -> Value {
+        let mut all = Map::new();
+        if let Some(w) = &self.prog.m.workflow {
+            for (i, name) in w.artifacts.iter().enumerate() {
+                if let Some(Some(a)) = self.artifacts.get(i) {
+                    all.insert(self.prog.m.str(*name).to_owned(), a.to_json());
                 }
             }
-            VarRoot::Artifacts => {
-                let all: serde_json::Map<String, Value> = core
-                    .m
-                    .workflow
-                    .iter()
-                    .flat_map(|w| w.artifacts.iter().enumerate())
-                    .filter_map(|(i, name)| {
-                        let a = wf.artifacts.get(i)?.as_ref()?;
-                        Some((core.m.str(*name).to_owned(), a.to_json()))
-                    })
-                    .collect();
-                write(
-                    &mut out,
-                    walk(&Value::Object(all), &p.path).ok_or_else(missing)?,
-                );
-            }
         }
+        Value::Object(all)
     }
-    Ok(out)
-}
-
-fn write(out: &mut String, v: Value) {
-    write_text_form(out, &v);
-}
-
-/// Follows a placeholder path; `None` when a member or index is missing or a
-/// non-container is met.
-fn walk(root: &Value, path: &[PathSeg]) -> Option<Value> {
-    let mut v = root;
-    for seg in path {
-        v = match seg {
-            PathSeg::Field(f) => v.as_object()?.get(f)?,
-            PathSeg::Index(i) => v.as_array()?.get(*i as usize)?,
-        };
-    }
-    Some(v.clone())
-}
-
-/// Binds one declared variable: the input's non-null member, else the default of an
-/// optional variable; a missing required one or a value failing its type or validation
-/// is `invalid_variable`. `None`: unset (renders empty).
-fn bind(var: &Variable, input: &Value, key: &str) -> Result<Option<Value>, RunError> {
-    let given = input
-        .as_object()
-        .and_then(|o| o.get(&var.name))
-        .filter(|v| !v.is_null());
-    let value = match (given, &var.default) {
-        (Some(v), _) => v.clone(),
-        (None, Some(d)) if !var.required => d.clone(),
-        (None, _) if var.required => {
-            return Err(invalid(format!(
-                "prompt `{key}`: required variable `{}` is missing",
-                var.name
-            )))
-        }
-        (None, _) => return Ok(None),
-    };
-    check(var, &value)
-        .map_err(|why| invalid(format!("prompt `{key}`: variable `{}` {why}", var.name)))?;
-    Ok(Some(value))
 }
 
 /// The type and validation rules of `workflow.md` §14.
-fn check(var: &Variable, v: &Value) -> Result<(), String> {
+fn check(
+    var: &Variable,
+    pattern: Option<&Option<regex::Regex>>,
+    v: BVal<'_>,
+) -> Result<(), String> {
+    let ty = v.ty();
     let type_ok = match var.ty {
         None => true,
-        Some(VarType::String) => v.is_string(),
-        Some(VarType::Number) => v.is_number(),
-        Some(VarType::Boolean) => v.is_boolean(),
-        Some(VarType::Object) => v.is_object(),
-        Some(VarType::Array) => v.is_array(),
+        Some(VarType::String) => ty == Ty::String,
+        Some(VarType::Number) => ty == Ty::Number,
+        Some(VarType::Boolean) => ty == Ty::Bool,
+        Some(VarType::Object) => ty == Ty::Object,
+        Some(VarType::Array) => ty == Ty::Array,
     };
     if !type_ok {
         return Err("has the wrong type".into());
     }
     let rules = &var.validation;
+    let no_rules = rules.pattern.is_none()
+        && rules.min_length.is_none()
+        && rules.max_length.is_none()
+        && rules.minimum.is_none()
+        && rules.maximum.is_none()
+        && rules.allowed.is_none();
+    if no_rules {
+        return Ok(());
+    }
+    let v = v.as_cow();
     if let Some(s) = v.as_str() {
-        if let Some(pattern) = &rules.pattern {
-            let matches = regex::Regex::new(pattern).is_ok_and(|re| re.is_match(s));
-            if !matches {
-                return Err(format!("does not match `{pattern}`"));
+        if let (Some(text), Some(re)) = (&rules.pattern, pattern) {
+            if !re.as_ref().is_some_and(|re| re.is_match(s)) {
+                return Err(format!("does not match `{text}`"));
             }
         }
         let len = s.chars().count() as u64;
@@ -168,7 +245,7 @@ fn check(var: &Variable, v: &Value) -> Result<(), String> {
         }
     }
     if let Some(allowed) = &rules.allowed {
-        if !allowed.iter().any(|a| json_eq(a, v)) {
+        if !allowed.iter().any(|a| json_eq(a, &v)) {
             return Err("is not one of the allowed values".into());
         }
     }

@@ -1,111 +1,268 @@
-//! [`Run`]: one execution of a module, driven by the host through [`Run::resume`].
+//! [`Run`]: one execution of a [`Program`], an explicit state machine the host drives
+//! through [`Run::resume`].
+//!
+//! The run's state is plain data: where the top level is ([`Top`]: idle, running a
+//! prompt state, walking a composition, waiting for a transition's clock reading…), the
+//! composition walk ([`Walk`]: position, statuses, output slots), the lanes issuing host
+//! calls ([`Lane`]) and the workflow's counters ([`Wf`]). Every buffer is sized at
+//! [`Run::new`] from the program's static counts, so the way from a host answer to the
+//! next call allocates nothing beyond the answer itself.
 
-use std::cell::OnceCell;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
-use ir_spec::Module;
+use ir_spec::{
+    AgentStart, Budget, CompId, EventId, Orchestration, PromptId, StateBody, StateId, StepId,
+};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::{
-    CallRecord, ErrorKind, EvalRequest, HostCall, Input, Need, Outcome, RunError, Target,
+    CallId, CallRecord, ErrorKind, EvalRequest, Input, Need, Outcome, RunError, RunOptions, Target,
 };
-use crate::exec::{BoxFut, Core, Entry, Lane, Sink};
-use crate::snapshot::{self, SnapshotError, Step};
+use crate::lane::{process, pump, Ctx, Exchange, Job, Lane, Phase, Pumped};
+use crate::program::Program;
+use crate::render::Artifact;
+use crate::trace::{grouped, Io, TraceEvent};
+use crate::value::{Scope, VRef};
+use crate::view::CallView;
 
-/// One run of a module against a [`Target`].
+/// Where the run is, at the top level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Top {
+    /// Before [`Input::Start`].
+    NotStarted,
+    /// A workflow run started and waits for the clock reading of its start time.
+    StartClock,
+    /// Waiting for the caller.
+    Idle,
+    /// A prompt state executes in lane 0.
+    StatePrompt(StateId),
+    /// A composition state's composition runs.
+    StateComp(StateId),
+    /// A transition waits for its clock reading (`workflow.md` §7 step 3); `mid_turn`:
+    /// the destination then runs in this turn.
+    Transition {
+        from: StateId,
+        to: StateId,
+        event: EventId,
+        redirected: Option<StateId>,
+        mid_turn: bool,
+    },
+    /// A `composition:<name>` target's turn.
+    CompTarget(CompId),
+    /// A plain agent member's turn, in lane 0.
+    PlainAgent(PromptId),
+    /// The run ended without error.
+    Done,
+    /// The run ended with an error.
+    Failed,
+}
+
+/// The composition walk (`compositions.md` §4).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Walk {
+    pub id: Option<CompId>,
+    /// The next index into `walk`.
+    pub pos: u32,
+    /// Output slots by step id. A parallel step that ran holds a `null` marker: its
+    /// output is walked over its branches' slots (`value::Par`).
+    #[serde(with = "crate::snapshot::slots_text")]
+    pub slots: Vec<Option<Value>>,
+    /// Per step: [`SKIPPED`] and [`SELECTED`] (a branch that ran selected it).
+    pub flags: Vec<u8>,
+    /// The last step that ran and produced an output.
+    pub last: Option<StepId>,
+    /// The step whose lanes are running.
+    pub active: Option<StepId>,
+}
+
+/// The workflow run's counters and data (`workflow.md` §2), also used by plain agents
+/// (history, last output).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Wf {
+    pub current: Option<StateId>,
+    pub visits: Vec<u64>,
+    pub total_visits: u64,
+    #[serde(with = "crate::snapshot::artifacts_text")]
+    pub artifacts: Vec<Option<Artifact>>,
+    pub history: Vec<Exchange>,
+    pub start_ms: u64,
+    /// The last output, unless `last_slot` says it is still in a composition slot.
+    #[serde(with = "crate::snapshot::value_text")]
+    pub last: Value,
+    pub last_slot: Option<StepId>,
+    /// The turn ended: its input and last output go to the history when the next turn
+    /// starts (the history is read only by later turns).
+    pub exchange_pending: bool,
+}
+
+/// One run of a [`Program`] against a [`Target`].
 ///
 /// A run is a value: it does nothing until the host calls [`Run::resume`], and each
-/// `resume` returns what the run needs next. The trace, the call log and the eval
-/// requests can be read at any time. A run is single-threaded (`!Send`): a host that
-/// runs calls concurrently keeps the run on one thread and feeds answers back to it.
-///
-/// Between two resumes a run can be saved with [`Run::snapshot`] and continued elsewhere
-/// with [`Run::restore`] (see [`snapshot`](crate::snapshot)).
+/// `resume` returns what the run needs next. The outstanding calls are read with
+/// [`Run::pending`]; the trace, the call log and the eval requests at any time.
 pub struct Run {
-    core: Rc<Core>,
-    sink: Sink,
-    fut: Option<BoxFut<'static, Result<Outcome, RunError>>>,
-    started: bool,
-    target: Target,
-    /// Every input the run accepted, with what its `resume` returned: the replay log.
-    log: Vec<(Input, Step)>,
-    /// How the run ended, when it ended without error.
-    done: Option<Outcome>,
-    /// The module's fingerprint, computed on the first snapshot.
-    fingerprint: OnceCell<u64>,
+    pub(crate) prog: Arc<Program>,
+    pub(crate) target: Target,
+    pub(crate) host_vars: Map<String, Value>,
+    pub(crate) record_calls: bool,
+    pub(crate) max_host_calls: Option<u64>,
+    pub(crate) workflow_run: bool,
+    /// The workflow budget; `None` outside workflow runs (`workflow.md` §10).
+    pub(crate) budget: Option<Budget>,
+    pub(crate) top: Top,
+    /// The current turn's input.
+    pub(crate) input: Value,
+    pub(crate) wf: Wf,
+    pub(crate) walk: Walk,
+    pub(crate) lanes: Vec<Lane>,
+    pub(crate) io: Io,
 }
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Run")
-            .field("finished", &self.fut.is_none())
+            .field("top", &self.top)
             .finish_non_exhaustive()
     }
 }
 
-/// How a run starts.
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    /// Host variables: template variables the host supplies (`workflow.md` §14).
-    pub host_variables: Map<String, Value>,
-    /// The embedder's cap on host calls (model and tool calls) per run: the call past it
-    /// fails the run with `limit_exceeded`, as a run-wide failure. `None`: no cap. The
-    /// pack cannot set it; it bounds runs of packs whose loops have no budget.
-    pub max_host_calls: Option<u64>,
+pub(crate) fn err(kind: ErrorKind, m: String) -> RunError {
+    RunError::new(kind, m)
+}
+
+pub(crate) fn protocol(m: &str) -> RunError {
+    RunError::new(ErrorKind::Protocol, m)
+}
+
+/// The lanes' view of a run, borrowing its fields one by one (so that the lanes and
+/// the log can be borrowed mutably beside it).
+macro_rules! ctx {
+    ($run:expr) => {
+        Ctx {
+            prog: &$run.prog,
+            cid: $run.walk.id,
+            input: &$run.input,
+            slots: &$run.walk.slots,
+            artifacts: &$run.wf.artifacts,
+            history: &$run.wf.history,
+            host_vars: &$run.host_vars,
+            budget: $run.budget,
+            record_calls: $run.record_calls,
+            max_host_calls: $run.max_host_calls,
+            start_ms: $run.wf.start_ms,
+        }
+    };
+}
+
+/// A step flag: the walk skipped the step.
+pub(crate) const SKIPPED: u8 = 1;
+/// A step flag: a branch step that ran selected the step.
+pub(crate) const SELECTED: u8 = 2;
+
+/// What the composition walk reached.
+pub(crate) enum Walked {
+    Pending(Need),
+    /// The walk ended; the composition output is the output of this step.
+    Finished(StepId),
 }
 
 impl Run {
-    /// A new run of `module` (validated here, once) against `target`.
-    pub fn new(module: Arc<Module>, target: Target, options: RunOptions) -> Result<Run, RunError> {
-        module
-            .validate()
-            .map_err(|e| RunError::new(ErrorKind::Protocol, e.to_string()))?;
+    /// A new run of `program` against `target`.
+    pub fn new(
+        program: Arc<Program>,
+        target: Target,
+        options: RunOptions,
+    ) -> Result<Run, RunError> {
+        let m = &program.m;
         let in_range = match target {
-            Target::Workflow => module.workflow.is_some(),
-            Target::Agent(a) => a.index() < module.agents.len(),
-            Target::Composition(c) => c.index() < module.compositions.len(),
+            Target::Workflow => m.workflow.is_some(),
+            Target::Agent(a) => a.index() < m.agents.len(),
+            Target::Composition(c) => c.index() < m.compositions.len(),
         };
         if !in_range {
-            return Err(RunError::new(
-                ErrorKind::Protocol,
-                "the target is not in this module",
-            ));
+            return Err(protocol("the target is not in this module"));
         }
         let workflow_run = match target {
             Target::Workflow => true,
-            Target::Agent(a) => matches!(
-                module.agents[a.index()].start,
-                ir_spec::AgentStart::State(_)
-            ),
+            Target::Agent(a) => matches!(m.agents[a.index()].start, AgentStart::State(_)),
             Target::Composition(_) => false,
         };
-        let budget = module
-            .workflow
-            .as_ref()
-            .map(|w| w.budget)
-            .filter(|_| workflow_run);
-        let core = Rc::new(Core::new(module, options.host_variables, budget));
-        core.io.borrow_mut().max_host_calls = options.max_host_calls;
-        let sink = Sink::default();
-        let fut_core = core.clone();
-        let lane = Lane {
-            sink: sink.clone(),
-            branch: None,
+        let n_states = m.workflow.as_ref().map_or(0, |w| w.states.len());
+        let n_artifacts = m.workflow.as_ref().map_or(0, |w| w.artifacts.len());
+        let n = program.max_steps;
+        let io = Io {
+            trace: Vec::with_capacity(program.trace_hint),
+            evals: Vec::with_capacity(program.eval_hint),
+            ..Io::default()
         };
-        let fut: BoxFut<'static, Result<Outcome, RunError>> =
-            Box::pin(async move { crate::workflow::main(&fut_core, &lane, target).await });
+        let wf = Wf {
+            visits: vec![0; n_states],
+            artifacts: vec![None; n_artifacts],
+            ..Wf::default()
+        };
+        let walk = Walk {
+            slots: vec![None; n],
+            flags: vec![0; n],
+            ..Walk::default()
+        };
+        let budget = program.budget(workflow_run);
         Ok(Run {
-            core,
-            sink,
-            fut: Some(fut),
-            started: false,
+            lanes: Vec::with_capacity(program.max_lanes),
+            prog: program,
             target,
-            log: Vec::new(),
-            done: None,
-            fingerprint: OnceCell::new(),
+            host_vars: options.host_variables,
+            record_calls: options.record_calls,
+            max_host_calls: options.max_host_calls,
+            workflow_run,
+            budget,
+            top: Top::NotStarted,
+            input: Value::Null,
+            wf,
+            walk,
+            io,
         })
+    }
+
+    /// Makes this run a fresh run of the same program, target and options, keeping its
+    /// buffers: a host running many runs of one program reuses one `Run` and allocates
+    /// nothing per run beyond its values.
+    pub fn reset(&mut self) {
+        self.top = Top::NotStarted;
+        self.input = Value::Null;
+        let wf = &mut self.wf;
+        wf.current = None;
+        wf.visits.fill(0);
+        wf.total_visits = 0;
+        wf.artifacts.fill(None);
+        wf.history.clear();
+        wf.start_ms = 0;
+        wf.last = Value::Null;
+        wf.last_slot = None;
+        wf.exchange_pending = false;
+        let w = &mut self.walk;
+        w.id = None;
+        w.pos = 0;
+        w.slots.fill(None);
+        w.flags.fill(0);
+        w.last = None;
+        w.active = None;
+        let io = &mut self.io;
+        io.next_id = 0;
+        io.issued = 0;
+        io.clock_wanted = false;
+        io.clock = None;
+        io.fatal = None;
+        io.tool_calls = 0;
+        io.group = 0;
+        io.trace.clear();
+        io.calls.clear();
+        io.evals.clear();
+    }
+
+    /// The program this run executes.
+    pub fn program(&self) -> &Arc<Program> {
+        &self.prog
     }
 
     /// Hands the run `input` and runs it until it needs something else.
@@ -115,173 +272,453 @@ impl Run {
     /// not ask for (an answer to no outstanding call, a turn while calls are outstanding,
     /// anything but a clock reading after [`Need::Clock`]) is a `protocol` error that
     /// leaves the run as it was.
-    ///
-    /// The run keeps a copy of every input it accepts: the replay log behind
-    /// [`Run::snapshot`].
     pub fn resume(&mut self, input: Input) -> Result<Need, RunError> {
-        let protocol = |m: &str| Err(RunError::new(ErrorKind::Protocol, m));
-        if self.fut.is_none() {
-            return protocol("the run is over");
-        }
-        let logged = input.clone();
-        if !self.started {
-            if input != Input::Start {
-                return protocol("the first input must be Start");
+        match self.top {
+            Top::Done | Top::Failed => return Err(protocol("the run is over")),
+            Top::NotStarted => {
+                if input != Input::Start {
+                    return Err(protocol("the first input must be Start"));
+                }
+                self.io.issued = 0;
+                let r = self.start().and_then(|()| self.advance());
+                return self.settle(r);
             }
-            self.started = true;
-        } else {
-            self.core.io.borrow_mut().deliver(input)?;
+            _ => {}
         }
-        // Only inputs the run accepted reach the log: a refused one changed nothing.
-        let result = self.poll();
-        self.log.push((logged, Step::of(&result)));
-        if let Ok(Need::Done(outcome)) = &result {
-            self.done = Some(outcome.clone());
+        if self.io.clock_wanted && !matches!(input, Input::Clock(_)) {
+            return Err(protocol("the run asked for a clock reading first"));
         }
-        result
+        // A clock reading continues the resume that asked for it: calls issued before
+        // the request (another parallel branch's) are announced with those issued after.
+        if !matches!(input, Input::Clock(_)) {
+            self.io.issued = 0;
+        }
+        let r = match input {
+            Input::Start => return Err(protocol("the run has already started")),
+            Input::Answer(id, answer) => {
+                // The outstanding calls are the lanes waiting for an answer.
+                let found = self
+                    .lanes
+                    .iter()
+                    .position(|l| matches!(l.phase, Phase::Waiting(c, _) if c == id));
+                let Some((lane, Phase::Waiting(_, call))) = found.map(|i| (i, self.lanes[i].phase))
+                else {
+                    return Err(protocol("an answer to a call that is not outstanding"));
+                };
+                let ctx = ctx!(self);
+                process(&ctx, &mut self.lanes[lane], &mut self.io, call, answer);
+                self.advance()
+            }
+            Input::Clock(ms) => {
+                if !self.io.clock_wanted {
+                    return Err(protocol("a clock reading the run did not ask for"));
+                }
+                self.io.clock_wanted = false;
+                self.io.clock = Some(ms);
+                self.advance()
+            }
+            caller => {
+                if self.top != Top::Idle {
+                    return Err(protocol("a turn or event while the run is busy"));
+                }
+                match caller {
+                    Input::Turn(v) => self.begin_turn(v).and_then(|()| self.advance()),
+                    Input::Event(e) => self.caller_event(&e).and_then(|()| self.advance()),
+                    _ => {
+                        self.finish();
+                        Ok(Need::Done)
+                    }
+                }
+            }
+        };
+        self.settle(r)
     }
 
-    /// Polls the root future once, after an input was delivered.
-    fn poll(&mut self) -> Result<Need, RunError> {
-        let Some(fut) = self.fut.as_mut() else {
-            return Err(RunError::new(ErrorKind::Protocol, "the run is over"));
-        };
-        let mut cx = Context::from_waker(Waker::noop());
-        match fut.as_mut().poll(&mut cx) {
-            Poll::Ready(r) => {
-                self.fut = None;
-                r.map(Need::Done)
+    fn settle(&mut self, r: Result<Need, RunError>) -> Result<Need, RunError> {
+        match &r {
+            Err(_) => {
+                // A failed run has nothing outstanding; its log stays readable.
+                self.top = Top::Failed;
             }
-            Poll::Pending => {
-                let mut io = self.core.io.borrow_mut();
-                if io.clock_wanted {
-                    Ok(Need::Clock)
-                } else if !io.issued.is_empty() {
-                    Ok(Need::Calls(std::mem::take(&mut io.issued)))
-                } else if io.caller_wanted {
-                    Ok(Need::Caller)
-                } else if !io.outstanding.is_empty() {
-                    Ok(Need::Wait)
-                } else {
-                    drop(io);
-                    self.fut = None;
-                    Err(RunError::new(ErrorKind::Protocol, "the run stalled"))
+            Ok(Need::Clock) => self.io.clock_wanted = true,
+            Ok(_) => {}
+        }
+        r
+    }
+
+    /// `Input::Start` (`workflow.md` §3).
+    fn start(&mut self) -> Result<(), RunError> {
+        let m = &self.prog.m;
+        let start = match self.target {
+            Target::Workflow => m.workflow.as_ref().map(|w| w.entry),
+            Target::Agent(a) => match m.agents[a.index()].start {
+                AgentStart::State(s) => Some(s),
+                AgentStart::Plain(None) => {
+                    return Err(err(
+                        ErrorKind::Protocol,
+                        format!(
+                            "agent member `{}` has no prompt",
+                            m.str(m.agents[a.index()].key)
+                        ),
+                    ))
+                }
+                AgentStart::Plain(Some(_)) => None,
+            },
+            Target::Composition(_) => None,
+        };
+        self.top = Top::Idle;
+        if let Some(s) = start {
+            self.wf.current = Some(s);
+            self.wf.visits[s.index()] = 1;
+            self.wf.total_visits = 1;
+            self.io.trace(None, TraceEvent::Enter(s));
+            if self.wall_limit().is_some() {
+                self.top = Top::StartClock;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn wall_limit(&self) -> Option<u64> {
+        self.budget.and_then(|b| b.max_wall_time_sec)
+    }
+
+    /// Runs until the run needs an input.
+    fn advance(&mut self) -> Result<Need, RunError> {
+        loop {
+            match self.top {
+                Top::NotStarted | Top::Failed => return Err(protocol("the run is not running")),
+                Top::Done => return Ok(Need::Done),
+                Top::Idle => return Ok(Need::Caller),
+                Top::StartClock => {
+                    let Some(now) = self.io.clock.take() else {
+                        return Ok(Need::Clock);
+                    };
+                    self.wf.start_ms = now;
+                    self.top = Top::Idle;
+                }
+                Top::Transition {
+                    from,
+                    to,
+                    event,
+                    redirected,
+                    mid_turn,
+                } => {
+                    let Some(now) = self.io.clock.take() else {
+                        return Ok(Need::Clock);
+                    };
+                    if let Some(limit) = self.wall_limit() {
+                        if now.saturating_sub(self.wf.start_ms) >= limit.saturating_mul(1000) {
+                            return Err(self.io.set_fatal(err(
+                                ErrorKind::BudgetExhausted,
+                                format!("max_wall_time_sec {limit} reached"),
+                            )));
+                        }
+                    }
+                    self.enter(from, to, event, redirected, mid_turn);
+                }
+                Top::StatePrompt(_) | Top::PlainAgent(_) => {
+                    match self.pump_lanes()? {
+                        Pumped::AllDone => {}
+                        Pumped::Waiting => return Ok(self.waiting()),
+                        Pumped::Clock => return Ok(Need::Clock),
+                    }
+                    let Some((Some(result), event)) = self
+                        .lanes
+                        .first_mut()
+                        .map(|l| (l.result.take(), l.event.take()))
+                    else {
+                        return Err(protocol("a prompt execution ended without a result"));
+                    };
+                    let output = result?;
+                    self.wf.last = output;
+                    self.wf.last_slot = None;
+                    match self.top {
+                        Top::StatePrompt(s) => {
+                            let event = match event {
+                                Some(name) if self.may_transition(s) => {
+                                    Some(self.event_id(s, &name)?)
+                                }
+                                _ => None,
+                            };
+                            self.after_state(s, event)?;
+                        }
+                        _ => self.end_turn(),
+                    }
+                }
+                Top::StateComp(_) | Top::CompTarget(_) => {
+                    let out = match self.walk_comp()? {
+                        Walked::Pending(need) => return Ok(need),
+                        Walked::Finished(o) => o,
+                    };
+                    self.wf.last_slot = Some(out);
+                    match self.top {
+                        Top::StateComp(s) => {
+                            let name = self.state_output().and_then(|o| match o.member("event") {
+                                Some(VRef::Val(Value::String(e))) => Some(e.as_str()),
+                                _ => None,
+                            });
+                            let event = match name {
+                                Some(name) if self.may_transition(s) => {
+                                    Some(self.event_id(s, name)?)
+                                }
+                                _ => None,
+                            };
+                            self.after_state(s, event)?;
+                        }
+                        _ => self.end_turn(),
+                    }
                 }
             }
         }
     }
 
-    /// The calls issued and not yet answered, in issue order; none once the run is over.
-    ///
-    /// While the run wants the clock ([`Need::Clock`]) this may include calls issued
-    /// just before the request, which the next [`Run::resume`] announces.
-    pub fn outstanding(&self) -> Vec<HostCall> {
-        if self.fut.is_none() {
-            return Vec::new();
+    pub(crate) fn waiting(&self) -> Need {
+        if self.io.issued > 0 {
+            Need::Calls
+        } else {
+            Need::Wait
         }
-        self.core
-            .io
-            .borrow()
-            .outstanding
-            .values()
-            .cloned()
-            .collect()
     }
 
-    /// What the run waits for now, for a host that does not remember what the last
-    /// [`Run::resume`] returned (say, after [`Run::restore`]): [`Need::Clock`],
-    /// [`Need::Calls`] listing *every* outstanding call (not only the newly issued ones),
-    /// [`Need::Caller`] or [`Need::Done`]; never [`Need::Wait`]. `None` before the first
-    /// resume (resume with [`Input::Start`]) and after the run failed.
-    pub fn pending(&self) -> Option<Need> {
-        if !self.started {
+    pub(crate) fn ctx(&self) -> Ctx<'_> {
+        ctx!(self)
+    }
+
+    pub(crate) fn pump_lanes(&mut self) -> Result<Pumped, RunError> {
+        let ctx = ctx!(self);
+        pump(&ctx, &mut self.lanes, &mut self.io)
+    }
+
+    pub(crate) fn scope(&self) -> Scope<'_> {
+        Scope {
+            m: &self.prog.m,
+            comp: self.walk.id.map(|c| &self.prog.m.compositions[c.index()]),
+            input: &self.input,
+            slots: &self.walk.slots,
+        }
+    }
+
+    /// The output of the state (or agent turn, or composition) that executed last.
+    pub(crate) fn state_output(&self) -> Option<VRef<'_>> {
+        match self.wf.last_slot {
+            Some(o) => self.scope().step(o),
+            None => Some(VRef::Val(&self.wf.last)),
+        }
+    }
+
+    /// Moves the last output out of the composition slots, and copies the eval
+    /// requests' outputs, before the slots are reused or the run ends.
+    pub(crate) fn settle_slots(&mut self) {
+        let scope = Scope {
+            m: &self.prog.m,
+            comp: self.walk.id.map(|c| &self.prog.m.compositions[c.index()]),
+            input: &self.input,
+            slots: &self.walk.slots,
+        };
+        for (_, e) in &mut self.io.evals {
+            if e.output.is_none() && Some(e.comp) == self.walk.id {
+                e.output = Some(scope.step(e.step).map_or(Value::Null, VRef::to_value));
+            }
+        }
+        if let Some(o) = self.wf.last_slot.take() {
+            let real = scope.step(o).and_then(VRef::real).is_some();
+            self.wf.last = if real {
+                self.walk.slots[o.index()].take().unwrap_or(Value::Null)
+            } else {
+                scope.step(o).map_or(Value::Null, VRef::to_value)
+            };
+        }
+    }
+
+    /// The caller's turn (`workflow.md` §5).
+    fn begin_turn(&mut self, input: Value) -> Result<(), RunError> {
+        if self.wf.exchange_pending {
+            self.settle_slots();
+            self.wf.exchange_pending = false;
+            let input = std::mem::replace(&mut self.input, Value::Null);
+            self.wf.history.push(Exchange {
+                input,
+                output: self.wf.last.clone(),
+            });
+        }
+        self.input = input;
+        match self.target {
+            Target::Composition(c) => {
+                self.begin_comp(c);
+                self.top = Top::CompTarget(c);
+            }
+            Target::Agent(a) if !self.workflow_run => {
+                let AgentStart::Plain(Some(p)) = self.prog.m.agents[a.index()].start else {
+                    return Err(protocol("agent member has no prompt"));
+                };
+                crate::walk::set_lanes(
+                    &mut self.lanes,
+                    std::iter::once((
+                        Job::Prompt {
+                            prompt: p,
+                            events: None,
+                        },
+                        None,
+                    )),
+                );
+                self.top = Top::PlainAgent(p);
+            }
+            _ => {
+                let s = self
+                    .wf
+                    .current
+                    .ok_or_else(|| protocol("no current state"))?;
+                self.begin_state(s);
+            }
+        }
+        Ok(())
+    }
+
+    /// The turn ended.
+    pub(crate) fn end_turn(&mut self) {
+        self.top = Top::Idle;
+        if !matches!(self.target, Target::Composition(_)) {
+            self.wf.exchange_pending = true;
+        }
+    }
+
+    /// Starts executing state `s` with the turn input.
+    pub(crate) fn begin_state(&mut self, s: StateId) {
+        let Some(wf) = self.prog.m.workflow.as_ref() else {
+            return;
+        };
+        let state = &wf.states[s.index()];
+        match state.body {
+            StateBody::Prompt(p) => {
+                let may_name = !state.terminal && state.mode != Orchestration::External;
+                crate::walk::set_lanes(
+                    &mut self.lanes,
+                    std::iter::once((
+                        Job::Prompt {
+                            prompt: p,
+                            events: may_name.then_some(s),
+                        },
+                        None,
+                    )),
+                );
+                self.top = Top::StatePrompt(s);
+            }
+            StateBody::Composition(c) => {
+                self.begin_comp(c);
+                self.top = Top::StateComp(s);
+            }
+        }
+    }
+
+    /// `Input::Finish`.
+    fn finish(&mut self) {
+        // A real composition output stays in its slot, where `outcome` borrows it; a
+        // parallel step's merged output is built now.
+        if self.state_output().and_then(VRef::real).is_none() {
+            self.settle_slots();
+        }
+        self.top = Top::Done;
+    }
+
+    /// The outstanding calls, in issue order: the lanes waiting for an answer (none once
+    /// the run has ended).
+    pub fn pending(&self) -> impl Iterator<Item = CallView<'_>> + '_ {
+        let ctx = self.ctx();
+        let live = !self.is_finished();
+        let mut after: Option<CallId> = None;
+        std::iter::from_fn(move || {
+            if !live {
+                return None;
+            }
+            let (id, lane, call) = self
+                .lanes
+                .iter()
+                .filter_map(|l| match l.phase {
+                    Phase::Waiting(id, call) if after.is_none_or(|a| id > a) => Some((id, l, call)),
+                    _ => None,
+                })
+                .min_by_key(|(id, _, _)| *id)?;
+            after = Some(id);
+            Some(CallView::new(ctx, lane, id, call))
+        })
+    }
+
+    /// The calls the last [`Run::resume`] issued (what [`Need::Calls`] announced), in
+    /// issue order: the newest of [`Run::pending`]. After [`Need::Clock`], the calls
+    /// issued before the request are announced by the next resume, with the rest.
+    pub fn issued(&self) -> impl Iterator<Item = CallView<'_>> + '_ {
+        let first = CallId(self.io.next_id.saturating_sub(u64::from(self.io.issued)));
+        self.pending().filter(move |c| c.id() >= first)
+    }
+
+    /// The outstanding call `id`.
+    pub fn call(&self, id: CallId) -> Option<CallView<'_>> {
+        self.pending().find(|c| c.id() == id)
+    }
+
+    /// How the run ended, once [`Resume`](Run::resume) returned [`Need::Done`].
+    pub fn outcome(&self) -> Option<Outcome<'_>> {
+        if self.top != Top::Done {
             return None;
         }
-        if self.fut.is_none() {
-            return self.done.clone().map(Need::Done);
-        }
-        let io = self.core.io.borrow();
-        if io.clock_wanted {
-            Some(Need::Clock)
-        } else if !io.outstanding.is_empty() {
-            Some(Need::Calls(io.outstanding.values().cloned().collect()))
-        } else if io.caller_wanted {
-            Some(Need::Caller)
-        } else {
-            None
-        }
-    }
-
-    /// Saves the run to bytes: between two resumes, at any point of its life.
-    ///
-    /// [`Run::restore`] continues it from these bytes and the same module. The bytes hold
-    /// every input the run accepted so far (see [`snapshot`](crate::snapshot) for the
-    /// format and the cost).
-    pub fn snapshot(&self) -> Vec<u8> {
-        let fingerprint = *self
-            .fingerprint
-            .get_or_init(|| snapshot::fingerprint(&self.core.m));
-        let max_host_calls = self.core.io.borrow().max_host_calls;
-        snapshot::encode(
-            fingerprint,
-            self.target,
-            &self.core.host_vars,
-            max_host_calls,
-            &self.log,
-        )
-    }
-
-    /// Continues a run saved by [`Run::snapshot`], given the module it ran.
-    ///
-    /// The restored run is where the saved one was: the same trace, call log and eval
-    /// requests, the same outstanding calls under the same [`CallId`](crate::CallId)s
-    /// (see [`Run::outstanding`] and [`Run::pending`]), and the same answers to every
-    /// further input. Bytes that are not an intact snapshot of a run of `module` are an
-    /// error, never a panic.
-    pub fn restore(module: Arc<Module>, snapshot: &[u8]) -> Result<Run, SnapshotError> {
-        snapshot::restore(module, snapshot)
-    }
-
-    pub(crate) fn set_fingerprint(&mut self, fingerprint: u64) {
-        self.fingerprint = OnceCell::from(fingerprint);
+        let m = &self.prog.m;
+        let state = match (self.workflow_run, &m.workflow, self.wf.current) {
+            (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
+            _ => None,
+        };
+        Some(Outcome {
+            output: self
+                .state_output()
+                .and_then(VRef::real)
+                .unwrap_or(&self.wf.last),
+            state,
+        })
     }
 
     /// Whether the run has ended.
     pub fn is_finished(&self) -> bool {
-        self.fut.is_none()
+        matches!(self.top, Top::Done | Top::Failed)
     }
 
-    /// The trace lines so far (conformance README, "Trace lines"), parallel branches one
-    /// after another.
-    pub fn trace(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        self.sink.visit(&mut |e| {
-            if let Entry::Trace(t) = e {
-                out.push(t.clone());
-            }
-        });
-        out
+    /// The trace entries so far, parallel branches one after another.
+    pub fn trace(&self) -> Vec<TraceEvent> {
+        grouped(&self.io.trace).into_iter().copied().collect()
     }
 
-    /// The host calls so far, in walk order (parallel branches one after another).
+    /// The trace lines so far (conformance README, "Trace lines"), parallel branches
+    /// one after another.
+    pub fn trace_lines(&self) -> Vec<String> {
+        grouped(&self.io.trace)
+            .into_iter()
+            .map(|e| e.line(&self.prog.m))
+            .collect()
+    }
+
+    /// The host calls so far, in walk order (parallel branches one after another);
+    /// empty unless [`RunOptions::record_calls`] is on.
     pub fn calls(&self) -> Vec<CallRecord> {
-        let mut out = Vec::new();
-        self.sink.visit(&mut |e| {
-            if let Entry::Call(c) = e {
-                out.push(c.clone());
-            }
-        });
-        out
+        grouped(&self.io.calls).into_iter().cloned().collect()
     }
 
     /// The eval requests so far (`compositions.md` §9.2).
     pub fn evals(&self) -> Vec<EvalRequest> {
-        let mut out = Vec::new();
-        self.sink.visit(&mut |e| {
-            if let Entry::Eval(r) = e {
-                out.push(r.clone());
-            }
-        });
-        out
+        let m = &self.prog.m;
+        let scope = self.scope();
+        grouped(&self.io.evals)
+            .into_iter()
+            .map(|e| {
+                let step = &m.compositions[e.comp.index()].steps[e.step.index()];
+                let output = match &e.output {
+                    Some(v) => v.clone(),
+                    None => scope.step(e.step).map_or(Value::Null, VRef::to_value),
+                };
+                EvalRequest {
+                    step: m.str(step.id).to_owned(),
+                    eval: step.evals[e.eval as usize].clone(),
+                    output,
+                }
+            })
+            .collect()
     }
 }

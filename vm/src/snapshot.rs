@@ -1,57 +1,44 @@
-//! Snapshots: a run saved to bytes between two resumes and restored later, possibly on
-//! another machine, from the same module plus the bytes.
+//! Snapshots: a run saved to bytes between two resumes and restored later, from the same
+//! program plus the bytes.
 //!
-//! # Design: a replay log
-//!
-//! The live state of a run is mostly the state of suspended `async` functions (see
-//! `exec`), which Rust cannot serialize. But a run is deterministic: its module, its
-//! target and options, and the inputs handed to [`Run::resume`] fix everything it does,
-//! down to the call ids (the VM reads no clock and draws no randomness). So a snapshot
-//! records exactly that, and [`Run::restore`] builds a fresh run and hands it the same
-//! inputs again. Each input is stored with a summary of what its `resume` returned (the
-//! ids of the calls it issued, or which other [`Need`], or the error kind
-//! that ended the run); the replay must reproduce every summary, so a snapshot restored
-//! against a VM that behaves differently is refused rather than silently continued.
-//! Inputs the run refused (protocol errors that leave it as it was) are not recorded.
-//!
-//! Cost: a run keeps a copy of every input it accepted, so its memory grows with the
-//! answers it has seen; [`Run::snapshot`] is O(inputs so far) in time and size, and
-//! [`Run::restore`] re-executes the run so far (O(inputs so far), without any host I/O).
-//! Long-lived runs (many caller turns) pay for their whole history on each restore.
-//!
-//! # Bytes
-//!
-//! All integers are little-endian.
+//! The run's state is explicit data (no suspended futures), so a snapshot is that state
+//! itself, written with postcard: the top-level position, the composition walk and its
+//! output slots, the lanes with their loop transcripts, the workflow counters, the log.
+//! JSON values are written as compact JSON text (postcard cannot carry a
+//! `serde_json::Value`). Restoring decodes it; nothing is replayed, so a snapshot costs
+//! O(state), not O(history).
 //!
 //! ```text
 //! offset  size  field
-//! 0       8     magic: 89 50 50 52 0D 0A 1A 0A  ("\x89PPR\r\n\x1a\n", "packc run")
+//! 0       8     magic: 89 50 50 53 0D 0A 1A 0A  ("\x89PPS\r\n\x1a\n", "packc state")
 //! 8       2     snapshot format version (u16), FORMAT_VERSION
 //! 10      8     module fingerprint (u64): FNV-1a 64 of the module's postcard bytes
-//! 18      N     body, postcard: target, host variables, max_host_calls, the input log
+//! 18      N     body, postcard (`Body`)
 //! end-8   8     FNV-1a 64 of every byte before it
 //! ```
 //!
-//! In the body, JSON values (turn inputs, answers, tool arguments, host variables) are
-//! compact JSON text, as in `ir_spec` (postcard cannot carry a `serde_json::Value`).
 //! The fingerprint and the checksum catch mistakes (another module, a damaged file), not
-//! an adversary: a snapshot is as trusted as the answers it replays.
+//! an adversary: a snapshot is as trusted as the answers it holds.
 
 use std::sync::Arc;
 
-use ir_spec::{AgentId, CompId, Module};
+use ir_spec::Module;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::api::{Answer, CallId, ErrorKind, Input, Need, RunError, Target, ToolRequest};
-use crate::run::{Run, RunOptions};
+use crate::api::{RunError, Target};
+use ir_spec::{CompId, StepId};
 
-/// The eight bytes every snapshot starts with (the `.ppk` magic's shape, `PPR` for "packc
-/// run").
-pub const MAGIC: [u8; 8] = *b"\x89PPR\r\n\x1a\n";
+use crate::lane::{Job, Lane, Phase};
+use crate::program::Program;
+use crate::run::{Run, Top, Walk, Wf};
+use crate::trace::Io;
+use crate::trace::TraceEvent;
 
-/// The snapshot format version this VM writes and reads. Any change to the body's layout
-/// or to what a replay must reproduce bumps it; other versions are refused.
+/// The eight bytes every snapshot starts with.
+pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
+
+/// The snapshot format version this VM writes and reads; other versions are refused.
 pub const FORMAT_VERSION: u16 = 1;
 
 const HEADER: usize = 8 + 2 + 8;
@@ -63,7 +50,7 @@ pub enum SnapshotError {
     /// The bytes do not start with [`MAGIC`].
     #[error("not a packc run snapshot (bad magic)")]
     BadMagic,
-    /// The snapshot was written in another format version.
+    /// Another format version.
     #[error("snapshot format {found} is not the one this VM reads ({supported})")]
     Version {
         /// The version in the snapshot.
@@ -77,179 +64,41 @@ pub enum SnapshotError {
         /// How many bytes there were.
         len: usize,
     },
-    /// The checksum does not match: the bytes were damaged or cut.
+    /// The checksum does not match.
     #[error("the snapshot is damaged (checksum mismatch)")]
     Checksum,
     /// The snapshot was taken of a run of another module.
     #[error("the snapshot belongs to another module (fingerprint {found:016x}, this module {expected:016x})")]
     OtherModule {
-        /// The fingerprint of the module given to restore.
+        /// The fingerprint of the program given to restore.
         expected: u64,
         /// The fingerprint in the snapshot.
         found: u64,
     },
-    /// The body does not decode (bad postcard or bad JSON text).
+    /// The body does not decode, or does not fit the program.
     #[error("the snapshot body does not decode: {0}")]
     Decode(String),
-    /// The recorded target and options do not start a run of this module.
-    #[error("the snapshot's run cannot start: {0}")]
-    Start(RunError),
-    /// Replaying recorded input `index` did not give the recorded result.
-    #[error(
-        "replaying input {index} diverged from the recorded run: expected {expected}, got {found}"
-    )]
-    Diverged {
-        /// The 0-based index of the input in the log.
-        index: usize,
-        /// What the recorded run returned.
-        expected: String,
-        /// What the replay returned.
-        found: String,
-    },
 }
 
-/// What one `resume` returned, as recorded beside its input and checked on replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) enum Step {
-    /// [`Need::Calls`], by call id.
-    Calls(Vec<CallId>),
-    /// [`Need::Wait`].
-    Wait,
-    /// [`Need::Clock`].
-    Clock,
-    /// [`Need::Caller`].
-    Caller,
-    /// [`Need::Done`].
-    Done,
-    /// The run ended with an error of this kind.
-    Failed(ErrorKind),
-}
-
-impl Step {
-    pub fn of(result: &Result<Need, RunError>) -> Step {
-        match result {
-            Ok(Need::Calls(calls)) => Step::Calls(calls.iter().map(|c| c.id).collect()),
-            Ok(Need::Wait) => Step::Wait,
-            Ok(Need::Clock) => Step::Clock,
-            Ok(Need::Caller) => Step::Caller,
-            Ok(Need::Done(_)) => Step::Done,
-            Err(e) => Step::Failed(e.kind),
-        }
-    }
-}
-
-/// The postcard body.
+/// The postcard body: the run's state.
 #[derive(Serialize, Deserialize)]
 struct Body {
-    target: SnapTarget,
-    /// The host variables, a JSON object as text.
-    host_variables: String,
+    target: Target,
+    #[serde(with = "map_text")]
+    host_vars: Map<String, Value>,
+    record_calls: bool,
     max_host_calls: Option<u64>,
-    log: Vec<Logged>,
+    workflow_run: bool,
+    top: Top,
+    #[serde(with = "value_text")]
+    input: Value,
+    wf: Wf,
+    walk: Walk,
+    lanes: Vec<Lane>,
+    io: Io,
 }
 
-#[derive(Serialize, Deserialize)]
-enum SnapTarget {
-    Workflow,
-    Agent(u32),
-    Composition(u32),
-}
-
-#[derive(Serialize, Deserialize)]
-struct Logged {
-    input: SnapInput,
-    step: Step,
-}
-
-/// [`Input`] with JSON values as text.
-#[derive(Serialize, Deserialize)]
-enum SnapInput {
-    Start,
-    Turn(String),
-    Event(String),
-    Finish,
-    Answer(CallId, SnapAnswer),
-    Clock(u64),
-}
-
-/// [`Answer`] with JSON values as text.
-#[derive(Serialize, Deserialize)]
-enum SnapAnswer {
-    Output {
-        output: String,
-        event: Option<String>,
-    },
-    ToolCalls(Vec<(String, String)>),
-    Error(String),
-}
-
-fn text(v: &Value) -> String {
-    v.to_string()
-}
-
-fn parse(t: &str) -> Result<Value, SnapshotError> {
-    serde_json::from_str(t).map_err(|e| SnapshotError::Decode(format!("bad JSON text: {e}")))
-}
-
-impl SnapInput {
-    fn of(input: &Input) -> SnapInput {
-        match input {
-            Input::Start => SnapInput::Start,
-            Input::Turn(v) => SnapInput::Turn(text(v)),
-            Input::Event(e) => SnapInput::Event(e.clone()),
-            Input::Finish => SnapInput::Finish,
-            Input::Answer(id, a) => SnapInput::Answer(
-                *id,
-                match a {
-                    Answer::Output { output, event } => SnapAnswer::Output {
-                        output: text(output),
-                        event: event.clone(),
-                    },
-                    Answer::ToolCalls(reqs) => SnapAnswer::ToolCalls(
-                        reqs.iter()
-                            .map(|r| (r.name.clone(), text(&r.args)))
-                            .collect(),
-                    ),
-                    Answer::Error(e) => SnapAnswer::Error(e.clone()),
-                },
-            ),
-            Input::Clock(ms) => SnapInput::Clock(*ms),
-        }
-    }
-
-    fn into_input(self) -> Result<Input, SnapshotError> {
-        Ok(match self {
-            SnapInput::Start => Input::Start,
-            SnapInput::Turn(t) => Input::Turn(parse(&t)?),
-            SnapInput::Event(e) => Input::Event(e),
-            SnapInput::Finish => Input::Finish,
-            SnapInput::Answer(id, a) => Input::Answer(
-                id,
-                match a {
-                    SnapAnswer::Output { output, event } => Answer::Output {
-                        output: parse(&output)?,
-                        event,
-                    },
-                    SnapAnswer::ToolCalls(reqs) => Answer::ToolCalls(
-                        reqs.into_iter()
-                            .map(|(name, args)| {
-                                Ok(ToolRequest {
-                                    name,
-                                    args: parse(&args)?,
-                                })
-                            })
-                            .collect::<Result<_, SnapshotError>>()?,
-                    ),
-                    SnapAnswer::Error(e) => Answer::Error(e),
-                },
-            ),
-            SnapInput::Clock(ms) => Input::Clock(ms),
-        })
-    }
-}
-
-/// FNV-1a, 64 bits: tiny, stable across platforms and Rust versions (unlike `std`'s
-/// `DefaultHasher`), and every single-byte change alters the result.
+/// FNV-1a, 64 bits: tiny and stable across platforms and Rust versions.
 #[derive(Clone, Copy)]
 struct Fnv(u64);
 
@@ -289,127 +138,411 @@ fn fnv(bytes: &[u8]) -> u64 {
     h.0
 }
 
-/// The module's fingerprint: FNV-1a 64 of its postcard encoding, hashed as it is
-/// written (no copy of the module is made).
+/// The module's fingerprint: FNV-1a 64 of its postcard encoding, hashed as written.
 pub fn fingerprint(module: &Module) -> u64 {
     // Postcard fails only on a full fixed buffer (this flavor has none), on sequences of
     // unknown length (the IR has none) and on custom errors (the IR's JSON values are
-    // written as text, which cannot fail). So this never panics.
-    postcard::serialize_with_flavor(module, Fnv::new())
-        .expect("a module always encodes with postcard")
+    // written as text, which cannot fail).
+    postcard::serialize_with_flavor(module, Fnv::new()).unwrap_or(0)
 }
 
-/// Writes the snapshot of a run with this state.
-pub(crate) fn encode(
-    fingerprint: u64,
-    target: Target,
-    host_variables: &Map<String, Value>,
-    max_host_calls: Option<u64>,
-    log: &[(Input, Step)],
-) -> Vec<u8> {
-    let body = Body {
-        target: match target {
-            Target::Workflow => SnapTarget::Workflow,
-            Target::Agent(a) => SnapTarget::Agent(a.0),
-            Target::Composition(c) => SnapTarget::Composition(c.0),
-        },
-        host_variables: text(&Value::Object(host_variables.clone())),
-        max_host_calls,
-        log: log
-            .iter()
-            .map(|(input, step)| Logged {
-                input: SnapInput::of(input),
-                step: step.clone(),
-            })
-            .collect(),
-    };
-    let mut out = Vec::with_capacity(HEADER + 64 * log.len() + TRAILER);
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&fingerprint.to_le_bytes());
-    // As in `fingerprint`: the body holds only strings, integers and sequences of known
-    // length, so postcard cannot fail.
-    let mut out = postcard::to_extend(&body, out).expect("a snapshot body always encodes");
-    let sum = fnv(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
-}
+impl Run {
+    /// Saves the run to bytes, between two resumes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let body = Body {
+            target: self.target,
+            host_vars: self.host_vars.clone(),
+            record_calls: self.record_calls,
+            max_host_calls: self.max_host_calls,
+            workflow_run: self.workflow_run,
+            top: self.top,
+            input: self.input.clone(),
+            wf: self.wf.clone(),
+            walk: self.walk.clone(),
+            lanes: self.lanes.clone(),
+            io: self.io.clone(),
+        };
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.prog.fingerprint().to_le_bytes());
+        // The body holds strings, integers and sequences of known length only.
+        let mut out = postcard::to_extend(&body, out).unwrap_or_default();
+        let sum = fnv(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
 
-/// Reads a snapshot and replays it on a fresh run of `module`.
-pub(crate) fn restore(module: Arc<Module>, bytes: &[u8]) -> Result<Run, SnapshotError> {
-    if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
-        // A prefix of the magic is a cut snapshot, anything else a foreign file.
-        return Err(if MAGIC.starts_with(bytes) {
-            SnapshotError::Truncated { len: bytes.len() }
-        } else {
-            SnapshotError::BadMagic
-        });
-    }
-    if bytes.len() < HEADER + TRAILER {
-        return Err(SnapshotError::Truncated { len: bytes.len() });
-    }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != FORMAT_VERSION {
-        return Err(SnapshotError::Version {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let end = bytes.len() - TRAILER;
-    if fnv(&bytes[..end]) != u64_at(end) {
-        return Err(SnapshotError::Checksum);
-    }
-    let found = u64_at(10);
-    let expected = fingerprint(&module);
-    if found != expected {
-        return Err(SnapshotError::OtherModule { expected, found });
-    }
-    let decode = |e: postcard::Error| SnapshotError::Decode(e.to_string());
-    let (body, rest) = postcard::take_from_bytes::<Body>(&bytes[HEADER..end]).map_err(decode)?;
-    if !rest.is_empty() {
-        return Err(SnapshotError::Decode(format!(
-            "{} bytes after the body",
-            rest.len()
-        )));
-    }
-    let target = match body.target {
-        SnapTarget::Workflow => Target::Workflow,
-        SnapTarget::Agent(a) => Target::Agent(AgentId(a)),
-        SnapTarget::Composition(c) => Target::Composition(CompId(c)),
-    };
-    let Value::Object(host_variables) = parse(&body.host_variables)? else {
-        return Err(SnapshotError::Decode(
-            "the host variables are not a JSON object".into(),
-        ));
-    };
-    let options = RunOptions {
-        host_variables,
-        max_host_calls: body.max_host_calls,
-    };
-    let mut run = Run::new(module, target, options).map_err(SnapshotError::Start)?;
-    run.set_fingerprint(expected);
-    for (index, logged) in body.log.into_iter().enumerate() {
-        let input = logged.input.into_input()?;
-        let result = run.resume(input);
-        let step = Step::of(&result);
-        if step != logged.step {
-            let found = match result {
-                Err(e) => format!("error `{e}`"),
-                Ok(_) => format!("{step:?}"),
-            };
-            return Err(SnapshotError::Diverged {
-                index,
-                expected: format!("{:?}", logged.step),
-                found,
+    /// Continues a run saved by [`Run::snapshot`], given the program it ran. Bytes that
+    /// are not an intact snapshot of a run of this program are an error, never a panic.
+    pub fn restore(program: Arc<Program>, bytes: &[u8]) -> Result<Run, SnapshotError> {
+        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+            return Err(if MAGIC.starts_with(bytes) {
+                SnapshotError::Truncated { len: bytes.len() }
+            } else {
+                SnapshotError::BadMagic
             });
         }
+        if bytes.len() < HEADER + TRAILER {
+            return Err(SnapshotError::Truncated { len: bytes.len() });
+        }
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        if version != FORMAT_VERSION {
+            return Err(SnapshotError::Version {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let end = bytes.len() - TRAILER;
+        if fnv(&bytes[..end]) != u64_at(end) {
+            return Err(SnapshotError::Checksum);
+        }
+        let found = u64_at(10);
+        let expected = program.fingerprint();
+        if found != expected {
+            return Err(SnapshotError::OtherModule { expected, found });
+        }
+        let decode = |e: postcard::Error| SnapshotError::Decode(e.to_string());
+        let (body, rest) =
+            postcard::take_from_bytes::<Body>(&bytes[HEADER..end]).map_err(decode)?;
+        if !rest.is_empty() {
+            return Err(SnapshotError::Decode(format!(
+                "{} bytes after the body",
+                rest.len()
+            )));
+        }
+        let run = Run {
+            budget: program.budget(body.workflow_run),
+            prog: program,
+            target: body.target,
+            host_vars: body.host_vars,
+            record_calls: body.record_calls,
+            max_host_calls: body.max_host_calls,
+            workflow_run: body.workflow_run,
+            top: body.top,
+            input: body.input,
+            wf: body.wf,
+            walk: body.walk,
+            lanes: body.lanes,
+            io: body.io,
+        };
+        check_fits(&run).map_err(|m| SnapshotError::Decode(m.to_owned()))?;
+        Ok(run)
     }
-    Ok(run)
+}
+
+/// The decoded state's tables have the program's sizes and its indices are in range.
+fn check_fits(run: &Run) -> Result<(), &'static str> {
+    let m = &run.prog.m;
+    let n = run.prog.max_steps;
+    let n_states = m.workflow.as_ref().map_or(0, |w| w.states.len());
+    let n_artifacts = m.workflow.as_ref().map_or(0, |w| w.artifacts.len());
+    let w = &run.walk;
+    if w.slots.len() != n || w.flags.len() != n {
+        return Err("the walk's tables do not fit the program");
+    }
+    if run.wf.visits.len() != n_states || run.wf.artifacts.len() != n_artifacts {
+        return Err("the workflow's tables do not fit the program");
+    }
+    let target_ok = match run.target {
+        Target::Workflow => m.workflow.is_some(),
+        Target::Agent(a) => a.index() < m.agents.len(),
+        Target::Composition(c) => c.index() < m.compositions.len(),
+    };
+    let comp_ok = w.id.is_none_or(|c| {
+        c.index() < m.compositions.len() && {
+            let steps = m.compositions[c.index()].steps.len();
+            w.active.is_none_or(|s| s.index() < steps) && w.last.is_none_or(|s| s.index() < steps)
+        }
+    });
+    let state_ok = |s: ir_spec::StateId| s.index() < n_states;
+    let top_ok = match run.top {
+        Top::StatePrompt(s) | Top::StateComp(s) => state_ok(s),
+        Top::Transition { from, to, .. } => state_ok(from) && state_ok(to),
+        Top::CompTarget(c) => c.index() < m.compositions.len(),
+        Top::PlainAgent(p) => p.index() < m.prompts.len(),
+        _ => true,
+    };
+    // Call ids are issued in order: every waiting lane's id is below the next one.
+    let lanes_ok = run
+        .lanes
+        .iter()
+        .all(|l| !matches!(l.phase, Phase::Waiting(c, _) if c.0 >= run.io.next_id));
+    if !(target_ok && comp_ok && top_ok && lanes_ok && run.wf.current.is_none_or(state_ok)) {
+        return Err("an index does not fit the program");
+    }
+    // Every step a lane, a trace entry or an eval request names is a step of its
+    // composition; every event of a transition is one of the module's.
+    let step_ok = |c: CompId, s: StepId| {
+        m.compositions
+            .get(c.index())
+            .is_some_and(|comp| s.index() < comp.steps.len())
+    };
+    let running = |s: StepId| w.id.is_some_and(|c| step_ok(c, s));
+    let lane_ok = |l: &crate::lane::Lane| match l.job {
+        Job::Step(s) => running(s),
+        Job::Prompt { prompt, events } => {
+            prompt.index() < m.prompts.len() && events.is_none_or(state_ok)
+        }
+    };
+    let trace_ok = |e: &TraceEvent| match *e {
+        TraceEvent::Enter(s) => state_ok(s),
+        TraceEvent::Step(c, s) | TraceEvent::Skip(c, s) | TraceEvent::Retry(c, s, _) => {
+            step_ok(c, s)
+        }
+        TraceEvent::Branch(c, s, t) => step_ok(c, s) && t.is_none_or(|t| step_ok(c, t)),
+        TraceEvent::Transition {
+            from,
+            to,
+            event,
+            redirected,
+        } => {
+            state_ok(from)
+                && state_ok(to)
+                && event.index() < m.events.len()
+                && redirected.is_none_or(state_ok)
+        }
+    };
+    let eval_ok = |e: &crate::trace::EvalRec| {
+        step_ok(e.comp, e.step)
+            && (e.eval as usize)
+                < m.compositions[e.comp.index()].steps[e.step.index()]
+                    .evals
+                    .len()
+    };
+    if !(run.lanes.iter().all(lane_ok)
+        && run.lanes.len() <= run.prog.max_lanes
+        && run.io.trace.iter().all(|(_, e)| trace_ok(e))
+        && run.io.evals.iter().all(|(_, e)| eval_ok(e)))
+    {
+        return Err("a step, state or event does not fit the program");
+    }
+    Ok(())
+}
+
+/// `Value` as JSON text.
+pub(crate) mod value_text {
+    use super::*;
+    use serde::{de::Error as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        let text = <&str>::deserialize(d)?;
+        serde_json::from_str(text).map_err(D::Error::custom)
+    }
+}
+
+/// A JSON object as text.
+pub(crate) mod map_text {
+    use super::*;
+    use serde::{de::Error as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Map<String, Value>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&Value::Object(v.clone()).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+        let text = <&str>::deserialize(d)?;
+        serde_json::from_str(text).map_err(D::Error::custom)
+    }
+}
+
+/// A `Serialize`/`Deserialize` wrapper writing a `Value` as text, for containers.
+#[derive(Serialize, Deserialize)]
+struct T(#[serde(with = "value_text")] Value);
+
+/// `Option<Value>` as optional text.
+pub(crate) mod opt_value_text {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Value>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().map(|v| T(v.clone())).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        Ok(Option::<T>::deserialize(d)?.map(|t| t.0))
+    }
+}
+
+/// Output slots.
+pub(crate) mod slots_text {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Option<Value>], s: S) -> Result<S::Ok, S::Error> {
+        let items: Vec<Option<T>> = v.iter().map(|v| v.as_ref().map(|v| T(v.clone()))).collect();
+        items.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Option<Value>>, D::Error> {
+        Ok(Vec::<Option<T>>::deserialize(d)?
+            .into_iter()
+            .map(|t| t.map(|t| t.0))
+            .collect())
+    }
+}
+
+/// Tool requests.
+pub(crate) mod requests_text {
+    use super::*;
+    use crate::api::ToolRequest;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[ToolRequest], s: S) -> Result<S::Ok, S::Error> {
+        let items: Vec<(&str, T)> = v
+            .iter()
+            .map(|r| (r.name.as_str(), T(r.args.clone())))
+            .collect();
+        items.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ToolRequest>, D::Error> {
+        Ok(Vec::<(String, T)>::deserialize(d)?
+            .into_iter()
+            .map(|(name, args)| ToolRequest { name, args: args.0 })
+            .collect())
+    }
+}
+
+/// A lane's result.
+pub(crate) mod opt_result_text {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        r: &Option<Result<Value, RunError>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        r.as_ref()
+            .map(|r| r.as_ref().map(|v| T(v.clone())).map_err(Clone::clone))
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Result<Value, RunError>>, D::Error> {
+        Ok(Option::<Result<T, RunError>>::deserialize(d)?.map(|r| r.map(|t| t.0)))
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+enum SnapRecord {
+    Model {
+        prompt: String,
+        input: T,
+        system: String,
+    },
+    Tool {
+        tool: String,
+        args: T,
+    },
+}
+
+/// The call log.
+pub(crate) mod calls_text {
+    use super::*;
+    use crate::api::CallRecord;
+    use crate::trace::Tag;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[(Tag, CallRecord)], s: S) -> Result<S::Ok, S::Error> {
+        let items: Vec<(Tag, SnapRecord)> = v
+            .iter()
+            .map(|(t, r)| {
+                (
+                    *t,
+                    match r {
+                        CallRecord::Model {
+                            prompt,
+                            input,
+                            system,
+                        } => SnapRecord::Model {
+                            prompt: prompt.clone(),
+                            input: T(input.clone()),
+                            system: system.clone(),
+                        },
+                        CallRecord::Tool { tool, args } => SnapRecord::Tool {
+                            tool: tool.clone(),
+                            args: T(args.clone()),
+                        },
+                    },
+                )
+            })
+            .collect();
+        items.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(Tag, CallRecord)>, D::Error> {
+        Ok(Vec::<(Tag, SnapRecord)>::deserialize(d)?
+            .into_iter()
+            .map(|(t, r)| {
+                (
+                    t,
+                    match r {
+                        SnapRecord::Model {
+                            prompt,
+                            input,
+                            system,
+                        } => CallRecord::Model {
+                            prompt,
+                            input: input.0,
+                            system,
+                        },
+                        SnapRecord::Tool { tool, args } => CallRecord::Tool { tool, args: args.0 },
+                    },
+                )
+            })
+            .collect())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+enum SnapArtifact {
+    Value(T),
+    List(Vec<T>),
+}
+
+/// Artifact values.
+pub(crate) mod artifacts_text {
+    use super::*;
+    use crate::render::Artifact;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Option<Artifact>], s: S) -> Result<S::Ok, S::Error> {
+        let items: Vec<Option<SnapArtifact>> = v
+            .iter()
+            .map(|a| {
+                a.as_ref().map(|a| match a {
+                    Artifact::Value(v) => SnapArtifact::Value(T(v.clone())),
+                    Artifact::List(l) => SnapArtifact::List(l.iter().cloned().map(T).collect()),
+                })
+            })
+            .collect();
+        items.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Option<Artifact>>, D::Error> {
+        Ok(Vec::<Option<SnapArtifact>>::deserialize(d)?
+            .into_iter()
+            .map(|a| {
+                a.map(|a| match a {
+                    SnapArtifact::Value(t) => Artifact::Value(t.0),
+                    SnapArtifact::List(l) => Artifact::List(l.into_iter().map(|t| t.0).collect()),
+                })
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]
@@ -420,28 +553,5 @@ mod tests {
     fn fnv_matches_the_reference_vectors() {
         assert_eq!(fnv(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    /// The body layout is a contract: a change shows up here and bumps [`FORMAT_VERSION`].
-    #[test]
-    fn logged_input_bytes_are_pinned() {
-        let logged = Logged {
-            input: SnapInput::of(&Input::Answer(
-                CallId(3),
-                Answer::Output {
-                    output: serde_json::json!({"a": 1}),
-                    event: None,
-                },
-            )),
-            step: Step::Calls(vec![CallId(4)]),
-        };
-        let bytes = postcard::to_allocvec(&logged).expect("encodes");
-        // Answer = variant 4, call id 3, Output = variant 0, 7 bytes of text, no event;
-        // then Calls = variant 0, one id, 4.
-        assert_eq!(
-            bytes,
-            [4, 3, 0, 7, b'{', b'"', b'a', b'"', b':', b'1', b'}', 0, 0, 1, 4]
-        );
     }
 }

@@ -1,9 +1,44 @@
-//! Run-time values: JSON equality, reference paths, and the shared text form.
+//! Values as the run reads them, without copying.
 //!
-//! The text form (`compositions.md` §3.6) lives in `ir_spec::text_form`, shared with the
-//! compiler, so both write values into templates identically.
+//! - `VRef`: a borrowed value. A parallel step's output is never built while the
+//!   composition runs: its branch outputs stay in their own slots, and `VRef` walks the
+//!   merged object `{<into>: m}` over them (`compositions.md` 8.2). It is materialized
+//!   only when someone needs a whole `Value` (a host reading the input, a rendered
+//!   template, a predicate comparing whole objects, the composition output).
+//! - `Scope`: the composition input and the output slots; resolves a [`Ref`].
+//! - `BVal`: a step's `input` / `args` ([`Bind`]) seen through a scope: members are
+//!   looked up through the binding, so a template can be checked without building the
+//!   input.
+//!
+//! Object members are found by a linear scan for small objects (no string hashing).
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use ir_spec::{Bind, Composition, Module, Part, PathSeg, Reduce, Ref, Root, StepId, StepKind};
+use serde_json::{Map, Value};
+
+pub use ir_spec::text_form::{text_form, write_text_form};
+
+/// Objects up to this many members are searched linearly.
+const LINEAR: usize = 12;
+
+/// The member `k` of `v` when `v` is an object.
+#[inline]
+pub fn member<'v>(v: &'v Value, k: &str) -> Option<&'v Value> {
+    let o = v.as_object()?;
+    if o.len() <= LINEAR {
+        // Lengths first, then the first byte: most members are told apart without
+        // comparing whole keys.
+        let first = k.as_bytes().first();
+        o.iter()
+            .find(|(kk, _)| {
+                kk.len() == k.len() && kk.as_bytes().first() == first && kk.as_str() == k
+            })
+            .map(|(_, v)| v)
+    } else {
+        o.get(k)
+    }
+}
 
 /// JSON equality of `compositions.md` §7.3: numbers compare as IEEE-754 doubles
 /// (`1 == 1.0`), objects ignore member order, different types are never equal.
@@ -13,25 +48,447 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
             (Some(x), Some(y)) => x == y,
             _ => x == y,
         },
+        (Value::String(x), Value::String(y)) => x == y,
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| member(b, k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
 }
 
-/// Follows `path` (object members only) from `root`; `None` when a member is missing
-/// or a non-object is met on the way (`compositions.md` §3.4).
-pub fn follow<'v>(root: &'v Value, path: &[String]) -> Option<&'v Value> {
-    path.iter().try_fold(root, |v, seg| v.as_object()?.get(seg))
+/// The string rule of `compositions.md` §11.2: with an output schema, a string answer
+/// holding JSON text becomes the parsed value.
+pub(crate) fn string_rule(schema: bool, v: Value) -> Value {
+    match (&v, schema) {
+        (Value::String(s), true) => serde_json::from_str(s).unwrap_or(v),
+        _ => v,
+    }
 }
 
-pub use ir_spec::text_form::{text_form, write_text_form};
+/// A parallel step whose branches all ran: its output is `{<into>: m}`, with `m` the
+/// reduction of the branch slots (`compositions.md` 8.3).
+#[derive(Clone, Copy)]
+pub(crate) struct Par<'a> {
+    m: &'a Module,
+    comp: &'a Composition,
+    branches: &'a [StepId],
+    strategy: Reduce,
+    into: &'a str,
+    slots: &'a [Option<Value>],
+}
+
+impl<'a> Par<'a> {
+    fn branch(&self, b: StepId) -> &'a Value {
+        self.slots[b.index()].as_ref().unwrap_or(&Value::Null)
+    }
+
+    /// `m`.
+    fn reduced(self) -> VRef<'a> {
+        match self.strategy {
+            Reduce::Replace => match self.branches.last() {
+                Some(b) => VRef::Val(self.branch(*b)),
+                None => VRef::Val(&Value::Null),
+            },
+            _ => VRef::Reduced(self),
+        }
+    }
+
+    fn materialize_reduced(&self) -> Value {
+        match self.strategy {
+            Reduce::Replace => self.reduced().to_value(),
+            Reduce::Barrier => Value::Object(
+                self.branches
+                    .iter()
+                    .map(|b| {
+                        let id = self.m.str(self.comp.steps[b.index()].id).to_owned();
+                        (id, self.branch(*b).clone())
+                    })
+                    .collect(),
+            ),
+            Reduce::Append => {
+                let mut out = Vec::new();
+                for b in self.branches {
+                    match self.branch(*b) {
+                        Value::Array(items) => out.extend(items.iter().cloned()),
+                        other => out.push(other.clone()),
+                    }
+                }
+                Value::Array(out)
+            }
+        }
+    }
+}
+
+/// A borrowed value, possibly a parallel step's merged output walked in place.
+#[derive(Clone, Copy)]
+pub(crate) enum VRef<'a> {
+    /// A real value.
+    Val(&'a Value),
+    /// A parallel step's output object `{<into>: m}`.
+    Merged(Par<'a>),
+    /// `m` of a barrier (an object branch id → output) or append (an array) reducer.
+    Reduced(Par<'a>),
+}
+
+impl<'a> VRef<'a> {
+    /// The object member `k`.
+    pub fn member(self, k: &str) -> Option<VRef<'a>> {
+        match self {
+            VRef::Val(v) => member(v, k).map(VRef::Val),
+            VRef::Merged(p) => (p.into == k).then(|| p.reduced()),
+            VRef::Reduced(p) => match p.strategy {
+                Reduce::Barrier => p
+                    .branches
+                    .iter()
+                    .find(|b| p.m.str(p.comp.steps[b.index()].id) == k)
+                    .map(|b| VRef::Val(p.branch(*b))),
+                _ => None,
+            },
+        }
+    }
+
+    /// The array element `i`.
+    pub fn index(self, i: usize) -> Option<VRef<'a>> {
+        match self {
+            VRef::Val(v) => v.as_array()?.get(i).map(VRef::Val),
+            VRef::Merged(_) => None,
+            VRef::Reduced(p) => match p.strategy {
+                Reduce::Append => {
+                    let mut i = i;
+                    for b in p.branches {
+                        match p.branch(*b) {
+                            Value::Array(items) if i < items.len() => {
+                                return Some(VRef::Val(&items[i]))
+                            }
+                            Value::Array(items) => i -= items.len(),
+                            other if i == 0 => return Some(VRef::Val(other)),
+                            _ => i -= 1,
+                        }
+                    }
+                    None
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// Follows a placeholder path segment.
+    pub fn seg(self, seg: &PathSeg) -> Option<VRef<'a>> {
+        match seg {
+            PathSeg::Field(f) => self.member(f),
+            PathSeg::Index(i) => self.index(*i as usize),
+        }
+    }
+
+    /// A copy as a plain value.
+    pub fn to_value(self) -> Value {
+        match self {
+            VRef::Val(v) => v.clone(),
+            VRef::Merged(p) => {
+                let mut o = Map::new();
+                o.insert(p.into.to_owned(), p.materialize_reduced());
+                Value::Object(o)
+            }
+            VRef::Reduced(p) => p.materialize_reduced(),
+        }
+    }
+
+    /// The value, borrowed when it is real.
+    pub fn as_cow(self) -> Cow<'a, Value> {
+        match self {
+            VRef::Val(v) => Cow::Borrowed(v),
+            other => Cow::Owned(other.to_value()),
+        }
+    }
+
+    /// The real value, if this is one.
+    pub fn real(self) -> Option<&'a Value> {
+        match self {
+            VRef::Val(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The JSON type of the value.
+    pub fn ty(self) -> Ty {
+        match self {
+            VRef::Val(v) => Ty::of(v),
+            VRef::Merged(_) => Ty::Object,
+            VRef::Reduced(p) => match p.strategy {
+                Reduce::Append => Ty::Array,
+                _ => Ty::Object,
+            },
+        }
+    }
+
+    /// Appends the text form (`compositions.md` §3.6).
+    pub fn write_text(self, out: &mut String) {
+        write_text_form(out, &self.as_cow());
+    }
+}
+
+/// A JSON type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl Ty {
+    pub fn of(v: &Value) -> Ty {
+        match v {
+            Value::Null => Ty::Null,
+            Value::Bool(_) => Ty::Bool,
+            Value::Number(_) => Ty::Number,
+            Value::String(_) => Ty::String,
+            Value::Array(_) => Ty::Array,
+            Value::Object(_) => Ty::Object,
+        }
+    }
+}
+
+/// What references read: the composition input and the output slots.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub m: &'a Module,
+    pub comp: Option<&'a Composition>,
+    pub input: &'a Value,
+    pub slots: &'a [Option<Value>],
+}
+
+impl<'a> Scope<'a> {
+    /// The output of step `s`: `None` when it did not run. A parallel step's slot holds
+    /// only a `null` marker once it ran; its output is walked over its branches' slots.
+    pub fn step(&self, s: StepId) -> Option<VRef<'a>> {
+        let v = self.slots.get(s.index())?.as_ref()?;
+        let comp = self.comp?;
+        match &comp.steps[s.index()].kind {
+            StepKind::Parallel {
+                branches,
+                strategy,
+                into,
+            } => Some(VRef::Merged(Par {
+                m: self.m,
+                comp,
+                branches,
+                strategy: *strategy,
+                into,
+                slots: self.slots,
+            })),
+            _ => Some(VRef::Val(v)),
+        }
+    }
+
+    /// Resolves a reference; `None` when it does not resolve (§3.4).
+    #[inline]
+    pub fn get(&self, r: &Ref) -> Option<VRef<'a>> {
+        match self.real_root(r) {
+            Ok(root) => {
+                let mut v = root?;
+                for seg in &r.path {
+                    v = member(v, seg)?;
+                }
+                Some(VRef::Val(v))
+            }
+            Err(()) => self.get_merged(r),
+        }
+    }
+
+    /// Whether a reference resolves, without building anything.
+    #[inline]
+    pub fn resolves(&self, r: &Ref) -> bool {
+        match self.real_root(r) {
+            Ok(Some(mut v)) => {
+                for seg in &r.path {
+                    match member(v, seg) {
+                        Some(m) => v = m,
+                        None => return false,
+                    }
+                }
+                true
+            }
+            Ok(None) => false,
+            Err(()) => self.get_merged(r).is_some(),
+        }
+    }
+
+    /// The root value of `r` when it is a real value (`Ok(None)`: the step did not
+    /// run); `Err` for a parallel step's merged output.
+    #[inline]
+    fn real_root(&self, r: &Ref) -> Result<Option<&'a Value>, ()> {
+        match r.root {
+            Root::Input => Ok(Some(self.input)),
+            Root::Step(s) => {
+                let Some(Some(v)) = self.slots.get(s.index()) else {
+                    return Ok(None);
+                };
+                match self.comp.map(|c| &c.steps[s.index()].kind) {
+                    Some(StepKind::Parallel { .. }) => Err(()),
+                    _ => Ok(Some(v)),
+                }
+            }
+        }
+    }
+
+    /// Resolves a reference into a parallel step's merged output.
+    #[cold]
+    fn get_merged(&self, r: &Ref) -> Option<VRef<'a>> {
+        let root = match r.root {
+            Root::Input => VRef::Val(self.input),
+            Root::Step(s) => self.step(s)?,
+        };
+        let mut v = root;
+        for seg in &r.path {
+            v = v.member(seg)?;
+        }
+        Some(v)
+    }
+
+    /// The `${...}` text of a reference, for messages.
+    pub fn ref_text(&self, r: &Ref) -> String {
+        let mut text = match (r.root, self.comp) {
+            (Root::Step(s), Some(c)) => format!("${{{}.output", self.m.str(c.steps[s.index()].id)),
+            _ => "${input".to_owned(),
+        };
+        for seg in &r.path {
+            text.push('.');
+            text.push_str(seg);
+        }
+        text.push('}');
+        text
+    }
+
+    /// The first reference of `b` that does not resolve, in resolution order.
+    #[inline]
+    pub fn first_unresolved<'b>(&self, b: &'b Bind) -> Option<&'b Ref> {
+        match b {
+            Bind::Const(_) => None,
+            Bind::Whole(r) => (!self.resolves(r)).then_some(r),
+            Bind::Interp(parts) => parts.iter().find_map(|p| match p {
+                Part::Ref(r) if !self.resolves(r) => Some(r),
+                _ => None,
+            }),
+            Bind::Array(items) => items.iter().find_map(|i| self.first_unresolved(i)),
+            Bind::Object(items) => items.iter().find_map(|(_, i)| self.first_unresolved(i)),
+        }
+    }
+
+    /// Builds the value of `b` (every reference resolves: checked before).
+    pub fn materialize(&self, b: &Bind) -> Value {
+        match b {
+            Bind::Const(v) => v.clone(),
+            Bind::Whole(r) => self.get(r).map_or(Value::Null, VRef::to_value),
+            Bind::Interp(parts) => Value::String(self.interp(parts)),
+            Bind::Array(items) => Value::Array(items.iter().map(|i| self.materialize(i)).collect()),
+            Bind::Object(items) => Value::Object(
+                items
+                    .iter()
+                    .map(|(k, i)| (k.clone(), self.materialize(i)))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn interp(&self, parts: &[Part]) -> String {
+        let mut s = String::new();
+        for p in parts {
+            match p {
+                Part::Text(t) => s.push_str(t),
+                Part::Ref(r) => {
+                    if let Some(v) = self.get(r) {
+                        v.write_text(&mut s);
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A step's bound `input` / `args` seen through its scope, or a plain value.
+#[derive(Clone, Copy)]
+pub(crate) enum BVal<'a> {
+    /// A binding, resolved lazily.
+    Bind(&'a Bind, Scope<'a>),
+    /// A value.
+    V(VRef<'a>),
+}
+
+impl<'a> BVal<'a> {
+    /// Strips constant and whole-reference bindings down to the value they denote.
+    #[inline]
+    pub fn norm(self) -> Option<BVal<'a>> {
+        match self {
+            BVal::Bind(Bind::Const(v), _) => Some(BVal::V(VRef::Val(v))),
+            BVal::Bind(Bind::Whole(r), s) => s.get(r).map(BVal::V),
+            other => Some(other),
+        }
+    }
+
+    /// The object member `k`.
+    pub fn member(self, k: &str) -> Option<BVal<'a>> {
+        match self.norm()? {
+            BVal::V(v) => v.member(k).map(BVal::V),
+            BVal::Bind(Bind::Object(items), s) => items
+                .iter()
+                .find(|(kk, _)| kk == k)
+                .and_then(|(_, b)| BVal::Bind(b, s).norm()),
+            BVal::Bind(..) => None,
+        }
+    }
+
+    /// Follows a placeholder path segment.
+    pub fn seg(self, seg: &PathSeg) -> Option<BVal<'a>> {
+        match seg {
+            PathSeg::Field(f) => self.member(f),
+            PathSeg::Index(i) => match self.norm()? {
+                BVal::V(v) => v.index(*i as usize).map(BVal::V),
+                BVal::Bind(Bind::Array(items), s) => {
+                    items.get(*i as usize).and_then(|b| BVal::Bind(b, s).norm())
+                }
+                BVal::Bind(..) => None,
+            },
+        }
+    }
+
+    /// The JSON type.
+    pub fn ty(self) -> Ty {
+        match self.norm() {
+            Some(BVal::V(v)) => v.ty(),
+            Some(BVal::Bind(Bind::Interp(_), _)) => Ty::String,
+            Some(BVal::Bind(Bind::Array(_), _)) => Ty::Array,
+            Some(BVal::Bind(Bind::Object(_), _)) => Ty::Object,
+            _ => Ty::Null,
+        }
+    }
+
+    /// The value, borrowed when it is a real one.
+    pub fn as_cow(self) -> Cow<'a, Value> {
+        match self.norm() {
+            Some(BVal::V(v)) => v.as_cow(),
+            Some(BVal::Bind(b, s)) => Cow::Owned(s.materialize(b)),
+            None => Cow::Owned(Value::Null),
+        }
+    }
+
+    /// Appends the text form.
+    pub fn write_text(self, out: &mut String) {
+        match self.norm() {
+            Some(BVal::V(v)) => v.write_text(out),
+            Some(BVal::Bind(Bind::Interp(parts), s)) => out.push_str(&s.interp(parts)),
+            _ => write_text_form(out, &self.as_cow()),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -45,19 +502,11 @@ mod tests {
         assert!(!json_eq(&json!(true), &json!(1)));
         assert!(!json_eq(&json!(null), &json!(false)));
         assert!(!json_eq(&json!([]), &json!({})));
+        assert!(json_eq(&json!({}), &json!({})));
         assert!(json_eq(
             &json!({"a": [1, {"b": 2.0}], "c": null}),
             &json!({"c": null, "a": [1.0, {"b": 2}]})
         ));
         assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
-    }
-
-    #[test]
-    fn text_form_matches_the_spec_example() {
-        let v = json!({"b": 1, "a": [true, "x"]});
-        assert_eq!(text_form(&v), r#"{"a":[true,"x"],"b":1}"#);
-        assert_eq!(text_form(&json!(3.0)), "3");
-        assert_eq!(text_form(&json!(null)), "null");
-        assert_eq!(text_form(&json!(1e21)), "1e+21");
     }
 }

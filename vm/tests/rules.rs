@@ -9,8 +9,8 @@ use std::sync::Arc;
 use ir_spec::Module;
 use packc_vm::driver::{drive, Host, ScriptItem};
 use packc_vm::{
-    Answer, Call, CallRecord, ErrorKind, HostCall, Outcome, Run, RunError, RunOptions, Target,
-    ToolRequest,
+    Answer, CallRecord, CallView, ErrorKind, Input, Need, OwnedOutcome, Program, Run, RunError,
+    RunOptions, Target, ToolRequest,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -39,11 +39,11 @@ impl Queues {
 }
 
 impl Host for Queues {
-    fn call(&mut self, call: &HostCall) -> Answer {
-        let key = match &call.call {
-            Call::Model(m) => &m.prompt,
-            Call::Tool(t) => &t.tool,
-        };
+    fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let key = call
+            .prompt_task()
+            .or_else(|| call.tool())
+            .unwrap_or_default();
         self.answers
             .get_mut(key)
             .and_then(VecDeque::pop_front)
@@ -54,8 +54,8 @@ impl Host for Queues {
         self.reads += 1;
         self.clock.get(i).copied().unwrap_or(0)
     }
-    fn pick(&mut self, outstanding: &[HostCall]) -> usize {
-        let key = |c: &HostCall| (c.branch.unwrap_or(0), c.id);
+    fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
+        let key = |c: &CallView<'_>| (c.branch().unwrap_or(0), c.id());
         let it = outstanding.iter().enumerate();
         let found = if self.reverse {
             it.max_by_key(|(_, c)| key(c))
@@ -90,19 +90,31 @@ fn tools(calls: &[(&str, Value)]) -> Answer {
 }
 
 struct Ran {
-    result: Result<Outcome, RunError>,
+    result: Result<OwnedOutcome, RunError>,
     trace: Vec<String>,
     calls: Vec<CallRecord>,
 }
 
+/// Runs with the call log on (`calls` is compared).
+fn recording() -> RunOptions {
+    RunOptions {
+        record_calls: true,
+        ..RunOptions::default()
+    }
+}
+
+fn program(module: &Module) -> Arc<Program> {
+    Arc::new(Program::new(module.clone()).expect("program"))
+}
+
 fn run(module: &Module, target: &str, host: &mut Queues, input: Value) -> Ran {
-    let module = Arc::new(module.clone());
-    let target = Target::parse(&module, target).expect("target");
-    let mut r = Run::new(module, target, RunOptions::default()).expect("run");
+    let program = program(module);
+    let target = Target::parse(program.module(), target).expect("target");
+    let mut r = Run::new(program, target, recording()).expect("run");
     let result = drive(&mut r, host, &[ScriptItem::Turn(input)]);
     Ran {
         result,
-        trace: r.trace(),
+        trace: r.trace_lines(),
         calls: r.calls(),
     }
 }
@@ -420,38 +432,31 @@ proptest! {
 
 #[test]
 fn embedder_call_limit_is_limit_exceeded() {
-    let m = parallel_pack();
-    let module = Arc::new(m);
-    let target = Target::parse(&module, "composition:c").expect("target");
+    let program = program(&parallel_pack());
+    let target = Target::parse(program.module(), "composition:c").expect("target");
     let options = RunOptions {
         max_host_calls: Some(2),
-        ..RunOptions::default()
+        ..recording()
     };
-    let mut r = Run::new(module, target, options).expect("run");
+    let mut r = Run::new(program, target, options).expect("run");
     let mut host = Queues::default();
     let e = drive(&mut r, &mut host, &[ScriptItem::Turn(json!(1))]).expect_err("capped");
     assert_eq!(e.kind, ErrorKind::LimitExceeded);
     // The first two branches issued their calls; the third was refused.
     assert_eq!(r.calls().len(), 2);
-    assert_eq!(r.trace(), ["step p", "step b1", "step b2", "step b3"]);
+    assert_eq!(r.trace_lines(), ["step p", "step b1", "step b2", "step b3"]);
 }
 
 #[test]
 fn the_resume_protocol_rejects_misuse() {
-    let module = Arc::new(parallel_pack());
-    let target = Target::parse(&module, "composition:c").expect("target");
-    let mut r = Run::new(module, target, RunOptions::default()).expect("run");
-    let kind = |res: Result<packc_vm::Need, RunError>| res.map_err(|e| e.kind);
-    assert_eq!(
-        kind(r.resume(packc_vm::Input::Finish)),
-        Err(ErrorKind::Protocol)
-    );
-    let mut r2 = Run::new(Arc::new(parallel_pack()), target, RunOptions::default()).expect("run");
-    assert_eq!(
-        r2.resume(packc_vm::Input::Start),
-        Ok(packc_vm::Need::Caller)
-    );
-    let bogus = packc_vm::Input::Answer(packc_vm::CallId(99), out(json!(1)));
+    let program = program(&parallel_pack());
+    let target = Target::parse(program.module(), "composition:c").expect("target");
+    let mut r = Run::new(program.clone(), target, RunOptions::default()).expect("run");
+    let kind = |res: Result<Need, RunError>| res.map_err(|e| e.kind);
+    assert_eq!(kind(r.resume(Input::Finish)), Err(ErrorKind::Protocol));
+    let mut r2 = Run::new(program, target, RunOptions::default()).expect("run");
+    assert_eq!(r2.resume(Input::Start), Ok(Need::Caller));
+    let bogus = Input::Answer(packc_vm::CallId(99), out(json!(1)));
     assert_eq!(kind(r2.resume(bogus)), Err(ErrorKind::Protocol));
     assert!(Target::parse(&parallel_pack(), "composition:nope").is_err());
     assert!(Target::parse(&parallel_pack(), "agent:nope").is_err());

@@ -1,10 +1,10 @@
 //! Runs one pack many times with prebuilt answers, for profilers (`perf`, callgrind):
-//! `cargo run --release -p packc-vm-next --example profile -- <pack.yaml> <runs>`.
+//! `cargo run --release -p packc-vm --example profile -- <pack.yaml> <runs>`.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use packc_vm_next::{Answer, Input, Need, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
 use serde_json::json;
 
 fn main() {

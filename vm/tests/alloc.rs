@@ -16,7 +16,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use packc_vm_next::{Answer, Input, Need, Run, RunOptions, Target};
+use packc_vm::{Answer, Input, Need, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 struct Counting;
@@ -75,7 +75,7 @@ fn model_answer() -> Value {
 
 /// One whole run; returns (allocations of the run, the most any answer's resume made,
 /// the number of answers).
-fn run_once(program: &std::sync::Arc<packc_vm_next::Program>, input: &Value) -> (u64, u64, usize) {
+fn run_once(program: &std::sync::Arc<packc_vm::Program>, input: &Value) -> (u64, u64, usize) {
     let (mut run, total) =
         counting(|| Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap());
     let (n, worst, answers) = drive(&mut run, input);

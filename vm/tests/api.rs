@@ -5,14 +5,14 @@ mod common;
 
 use std::path::PathBuf;
 
-use packc_vm_next::{Answer, CallId, ErrorKind, Input, Need, Run, RunOptions, Target};
+use packc_vm::{Answer, CallId, ErrorKind, Input, Need, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn answer(call: &packc_vm_next::CallView<'_>) -> Answer {
+fn answer(call: &packc_vm::CallView<'_>) -> Answer {
     let output = match (call.prompt_task(), call.tool()) {
         (Some(p), _) => json!({"from": p}),
         (_, Some(t)) => json!({"tool": t}),

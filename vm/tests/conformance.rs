@@ -1,9 +1,9 @@
-//! The conformance suite on the next VM: every case with a `run:` of
+//! The conformance suite on the VM directly: every case with a `run:` of
 //! `../shared/conformance/cases`, `examples/cases` and `tests/cases`, compiled, lowered,
 //! run with a scripted host and compared with `expect` — one test per case
-//! (`vm_next::comp_parallel_barrier`, `vm_next::examples::rfc0010_ex2`,
-//! `vm_next::own::run_agent_member_tool`), plus this crate's own cases in `tests/cases`
-//! (`vm_next::vm_next::parallel_budget_issue_order`).
+//! (`vm::comp_parallel_barrier`, `vm::examples::rfc0010_ex2`,
+//! `vm::own::run_agent_member_tool`), plus this crate's own cases in `tests/cases`
+//! (`vm::vm::parallel_budget_issue_order`).
 //!
 //! Each case is also run a second time through a snapshot taken at every resume and
 //! restored into a fresh run, which must end the same way.
@@ -19,11 +19,13 @@ use packc_compiler::diag::Severity;
 use packc_compiler::{check_bytes, check_loaded, Checked, Options};
 use packc_host::{Case, PackSource};
 use packc_vm::driver::ScriptItem;
-use packc_vm_next::value::json_eq;
-use packc_vm_next::{Input, Need, Program, Run, RunError, RunOptions, Target};
+use packc_vm::value::json_eq;
+use packc_vm::{Input, Need, Program, Run, RunError, RunOptions, Target};
 use serde_json::Value;
 
-use common::{pick, ScriptedHost};
+use common::pick;
+use packc_host::ScriptedHost;
+use packc_vm::driver::Host;
 
 fn main() {
     let args = Arguments::from_args();
@@ -31,7 +33,7 @@ fn main() {
     let mut dirs = vec![
         (String::from("examples::"), root.join("examples/cases")),
         (String::from("own::"), root.join("tests/cases")),
-        (String::from("vm_next::"), root.join("vm-next/tests/cases")),
+        (String::from("vm::"), root.join("vm/tests/cases")),
     ];
     let shared = root.join("../shared/conformance/cases");
     if shared.is_dir() {
@@ -49,7 +51,7 @@ fn main() {
                 })
                 .unwrap_or_default();
             let Ok(case) = Case::read(&path) else {
-                trials.push(Trial::test(format!("vm_next::{prefix}{name}"), move || {
+                trials.push(Trial::test(format!("vm::{prefix}{name}"), move || {
                     Err(format!("{}: unreadable case", path.display()).into())
                 }));
                 continue;
@@ -57,7 +59,7 @@ fn main() {
             if case.run.is_none() {
                 continue;
             }
-            trials.push(Trial::test(format!("vm_next::{prefix}{name}"), move || {
+            trials.push(Trial::test(format!("vm::{prefix}{name}"), move || {
                 run_case(&case).map_err(Into::into)
             }));
         }
@@ -191,7 +193,7 @@ fn execute(
                 // Exercise the lazy accessors the way a real host would.
                 let _ = call.input().as_value();
                 let _ = call.system();
-                let answer = host.answer(&call);
+                let answer = host.call(&call);
                 Input::Answer(call.id(), answer)
             }
         };
@@ -202,7 +204,7 @@ fn execute(
         calls: run
             .calls()
             .iter()
-            .map(packc_vm_next::CallRecord::to_json)
+            .map(packc_vm::CallRecord::to_json)
             .collect(),
     })
 }
