@@ -513,6 +513,7 @@ fn every_variant() -> Artifact {
                 max_tool_calls_per_turn: Some(u32::MAX),
                 blocklist: vec!["rm".into()],
             },
+            parameters: json!({"temperature": 0.7, "max_tokens": 256}),
         }],
         tools: vec![Tool {
             key: StrId(1),

@@ -114,6 +114,7 @@ mod tests {
                 variables: vec![],
                 tools: vec![ToolRef::Tool(ToolId(0))],
                 policy: ToolPolicy::default(),
+                parameters: serde_json::json!({"temperature": 0.2}),
             }],
             tools: vec![Tool {
                 key: StrId(1),

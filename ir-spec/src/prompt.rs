@@ -28,6 +28,10 @@ pub struct Prompt {
     pub tools: Vec<ToolRef>,
     /// The `tool_policy`.
     pub policy: ToolPolicy,
+    /// The `parameters` (temperature, max_tokens, top_p, …), for a host making the real
+    /// model call; `null` when absent. The VM does not read them.
+    #[serde(with = "crate::json_text")]
+    pub parameters: serde_json::Value,
 }
 
 /// Something a model may call as a tool.

@@ -194,6 +194,7 @@ STRUCTS = {
         ("variables", seq(S("Variable"))),
         ("tools", seq(E("ToolRef"))),
         ("policy", S("ToolPolicy")),
+        ("parameters", "json"),
     ],
     "ToolPolicy": [
         ("tool_choice_none", "bool"),

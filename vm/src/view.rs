@@ -105,6 +105,16 @@ impl<'r> CallView<'r> {
         Some(self.ctx.prog.prompt_key(p))
     }
 
+    /// A model call's prompt `parameters` (temperature, max_tokens, …; `null` when the
+    /// prompt sets none), for a host making the real call.
+    pub fn parameters(&self) -> Option<&'r serde_json::Value> {
+        if !self.is_model() {
+            return None;
+        }
+        let p = self.ctx.model_env(self.lane.job)?.prompt;
+        Some(&self.ctx.prog.module().prompts[p.index()].parameters)
+    }
+
     /// A tool call's tool key (or agent member key).
     pub fn tool(&self) -> Option<&'r str> {
         match self.call {

@@ -205,3 +205,17 @@ fn a_reset_run_runs_again() {
         );
     }
 }
+
+/// A model call carries what a real host needs beyond the VM's own use: the prompt's
+/// `parameters` (here RFC 0010 example 2's `temperature: 0.0`).
+#[test]
+fn model_calls_expose_prompt_parameters() {
+    let program = common::program(&root().join("examples/rfc0010-ex2.pack.yaml"));
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    let need = run.resume(Input::Turn(json!({"text": "doc"}))).unwrap();
+    assert_eq!(need, Need::Calls);
+    let call = run.pending().next().unwrap();
+    assert_eq!(call.prompt_task(), Some("doc_classifier"));
+    assert_eq!(call.parameters(), Some(&json!({"temperature": 0.0})));
+}

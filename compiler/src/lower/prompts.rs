@@ -51,6 +51,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             variables,
             tools,
             policy,
+            parameters: prompt.get("parameters").cloned().unwrap_or(Value::Null),
         });
     }
     Ok(())
