@@ -1,0 +1,49 @@
+//! Snapshot and resume of a suspended run (issue 4): example 3 stopped inside its
+//! parallel step with four branch calls outstanding, turned into bytes and brought back
+//! against the same program, as a host moving a run to another machine would.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use packc_vm::{Input, Need, Program, Run, RunOptions, Target};
+use serde_json::json;
+
+fn program(path: &Path) -> Arc<Program> {
+    let bytes = std::fs::read(path).unwrap();
+    let options = packc_compiler::Options {
+        base_dir: path.parent().map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let checked = packc_compiler::check_bytes(&bytes, &options);
+    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
+}
+
+fn bench_snapshot(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = program(&root.join("examples/rfc0010-ex3.pack.yaml"));
+    let mut run = Run::new(p.clone(), Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    let need = run
+        .resume(Input::Turn(
+            json!({"text": "A paper about residual networks."}),
+        ))
+        .unwrap();
+    assert_eq!(need, Need::Calls);
+    assert_eq!(run.pending().count(), 4, "suspended in the parallel step");
+    let bytes = run.snapshot();
+    eprintln!(
+        "snapshot of ex3 suspended in its parallel step: {} bytes",
+        bytes.len()
+    );
+    let mut group = c.benchmark_group("snapshot");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("ex3_parallel/snapshot", |b| b.iter(|| run.snapshot()));
+    group.bench_function("ex3_parallel/restore", |b| {
+        b.iter(|| Run::restore(p.clone(), &bytes).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_snapshot);
+criterion_main!(benches);

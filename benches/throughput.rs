@@ -1,0 +1,77 @@
+//! Throughput (issue 4): many independent runs of RFC 0010 example 2 on every core, each
+//! thread with its own runs over one shared `Arc<Program>`, the host answering at once.
+//! The figure is runs per second for the whole machine.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
+use serde_json::{json, Value};
+
+const RUNS_PER_THREAD: usize = 2_000;
+
+fn program(path: &Path) -> Arc<Program> {
+    let bytes = std::fs::read(path).unwrap();
+    let options = packc_compiler::Options {
+        base_dir: path.parent().map(Path::to_path_buf),
+        ..Default::default()
+    };
+    let checked = packc_compiler::check_bytes(&bytes, &options);
+    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
+}
+
+fn one_run(p: &Arc<Program>, input: &Value, answer: &Value) -> bool {
+    let mut run = Run::new(p.clone(), Target::Workflow, RunOptions::default()).unwrap();
+    let mut next = Input::Start;
+    let mut turned = false;
+    loop {
+        next = match run.resume(next).unwrap() {
+            Need::Done => return run.outcome().is_some(),
+            Need::Caller if !turned => {
+                turned = true;
+                Input::Turn(input.clone())
+            }
+            Need::Caller => Input::Finish,
+            Need::Clock => Input::Clock(0),
+            Need::Calls | Need::Wait => {
+                let id = run.pending().next().unwrap().id();
+                Input::Answer(
+                    id,
+                    Answer::Output {
+                        output: answer.clone(),
+                        event: None,
+                    },
+                )
+            }
+        };
+    }
+}
+
+fn bench_throughput(c: &mut Criterion) {
+    let p = program(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rfc0010-ex2.pack.yaml"));
+    let threads = thread::available_parallelism().map_or(2, |n| n.get());
+    let input = json!({"text": "A paper about residual networks."});
+    let answer = json!({"type": "research_paper", "title": "Deep Residual Learning"});
+    let mut group = c.benchmark_group("throughput");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements((threads * RUNS_PER_THREAD) as u64));
+    group.bench_function(format!("ex2/{threads}_threads"), |b| {
+        b.iter(|| {
+            thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        (0..RUNS_PER_THREAD)
+                            .filter(|_| one_run(&p, &input, &answer))
+                            .count()
+                    });
+                }
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_throughput);
+criterion_main!(benches);
