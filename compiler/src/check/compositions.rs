@@ -3,7 +3,7 @@
 //! The schema stage leaves the inside of `/compositions/<c>` to this module, because most
 //! composition rules have a kind more specific than `schema_violation` (2.23).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use serde_json::{Map, Value};
 
@@ -98,8 +98,8 @@ struct TopStep {
 }
 
 struct Comp<'p> {
-    top: HashMap<&'p str, TopStep>,
-    nested: HashMap<&'p str, usize>,
+    top: FxHashMap<&'p str, TopStep>,
+    nested: FxHashMap<&'p str, usize>,
     /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
     /// the first offending reference in document order).
     cycle_reported: bool,
@@ -193,8 +193,8 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
     };
 
     let mut c = Comp {
-        top: HashMap::new(),
-        nested: HashMap::new(),
+        top: FxHashMap::default(),
+        nested: FxHashMap::default(),
         cycle_reported: false,
     };
     collect_ids(cx, &mut c, steps, &steps_ptr);
@@ -232,42 +232,49 @@ fn schema(ptr: &str, message: impl Into<String>) -> Diagnostic {
 /// Pre-order walk collecting ids: top-level steps by index, nested ones apart, and
 /// `duplicate_step_id` at every second occurrence (2.3).
 fn collect_ids<'p>(cx: &mut Cx<'_, '_>, c: &mut Comp<'p>, steps: &'p [Value], steps_ptr: &str) {
-    let mut first: HashMap<&'p str, String> = HashMap::new();
-    let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, ptr: String| {
+    // Where each id was first seen: (top-level index, branch index). Pointers are built
+    // only for a duplicate, so a clean composition allocates none here.
+    let id_ptr = |(i, j): (usize, Option<usize>)| match j {
+        None => join(steps_ptr, &[&i.to_string(), "id"]),
+        Some(j) => join(
+            steps_ptr,
+            &[&i.to_string(), "branches", &j.to_string(), "id"],
+        ),
+    };
+    let mut first: FxHashMap<&'p str, (usize, Option<usize>)> = FxHashMap::default();
+    let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, at: (usize, Option<usize>)| {
         if let Some(prev) = first.get(id) {
             cx.push(
                 Diagnostic::new(
                     DiagKind::DuplicateStepId,
                     format!("step id `{id}` is used twice"),
                 )
-                .at(ptr)
-                .also(prev.clone(), "first used here")
+                .at(id_ptr(at))
+                .also(id_ptr(*prev), "first used here")
                 .help(
                     "step ids are unique across the whole composition, parallel branches included",
                 ),
             );
             false
         } else {
-            first.insert(id, ptr);
+            first.insert(id, at);
             true
         }
     };
     for (i, step) in steps.iter().enumerate() {
-        let sptr = join(steps_ptr, &[&i.to_string()]);
         let kind = step
             .get("kind")
             .and_then(Value::as_str)
             .and_then(Kind::parse);
         if let Some(id) = step.get("id").and_then(Value::as_str) {
-            if seen(cx, id, join(&sptr, &["id"])) {
+            if seen(cx, id, (i, None)) {
                 c.top.insert(id, TopStep { index: i, kind });
             }
         }
         if let Some(branches) = step.get("branches").and_then(Value::as_array) {
             for (j, b) in branches.iter().enumerate() {
                 if let Some(id) = b.get("id").and_then(Value::as_str) {
-                    let bptr = join(&sptr, &["branches", &j.to_string(), "id"]);
-                    if seen(cx, id, bptr) {
+                    if seen(cx, id, (i, Some(j))) {
                         c.nested.insert(id, i);
                     }
                 }

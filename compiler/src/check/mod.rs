@@ -10,7 +10,7 @@ mod compositions;
 mod prompts;
 mod workflow;
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};

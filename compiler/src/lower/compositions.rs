@@ -1,7 +1,7 @@
 //! Compositions (`compositions.md`): steps flattened in walk order, `${...}` bindings
 //! resolved to slots, predicates typed.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use ir_spec::{
     Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Reduce, Ref, Root, Step,
@@ -61,7 +61,7 @@ fn lower_one(
             });
         }
     }
-    let mut ids: HashMap<&str, StepId> = HashMap::new();
+    let mut ids: HashMap<&str, StepId> = HashMap::default();
     let mut walk = Vec::new();
     for (i, f) in flat.iter().enumerate() {
         let id = StepId::from_index(i).ok_or_else(|| LowerError::new(&f.ptr, "too many steps"))?;

@@ -13,7 +13,7 @@ mod compositions;
 mod prompts;
 mod workflow;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
 use ir_spec::{Module, PromptId, StrId, ToolId};
@@ -99,7 +99,7 @@ impl<'a> Cx<'a> {
             root,
             options,
             module: Module::default(),
-            strings: HashMap::new(),
+            strings: HashMap::default(),
             prompts: ids(keys(root.get("prompts")))
                 .filter_map(|(i, k)| Some((k, PromptId::from_index(i)?)))
                 .collect(),
@@ -107,7 +107,7 @@ impl<'a> Cx<'a> {
                 .filter_map(|(i, k)| Some((k, ToolId::from_index(i)?)))
                 .collect(),
             members: keys(root.get("agents").and_then(|a| a.get("members"))),
-            artifacts: HashMap::new(),
+            artifacts: HashMap::default(),
         }
     }
 

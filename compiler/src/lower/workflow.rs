@@ -1,6 +1,6 @@
 //! The workflow, its budget and artifacts, and agent members (`workflow.md`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use ir_spec::{
     Agent, AgentStart, ArtifactId, ArtifactMode, Budget, CompId, EventId, Orchestration, State,
