@@ -80,6 +80,7 @@ mod pred;
 mod program;
 mod render;
 mod run;
+mod small;
 pub mod snapshot;
 mod trace;
 pub mod value;

@@ -9,7 +9,7 @@ use ir_spec::{Compare, Ordering, Pred, Ref};
 use serde_json::Value;
 
 use crate::api::{ErrorKind, RunError};
-use crate::value::{json_eq, Scope, VRef};
+use crate::value::{eq_str, json_eq, Scope, VRef};
 
 /// A constant of an `equals` / `in` test, typed once.
 #[derive(Clone, Debug)]
@@ -18,6 +18,10 @@ enum Const {
     Bool(bool),
     Num(f64),
     Str(String),
+    /// `[]`.
+    EmptyArray,
+    /// `{}`.
+    EmptyObject,
     /// An array or object, compared with JSON equality.
     Other(Value),
 }
@@ -31,31 +35,55 @@ impl Const {
                 .as_f64()
                 .map_or_else(|| Const::Other(v.clone()), Const::Num),
             Value::String(s) => Const::Str(s.clone()),
+            Value::Array(a) if a.is_empty() => Const::EmptyArray,
+            Value::Object(o) if o.is_empty() => Const::EmptyObject,
             other => Const::Other(other.clone()),
         }
     }
 
+    /// Equality with a real value (`None`: the path does not resolve, compared as
+    /// `null`).
     #[inline]
-    fn eq(&self, actual: Option<VRef<'_>>) -> bool {
+    fn eq_real(&self, actual: Option<&Value>) -> bool {
         let Some(actual) = actual else {
             return matches!(self, Const::Null);
         };
         match (self, actual) {
-            (Const::Null, VRef::Val(Value::Null)) => true,
-            (Const::Bool(b), VRef::Val(Value::Bool(a))) => a == b,
-            (Const::Num(b), VRef::Val(Value::Number(a))) => a.as_f64() == Some(*b),
-            (Const::Str(b), VRef::Val(Value::String(a))) => a == b,
-            (Const::Other(b), a @ VRef::Val(Value::Array(_) | Value::Object(_))) => {
-                json_eq(&a.as_cow(), b)
-            }
-            (Const::Other(b), a @ (VRef::Merged(_) | VRef::Reduced(_))) => json_eq(&a.as_cow(), b),
+            (Const::Null, Value::Null) => true,
+            (Const::Bool(b), Value::Bool(a)) => a == b,
+            (Const::Num(b), Value::Number(a)) => a.as_f64() == Some(*b),
+            (Const::Str(b), Value::String(a)) => eq_str(a, b),
+            (Const::EmptyArray, Value::Array(a)) => a.is_empty(),
+            (Const::EmptyObject, Value::Object(o)) => o.is_empty(),
+            (Const::Other(b), a @ (Value::Array(_) | Value::Object(_))) => json_eq(a, b),
             _ => false,
+        }
+    }
+
+    /// Equality with any value, a parallel step's merged output included.
+    #[cold]
+    fn eq(&self, actual: Option<VRef<'_>>) -> bool {
+        match actual {
+            None => self.eq_real(None),
+            Some(VRef::Val(v)) => self.eq_real(Some(v)),
+            Some(a) => match self {
+                Const::Other(b) => json_eq(&a.as_cow(), b),
+                Const::EmptyArray => json_eq(&a.as_cow(), &Value::Array(Vec::new())),
+                Const::EmptyObject => json_eq(&a.as_cow(), &Value::Object(serde_json::Map::new())),
+                _ => false,
+            },
         }
     }
 }
 
 #[derive(Clone, Debug)]
 enum Op {
+    /// `equals` / `not_equals` a string constant (the common case, tested inline).
+    EqStr {
+        path: Ref,
+        value: String,
+        negate: bool,
+    },
     Equals {
         path: Ref,
         value: Const,
@@ -110,27 +138,61 @@ impl Compiled {
     }
 
     /// Evaluates against `scope`.
+    #[inline]
     pub(crate) fn eval(&self, scope: &Scope<'_>) -> Result<bool, RunError> {
         let mut acc = false;
         let mut pc = 0;
         while let Some(op) = self.ops.get(pc) {
             pc += 1;
             acc = match op {
+                Op::EqStr {
+                    path,
+                    value,
+                    negate,
+                } => {
+                    let eq = match scope.get_real(path) {
+                        Ok(Some(Value::String(a))) => eq_str(a, value),
+                        Ok(_) => false,
+                        Err(()) => matches!(
+                            scope.get(path),
+                            Some(VRef::Val(Value::String(a))) if eq_str(a, value)
+                        ),
+                    };
+                    eq != *negate
+                }
                 Op::Equals {
                     path,
                     value,
                     negate,
-                } => value.eq(scope.get(path)) != *negate,
+                } => {
+                    let eq = match scope.get_real(path) {
+                        Ok(v) => value.eq_real(v),
+                        Err(()) => value.eq(scope.get(path)),
+                    };
+                    eq != *negate
+                }
                 Op::In { path, list, negate } => {
                     let Some(list) = list else {
                         return Err(type_error("`in` / `not_in` needs a list value"));
                     };
-                    let actual = scope.get(path);
-                    list.iter().any(|c| c.eq(actual)) != *negate
+                    let any = match scope.get_real(path) {
+                        Ok(v) => list.iter().any(|c| c.eq_real(v)),
+                        Err(()) => {
+                            let actual = scope.get(path);
+                            list.iter().any(|c| c.eq(actual))
+                        }
+                    };
+                    any != *negate
                 }
                 Op::Ordered { path, op, bound } => {
-                    let a = match scope.get(path) {
-                        Some(VRef::Val(Value::Number(n))) => n.as_f64(),
+                    let real = scope
+                        .get_real(path)
+                        .unwrap_or_else(|()| match scope.get(path) {
+                            Some(VRef::Val(v)) => Some(v),
+                            _ => None,
+                        });
+                    let a = match real {
+                        Some(Value::Number(n)) => n.as_f64(),
                         _ => None,
                     };
                     let (Some(a), Some(b)) = (a, *bound) else {
@@ -143,7 +205,7 @@ impl Compiled {
                         Ordering::Ge => a >= b,
                     }
                 }
-                Op::Exists { path, expect } => scope.get(path).is_some() == *expect,
+                Op::Exists { path, expect } => scope.resolves(path) == *expect,
                 Op::Not => !acc,
                 Op::JumpIfFalse(to) => {
                     if !acc {
@@ -170,6 +232,14 @@ fn type_error(m: &str) -> RunError {
 fn emit(p: &Pred, ops: &mut Vec<Op>) {
     match p {
         Pred::Compare { path, test } => ops.push(match test {
+            Compare::Equals {
+                value: Value::String(value),
+                negate,
+            } => Op::EqStr {
+                path: path.clone(),
+                value: value.clone(),
+                negate: *negate,
+            },
             Compare::Equals { value, negate } => Op::Equals {
                 path: path.clone(),
                 value: Const::new(value),

@@ -22,6 +22,7 @@ use crate::api::{
 use crate::lane::{process, pump, Ctx, Exchange, Job, Lane, Phase, Pumped};
 use crate::program::Program;
 use crate::render::Artifact;
+use crate::small::Fixed;
 use crate::trace::{grouped, Io, TraceEvent};
 use crate::value::{Scope, VRef};
 use crate::view::CallView;
@@ -69,7 +70,7 @@ pub(crate) struct Walk {
     #[serde(with = "crate::snapshot::slots_text")]
     pub slots: Vec<Option<Value>>,
     /// Per step: [`SKIPPED`] and [`SELECTED`] (a branch that ran selected it).
-    pub flags: Vec<u8>,
+    pub flags: Fixed<u8, FLAGS_INLINE>,
     /// The last step that ran and produced an output.
     pub last: Option<StepId>,
     /// The step whose lanes are running.
@@ -81,7 +82,7 @@ pub(crate) struct Walk {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Wf {
     pub current: Option<StateId>,
-    pub visits: Vec<u64>,
+    pub visits: Fixed<u64, VISITS_INLINE>,
     pub total_visits: u64,
     #[serde(with = "crate::snapshot::artifacts_text")]
     pub artifacts: Vec<Option<Artifact>>,
@@ -155,6 +156,11 @@ macro_rules! ctx {
     };
 }
 
+/// Step flags kept inside the run (compositions of up to this many steps).
+pub(crate) const FLAGS_INLINE: usize = 32;
+/// Visit counts kept inside the run (workflows of up to this many states).
+pub(crate) const VISITS_INLINE: usize = 8;
+
 /// A step flag: the walk skipped the step.
 pub(crate) const SKIPPED: u8 = 1;
 /// A step flag: a branch step that ran selected the step.
@@ -197,13 +203,17 @@ impl Run {
             ..Io::default()
         };
         let wf = Wf {
-            visits: vec![0; n_states],
+            visits: Fixed::new(n_states, 0),
             artifacts: vec![None; n_artifacts],
             ..Wf::default()
         };
         let walk = Walk {
-            slots: vec![None; n],
-            flags: vec![0; n],
+            slots: {
+                let mut slots = Vec::with_capacity(n);
+                slots.resize_with(n, || None);
+                slots
+            },
+            flags: Fixed::new(n, 0),
             ..Walk::default()
         };
         let budget = program.budget(workflow_run);

@@ -23,21 +23,44 @@ pub use ir_spec::text_form::{text_form, write_text_form};
 const LINEAR: usize = 12;
 
 /// The member `k` of `v` when `v` is an object.
-#[inline]
+#[inline(always)]
 pub fn member<'v>(v: &'v Value, k: &str) -> Option<&'v Value> {
     let o = v.as_object()?;
     if o.len() <= LINEAR {
-        // Lengths first, then the first byte: most members are told apart without
-        // comparing whole keys.
-        let first = k.as_bytes().first();
-        o.iter()
-            .find(|(kk, _)| {
-                kk.len() == k.len() && kk.as_bytes().first() == first && kk.as_str() == k
-            })
-            .map(|(_, v)| v)
+        // Lengths first, then the bytes, compared inline: most members are told apart
+        // by their lengths, and short keys never reach `memcmp`.
+        for (kk, v) in o {
+            if eq_str(kk, k) {
+                return Some(v);
+            }
+        }
+        None
     } else {
         o.get(k)
     }
+}
+
+/// String equality without a call to `memcmp` for strings up to 16 bytes (object keys,
+/// enum-like values): one or two overlapping word loads per side.
+#[inline(always)]
+pub(crate) fn eq_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        if n > 16 {
+            return a == b;
+        }
+        let w = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 8) ^ w(b, n - 8)) == 0;
+    }
+    if n >= 4 {
+        let w = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
+        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 4) ^ w(b, n - 4)) == 0;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// JSON equality of `compositions.md` §7.3: numbers compare as IEEE-754 doubles
@@ -48,7 +71,7 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
             (Some(x), Some(y)) => x == y,
             _ => x == y,
         },
-        (Value::String(x), Value::String(y)) => x == y,
+        (Value::String(x), Value::String(y)) => eq_str(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
         }
@@ -303,6 +326,22 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// Resolves a reference to a real value (`Ok(None)`: it does not resolve); `Err`
+    /// when it goes through a parallel step's merged output (then use [`Scope::get`]).
+    #[inline(always)]
+    pub fn get_real(&self, r: &Ref) -> Result<Option<&'a Value>, ()> {
+        let Some(mut v) = self.real_root(r)? else {
+            return Ok(None);
+        };
+        for seg in &r.path {
+            match member(v, seg) {
+                Some(m) => v = m,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(v))
+    }
+
     /// Whether a reference resolves, without building anything.
     #[inline]
     pub fn resolves(&self, r: &Ref) -> bool {
@@ -494,6 +533,40 @@ impl<'a> BVal<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn inline_string_equality() {
+        let words = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "abc",
+            "abd",
+            "abcd",
+            "abce",
+            "xbcd",
+            "abcdefg",
+            "abcdefh",
+            "abcdefgh",
+            "abcdefgi",
+            "bbcdefgh",
+            "research_paper",
+            "research_papes",
+            "sesearch_paper",
+            "abcdefghijklmnop",
+            "abcdefghijklmnoq",
+            "abcdefghijklmnopq",
+            "abcdefghijklmnopr",
+            "é",
+            "e\u{301}",
+        ];
+        for a in words {
+            for b in words {
+                assert_eq!(eq_str(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn equality_is_numeric_and_order_free() {
