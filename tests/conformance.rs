@@ -40,7 +40,11 @@ fn main() {
                 eprintln!("conformance::{key}: skipped: {reason}");
             }
             let trial = Trial::test(format!("conformance::{key}"), move || {
-                packc_host::run_case_file(&path).map_err(Into::into)
+                // Every run case is also run snapshotted and restored after each resume.
+                let options = packc_host::RunCaseOptions {
+                    check_snapshots: true,
+                };
+                packc_host::run_case_file_with(&path, options).map_err(Into::into)
             });
             trials.push(trial.with_ignored_flag(skip.is_some()));
         }

@@ -12,5 +12,8 @@ pub mod runner;
 pub mod scripted;
 
 pub use case::{Case, CaseError, Expect, PackSource, RunSpec};
-pub use runner::{check_case, execute, run_case, run_case_file, Actual, CaseResult};
+pub use runner::{
+    check_case, execute, run_case, run_case_file, run_case_file_with, run_case_with, Actual,
+    CaseResult, RunCaseOptions,
+};
 pub use scripted::{parse_answer, ScriptedHost};

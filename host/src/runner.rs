@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use packc_compiler::diag::Severity;
 use packc_compiler::{check_bytes, check_loaded, Checked, Options};
-use packc_vm::driver::drive;
+use packc_vm::driver::{Host, ScriptItem};
 use packc_vm::value::json_eq;
-use packc_vm::{OwnedOutcome, Program, Run, RunError, RunOptions, Target};
+use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions, Target};
 use serde_json::Value;
 
 use crate::case::{Case, PackSource};
@@ -29,14 +29,34 @@ pub struct Actual {
 /// A case's verdict: `Ok` when it passed, else every difference found, one per line.
 pub type CaseResult = Result<(), String>;
 
+/// How a case is run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCaseOptions {
+    /// Also run the case a second time, snapshotting the run after every `resume` and
+    /// continuing from a restored copy; it must end exactly as the uninterrupted run.
+    /// (The test suite's check of `Run::snapshot` / `Run::restore`; `packc test` leaves
+    /// it off.)
+    pub check_snapshots: bool,
+}
+
 /// Reads and runs the case file at `path`.
 pub fn run_case_file(path: &Path) -> CaseResult {
+    run_case_file_with(path, RunCaseOptions::default())
+}
+
+/// Reads and runs the case file at `path` with `options`.
+pub fn run_case_file_with(path: &Path, options: RunCaseOptions) -> CaseResult {
     let case = Case::read(path).map_err(|e| e.message)?;
-    run_case(&case)
+    run_case_with(&case, options)
 }
 
 /// Runs a parsed case: the compile half ([`check_case`]), then, for a run case, the run.
 pub fn run_case(case: &Case) -> CaseResult {
+    run_case_with(case, RunCaseOptions::default())
+}
+
+/// [`run_case`] with `options`.
+pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
     let Some((checked, base_dir)) = compile_half(case)? else {
         return Ok(());
     };
@@ -48,9 +68,22 @@ pub fn run_case(case: &Case) -> CaseResult {
         ..Options::default()
     };
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
-    let actual = execute(module, spec)?;
+    let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
+    let actual = execute_program(&program, spec, false)?;
     let mut diffs = Vec::new();
     compare(case, &actual, &mut diffs);
+    if run_options.check_snapshots {
+        let restored = execute_program(&program, spec, true)?;
+        if restored.trace != actual.trace
+            || restored.calls != actual.calls
+            || format!("{:?}", restored.result) != format!("{:?}", actual.result)
+        {
+            diffs.push(format!(
+                "a run restored from a snapshot after every resume differs: {:?} / {:?} vs {:?} / {:?}",
+                restored.result, restored.trace, actual.result, actual.trace
+            ));
+        }
+    }
     verdict(diffs)
 }
 
@@ -139,6 +172,16 @@ fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String>
 /// Runs a lowered module with the scripted host of `spec`.
 pub fn execute(module: ir_spec::Module, spec: &crate::RunSpec) -> Result<Actual, String> {
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
+    execute_program(&program, spec, false)
+}
+
+/// Runs `program` with the scripted host of `spec`; with `restore`, the run is
+/// snapshotted after every `resume` and continued from a restored copy.
+fn execute_program(
+    program: &Arc<Program>,
+    spec: &crate::RunSpec,
+    restore: bool,
+) -> Result<Actual, String> {
     let target = Target::parse(program.module(), &spec.target).map_err(|e| e.to_string())?;
     let options = RunOptions {
         host_variables: spec.variables.clone(),
@@ -148,9 +191,39 @@ pub fn execute(module: ir_spec::Module, spec: &crate::RunSpec) -> Result<Actual,
         // `calls` is compared.
         record_calls: true,
     };
-    let mut run = Run::new(program, target, options).map_err(|e| e.to_string())?;
+    let mut run = Run::new(program.clone(), target, options).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(spec);
-    let result = drive(&mut run, &mut host, &spec.script);
+    let mut script = spec.script.iter();
+    let mut input = Input::Start;
+    let result = loop {
+        if restore {
+            let bytes = run.snapshot();
+            run = Run::restore(program.clone(), &bytes).map_err(|e| format!("restore: {e}"))?;
+        }
+        let need = match run.resume(input) {
+            Ok(need) => need,
+            Err(e) => break Err(e),
+        };
+        input = match need {
+            Need::Done => match run.outcome() {
+                Some(o) => break Ok(o.into_owned()),
+                None => return Err("the run said Done without an outcome".into()),
+            },
+            Need::Clock => Input::Clock(host.clock()),
+            Need::Caller => match script.next() {
+                Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
+                Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
+                None => Input::Finish,
+            },
+            Need::Calls | Need::Wait => {
+                let pending: Vec<CallView<'_>> = run.pending().collect();
+                let Some(&call) = pending.get(host.pick(&pending)) else {
+                    return Err("the run waits but no call is outstanding".into());
+                };
+                Input::Answer(call.id(), host.call(&call))
+            }
+        };
+    };
     Ok(Actual {
         result,
         trace: run.trace_lines(),
