@@ -3,21 +3,12 @@
 //! against the same program, as a host moving a run to another machine would.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use packc_vm::{Input, Need, Program, Run, RunOptions, Target};
+use packc_vm::{Input, Need, Run, RunOptions, Target};
 use serde_json::json;
 
-fn program(path: &Path) -> Arc<Program> {
-    let bytes = std::fs::read(path).unwrap();
-    let options = packc_compiler::Options {
-        base_dir: path.parent().map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let checked = packc_compiler::check_bytes(&bytes, &options);
-    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
-}
+use packc_suite::program;
 
 fn bench_snapshot(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

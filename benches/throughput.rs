@@ -12,15 +12,7 @@ use serde_json::{json, Value};
 
 const RUNS_PER_THREAD: usize = 2_000;
 
-fn program(path: &Path) -> Arc<Program> {
-    let bytes = std::fs::read(path).unwrap();
-    let options = packc_compiler::Options {
-        base_dir: path.parent().map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let checked = packc_compiler::check_bytes(&bytes, &options);
-    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
-}
+use packc_suite::program;
 
 fn one_run(p: &Arc<Program>, input: &Value, answer: &Value) -> bool {
     let mut run = Run::new(p.clone(), Target::Workflow, RunOptions::default()).unwrap();

@@ -12,7 +12,7 @@
 //!   the timed loop, as a real host that builds its answers would.
 //! - `vm_pred/*`: a predicate alone (one compare; a 3-clause `any_of`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
@@ -24,21 +24,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn program(path: &Path) -> Arc<Program> {
-    let bytes = std::fs::read(path).unwrap();
-    let options = packc_compiler::Options {
-        base_dir: path.parent().map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let checked = packc_compiler::check_bytes(&bytes, &options);
-    assert!(
-        !checked.has_errors(),
-        "{}: {:?}",
-        path.display(),
-        checked.diagnostics
-    );
-    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
-}
+use packc_suite::program;
 
 /// The no-op host's fixed model answer (every field the example packs read).
 fn model_output() -> Value {

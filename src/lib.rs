@@ -16,3 +16,22 @@ pub fn shared_dir() -> Option<PathBuf> {
 }
 
 pub mod gen;
+
+/// Compiles the pack file at `path` (check, lower) into a VM program, panicking on any
+/// diagnostic error: for benchmarks and tests over packs known to be clean.
+pub fn program(path: &std::path::Path) -> std::sync::Arc<packc_vm::Program> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let options = packc_compiler::Options {
+        base_dir: path.parent().map(std::path::Path::to_path_buf),
+        ..Default::default()
+    };
+    let checked = packc_compiler::check_bytes(&bytes, &options);
+    assert!(
+        !checked.has_errors(),
+        "{}: {:?}",
+        path.display(),
+        checked.diagnostics
+    );
+    let module = packc_compiler::lower(&checked, &options).expect("a clean pack lowers");
+    std::sync::Arc::new(packc_vm::Program::new(module).expect("a lowered module verifies"))
+}
