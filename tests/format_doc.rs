@@ -347,7 +347,7 @@ fn every_variant() -> Artifact {
                 input: Bind::Const(json!({"a": [1, 2.5, {"b": null}], "é": "ü\n"})),
                 output_schema: Some(OutputSchema {
                     name: "schemas/v.json".into(),
-                    schema: Some(json!({"type": "object"})),
+                    schema: Some(ir_spec::JsonText::from_value(&json!({"type": "object"}))),
                 }),
             },
         ),
@@ -681,7 +681,7 @@ fn the_format_doc_reader_limits_json_depth() {
         let mut a = every_variant();
         match &mut a.module.compositions[0].steps[0].kind {
             ir_spec::StepKind::Prompt { output_schema, .. } => {
-                output_schema.as_mut().unwrap().schema = Some(v);
+                output_schema.as_mut().unwrap().schema = Some(ir_spec::JsonText::from_value(&v));
             }
             other => panic!("step 0 is {other:?}"),
         }

@@ -28,6 +28,7 @@ mod composition;
 pub mod container;
 mod ids;
 mod json_text;
+pub use json_text::JsonText;
 mod nesting;
 mod prompt;
 pub mod text_form;

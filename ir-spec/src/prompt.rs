@@ -169,7 +169,7 @@ pub struct Validation {
 pub struct OutputSchema {
     /// The declared name.
     pub name: String,
-    /// The embedded schema, when the pack is a file and the schema file was found.
-    #[serde(with = "crate::json_text::option")]
-    pub schema: Option<serde_json::Value>,
+    /// The embedded schema, when the pack is a file and the schema file was found; kept
+    /// as JSON text (the VM never reads it; a host passes it on or parses it).
+    pub schema: Option<crate::JsonText>,
 }

@@ -272,7 +272,7 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
             let schema = crate::schema_files::read(&dir.join(&name)).ok()?;
             Some(OutputSchema {
                 name,
-                schema: Some(schema),
+                schema: Some(ir_spec::JsonText::from_value(&schema)),
             })
         }
     }
