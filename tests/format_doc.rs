@@ -513,13 +513,17 @@ fn every_variant() -> Artifact {
                 max_tool_calls_per_turn: Some(u32::MAX),
                 blocklist: vec!["rm".into()],
             },
-            parameters: json!({"temperature": 0.7, "max_tokens": 256}),
+            parameters: ir_spec::JsonText::from_value(
+                &json!({"temperature": 0.7, "max_tokens": 256}),
+            ),
         }],
         tools: vec![Tool {
             key: StrId(1),
             name: "kb.lookup".into(),
             description: "Search \"the\" KB.".into(),
-            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            parameters: ir_spec::JsonText::from_value(
+                &json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            ),
         }],
         workflow: Some(Workflow {
             entry: StateId(1),

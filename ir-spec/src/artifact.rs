@@ -114,13 +114,13 @@ mod tests {
                 variables: vec![],
                 tools: vec![ToolRef::Tool(ToolId(0))],
                 policy: ToolPolicy::default(),
-                parameters: serde_json::json!({"temperature": 0.2}),
+                parameters: crate::JsonText::from_value(&serde_json::json!({"temperature": 0.2})),
             }],
             tools: vec![Tool {
                 key: StrId(1),
                 name: "t".into(),
                 description: String::new(),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: crate::JsonText::from_value(&serde_json::json!({"type": "object"})),
             }],
             workflow: Some(Workflow {
                 entry: StateId(0),

@@ -574,7 +574,7 @@ mod tests {
                 .map(|i| ToolRef::Tool(ToolId(i as u32)))
                 .collect(),
             policy,
-            parameters: serde_json::Value::Null,
+            parameters: crate::JsonText::from_value(&serde_json::Value::Null),
         }
     }
 

@@ -119,9 +119,9 @@ pub struct Tool {
     pub name: String,
     /// The `description` field (empty when absent).
     pub description: String,
-    /// The `parameters` JSON Schema (null when absent).
-    #[serde(with = "crate::json_text")]
-    pub parameters: serde_json::Value,
+    /// The `parameters` JSON Schema (`null` when absent), kept as JSON text: a host
+    /// passes it to the model API; the VM never reads it.
+    pub parameters: JsonText,
 }
 
 /// A member of `agents.members`.

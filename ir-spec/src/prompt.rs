@@ -30,8 +30,7 @@ pub struct Prompt {
     pub policy: ToolPolicy,
     /// The `parameters` (temperature, max_tokens, top_p, …), for a host making the real
     /// model call; `null` when absent. The VM does not read them.
-    #[serde(with = "crate::json_text")]
-    pub parameters: serde_json::Value,
+    pub parameters: crate::JsonText,
 }
 
 /// Something a model may call as a tool.

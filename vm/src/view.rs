@@ -66,8 +66,8 @@ pub struct OfferedTool<'r> {
     pub name: &'r str,
     /// The tool's description.
     pub description: &'r str,
-    /// The tool's parameter schema (null for an agent member).
-    pub parameters: &'r Value,
+    /// The tool's parameter schema as JSON text; `None` for an agent member.
+    pub parameters: Option<&'r ir_spec::JsonText>,
 }
 
 impl<'r> CallView<'r> {
@@ -107,7 +107,7 @@ impl<'r> CallView<'r> {
 
     /// A model call's prompt `parameters` (temperature, max_tokens, …; `null` when the
     /// prompt sets none), for a host making the real call.
-    pub fn parameters(&self) -> Option<&'r serde_json::Value> {
+    pub fn parameters(&self) -> Option<&'r ir_spec::JsonText> {
         if !self.is_model() {
             return None;
         }
@@ -208,14 +208,14 @@ impl<'r> CallView<'r> {
                     key: m.str(tool.key),
                     name: &tool.name,
                     description: &tool.description,
-                    parameters: &tool.parameters,
+                    parameters: Some(&tool.parameters),
                 }
             }
             ToolRef::Member(k) => OfferedTool {
                 key: m.str(*k),
                 name: m.str(*k),
                 description: "",
-                parameters: &Value::Null,
+                parameters: None,
             },
         })
     }

@@ -217,5 +217,8 @@ fn model_calls_expose_prompt_parameters() {
     assert_eq!(need, Need::Calls);
     let call = run.pending().next().unwrap();
     assert_eq!(call.prompt_task(), Some("doc_classifier"));
-    assert_eq!(call.parameters(), Some(&json!({"temperature": 0.0})));
+    assert_eq!(
+        call.parameters().map(ir_spec::JsonText::parse),
+        Some(json!({"temperature": 0.0}))
+    );
 }

@@ -23,7 +23,9 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
             key,
             name: text("name"),
             description: text("description"),
-            parameters: tool.get("parameters").cloned().unwrap_or(Value::Null),
+            parameters: ir_spec::JsonText::from_value(
+                tool.get("parameters").unwrap_or(&Value::Null),
+            ),
         });
     }
 }
@@ -51,7 +53,9 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             variables,
             tools,
             policy,
-            parameters: prompt.get("parameters").cloned().unwrap_or(Value::Null),
+            parameters: ir_spec::JsonText::from_value(
+                prompt.get("parameters").unwrap_or(&Value::Null),
+            ),
         });
     }
     Ok(())
