@@ -9,7 +9,7 @@ use packc_compiler::diag::Severity;
 use packc_compiler::render::RenderSource;
 use packc_compiler::Options;
 
-use crate::{ColorChoice, Format};
+use crate::Format;
 
 /// Arguments of `packc build`.
 #[derive(Args, Debug)]
@@ -21,23 +21,14 @@ pub struct BuildArgs {
     /// `.pack.yaml`, `.yaml`, `.yml` or `.json`.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// How to print diagnostics.
-    #[arg(long, value_enum, default_value_t)]
-    pub format: Format,
-    /// Treat warnings as errors (exit 1, writing nothing, when any is reported).
-    #[arg(long)]
-    pub deny_warnings: bool,
-    /// Largest pack source accepted, in bytes; larger files are `limit_exceeded`.
-    #[arg(long, value_name = "BYTES", default_value_t = packc_compiler::load::Limits::default().max_source_bytes)]
-    pub max_source_bytes: usize,
-    /// When to colour the output.
-    #[arg(long, value_enum, default_value_t)]
-    pub color: ColorChoice,
+    /// How diagnostics are judged and printed (as `packc check`).
+    #[command(flatten)]
+    pub diagnostics: crate::check::DiagnosticArgs,
 }
 
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
-    let (checked, bytes) = crate::check::check_file(&args.pack, args.max_source_bytes)?;
+    let (checked, bytes) = crate::check::check_file(&args.pack, args.diagnostics.max_source_bytes)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource {
@@ -45,21 +36,26 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         text: &text,
         spans: checked.loaded.as_ref().map(|l| &l.spans),
     };
-    crate::check::print_diagnostics(&src, &checked, args.format, args.color.for_stderr())?;
+    crate::check::print_diagnostics(
+        &src,
+        &checked,
+        args.diagnostics.format,
+        args.diagnostics.color.for_stderr(),
+    )?;
     let errors = checked
         .diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .count();
     let warnings = checked.diagnostics.len() - errors;
-    if errors > 0 || (args.deny_warnings && warnings > 0) {
-        if args.format == Format::Human {
+    if errors > 0 || (args.diagnostics.deny_warnings && warnings > 0) {
+        if args.diagnostics.format == Format::Human {
             eprintln!("{name}: {errors} error(s), {warnings} warning(s); nothing written");
         }
         return Ok(ExitCode::from(1));
     }
     let mut options = Options::default();
-    options.limits.max_source_bytes = args.max_source_bytes;
+    options.limits.max_source_bytes = args.diagnostics.max_source_bytes;
     options.base_dir = Some(
         args.pack
             .parent()

@@ -18,6 +18,14 @@ pub struct CheckArgs {
     /// Pack files to check (.yaml, .yml or .json).
     #[arg(required = true, value_name = "PACK")]
     pub packs: Vec<PathBuf>,
+    /// How diagnostics are judged and printed.
+    #[command(flatten)]
+    pub diagnostics: DiagnosticArgs,
+}
+
+/// The options of every command that checks a pack (`check`, `build`).
+#[derive(Args, Debug)]
+pub struct DiagnosticArgs {
     /// How to print diagnostics.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -35,10 +43,11 @@ pub struct CheckArgs {
 /// Check every pack; exit 1 if any has errors (or warnings, with `--deny-warnings`).
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let mut failed = false;
-    let color = args.color.for_stderr();
+    let d = &args.diagnostics;
+    let color = d.color.for_stderr();
     let (mut errors, mut warnings) = (0usize, 0usize);
     for path in &args.packs {
-        let (checked, bytes) = check_file(path, args.max_source_bytes)?;
+        let (checked, bytes) = check_file(path, d.max_source_bytes)?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -46,7 +55,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             text: &text,
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
-        print_diagnostics(&src, &checked, args.format, color)?;
+        print_diagnostics(&src, &checked, d.format, color)?;
         let e = checked
             .diagnostics
             .iter()
@@ -55,9 +64,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         let w = checked.diagnostics.len() - e;
         errors += e;
         warnings += w;
-        failed |= e > 0 || (args.deny_warnings && w > 0);
+        failed |= e > 0 || (d.deny_warnings && w > 0);
     }
-    if args.format == Format::Human {
+    if d.format == Format::Human {
         let files = args.packs.len();
         let noun = if files == 1 { "pack" } else { "packs" };
         if errors + warnings == 0 {

@@ -3,14 +3,16 @@
 //! determinism property (same module + same answers → same trace and calls) and a
 //! postcard round trip of a lowered module.
 
-use std::collections::{BTreeMap, VecDeque};
+mod common;
+
 use std::sync::Arc;
 
+use common::Queues;
 use ir_spec::Module;
-use packc_vm::driver::{drive, Host, ScriptItem};
+use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{
-    Answer, CallRecord, CallView, ErrorKind, Input, Need, OwnedOutcome, Program, Run, RunError,
-    RunOptions, Target, ToolRequest,
+    Answer, CallRecord, ErrorKind, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions,
+    Target, ToolRequest,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -20,50 +22,6 @@ fn compile(yaml: &str) -> Module {
     let checked = packc_compiler::check_bytes(yaml.as_bytes(), &options);
     assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
     packc_compiler::lower(&checked, &options).expect("lowers")
-}
-
-/// Answers from per-key queues; `reverse` answers the highest parallel branch first.
-#[derive(Default, Clone)]
-struct Queues {
-    answers: BTreeMap<String, VecDeque<Answer>>,
-    clock: Vec<u64>,
-    reads: usize,
-    reverse: bool,
-}
-
-impl Queues {
-    fn with(mut self, key: &str, answers: Vec<Answer>) -> Self {
-        self.answers.insert(key.to_owned(), answers.into());
-        self
-    }
-}
-
-impl Host for Queues {
-    fn call(&mut self, call: &CallView<'_>) -> Answer {
-        let key = call
-            .prompt_task()
-            .or_else(|| call.tool())
-            .unwrap_or_default();
-        self.answers
-            .get_mut(key)
-            .and_then(VecDeque::pop_front)
-            .unwrap_or_else(|| Answer::Error(format!("no scripted answer for {key}")))
-    }
-    fn clock(&mut self) -> u64 {
-        let i = self.reads.min(self.clock.len().saturating_sub(1));
-        self.reads += 1;
-        self.clock.get(i).copied().unwrap_or(0)
-    }
-    fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
-        let key = |c: &CallView<'_>| (c.branch().unwrap_or(0), c.id());
-        let it = outstanding.iter().enumerate();
-        let found = if self.reverse {
-            it.max_by_key(|(_, c)| key(c))
-        } else {
-            it.min_by_key(|(_, c)| key(c))
-        };
-        found.map_or(0, |(i, _)| i)
-    }
 }
 
 fn out(v: Value) -> Answer {

@@ -7,6 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
+use common::Queues;
 use packc_vm::{Answer, Input, Need, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -370,39 +371,6 @@ proptest! {
             let snapped = run(true);
             prop_assert_eq!(&plain, &snapped, "{}", name);
         }
-    }
-}
-
-/// Answers from per-key queues (an empty queue answers with an error).
-#[derive(Default, Clone)]
-struct Queues {
-    answers: BTreeMap<String, VecDeque<Answer>>,
-    clock: Vec<u64>,
-    reads: usize,
-}
-
-impl Queues {
-    fn with(mut self, key: &str, answers: Vec<Answer>) -> Self {
-        self.answers.insert(key.to_owned(), answers.into());
-        self
-    }
-}
-
-impl Host for Queues {
-    fn call(&mut self, call: &CallView<'_>) -> Answer {
-        let key = call
-            .prompt_task()
-            .or_else(|| call.tool())
-            .unwrap_or_default();
-        self.answers
-            .get_mut(key)
-            .and_then(VecDeque::pop_front)
-            .unwrap_or_else(|| Answer::Error(format!("no scripted answer for {key}")))
-    }
-    fn clock(&mut self) -> u64 {
-        let i = self.reads.min(self.clock.len().saturating_sub(1));
-        self.reads += 1;
-        self.clock.get(i).copied().unwrap_or(0)
     }
 }
 
