@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::Queues;
+use common::{compile, out, prompts, tool_defs, Queues, HEAD};
 use ir_spec::Module;
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{
@@ -16,20 +16,6 @@ use packc_vm::{
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-fn compile(yaml: &str) -> Module {
-    let options = packc_compiler::Options::default();
-    let checked = packc_compiler::check_bytes(yaml.as_bytes(), &options);
-    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
-    packc_compiler::lower(&checked, &options).expect("lowers")
-}
-
-fn out(v: Value) -> Answer {
-    Answer::Output {
-        output: v,
-        event: None,
-    }
-}
 
 fn err() -> Answer {
     Answer::Error("boom".into())
@@ -77,27 +63,6 @@ fn run(module: &Module, target: &str, host: &mut Queues, input: Value) -> Ran {
     }
 }
 
-const HEAD: &str =
-    "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: '{{variable}}'}\n";
-
-fn prompts(keys: &[&str]) -> String {
-    let mut s = String::from("prompts:\n");
-    for k in keys {
-        s.push_str(&format!(
-            "  {k}: {{id: {k}, name: {k}, version: 1.0.0, system_template: 'Do {k}.'}}\n"
-        ));
-    }
-    s
-}
-
-fn tool_defs(keys: &[&str]) -> String {
-    let mut s = String::from("tools:\n");
-    for k in keys {
-        s.push_str(&format!("  {k}: {{name: {k}, description: {k}, parameters: {{type: object, properties: {{}}}}}}\n"));
-    }
-    s
-}
-
 #[test]
 fn skips_propagate_along_depends_on_but_not_the_backbone() {
     let pack = format!(
@@ -112,7 +77,7 @@ fn skips_propagate_along_depends_on_but_not_the_backbone() {
       - {{id: d, kind: prompt, prompt_task: q, input: x}}
       - {{id: e, kind: prompt, prompt_task: q, input: x, depends_on: [c2, d]}}
 ",
-        prompts(&["p", "q"])
+        prompts(&["p", "q"], "")
     );
     let m = compile(&pack);
     let mut host = Queues::default().with("q", vec![out(json!(1)), out(json!(2))]);
@@ -140,7 +105,7 @@ fn retry_counts_attempts_and_reruns_host_calls() {
     steps:
       - {{id: s, kind: tool, tool: t, modifiers: {{retry: {{max_attempts: 3}}}}}}
 ",
-        prompts(&["p"]),
+        prompts(&["p"], ""),
         tool_defs(&["t"])
     );
     let m = compile(&pack);
@@ -178,7 +143,7 @@ compositions:
           - {{id: b2, kind: tool, tool: u}}
           - {{id: b3, kind: prompt, prompt_task: w}}
 ",
-        prompts(&["a", "w"]),
+        prompts(&["a", "w"], ""),
         tool_defs(&["t", "u"])
     );
     let m = compile(&pack);
@@ -218,7 +183,7 @@ fn parallel_pack() -> Module {
           - {{id: b3, kind: prompt, prompt_task: w, input: 'n=${{input}}'}}
       - {{id: after, kind: tool, tool: v, args: {{all: '${{p.output.all}}'}}}}
 ",
-        prompts(&["a", "w"]),
+        prompts(&["a", "w"], ""),
         tool_defs(&["t", "u", "v"])
     ))
 }
@@ -276,7 +241,7 @@ fn wall_clock_budget_reads_the_host_clock_before_calls() {
     one: {{prompt_task: p, on_event: {{Next: two}}}}
     two: {{prompt_task: q, terminal: true}}
 ",
-        prompts(&["p", "q"])
+        prompts(&["p", "q"], "")
     );
     let m = compile(&pack);
     let answers = |h: Queues| {

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::Queues;
+use common::{out, prompts, tool_defs, Queues, HEAD};
 use packc_vm::{Answer, Input, Need, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -123,7 +123,7 @@ use packc_vm::{
 };
 use proptest::prelude::*;
 
-fn compile(yaml: &str, base_dir: Option<PathBuf>) -> Module {
+fn compile_in(yaml: &str, base_dir: Option<PathBuf>) -> Module {
     let options = packc_compiler::Options {
         base_dir,
         ..packc_compiler::Options::default()
@@ -163,7 +163,7 @@ fn example_cases() -> Vec<(String, Module, RunSpec)> {
             continue;
         };
         let yaml = std::fs::read_to_string(pack).expect("pack file");
-        let module = compile(&yaml, pack.parent().map(Path::to_path_buf));
+        let module = compile_in(&yaml, pack.parent().map(Path::to_path_buf));
         let name = path
             .file_name()
             .expect("name")
@@ -374,32 +374,8 @@ proptest! {
     }
 }
 
-const HEAD: &str =
-    "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: '{{variable}}'}\n";
-
-/// Prompts whose templates say `Do <key>.` and then `extra`.
-fn prompts(keys: &[&str], extra: &str) -> String {
-    let mut s = String::from("prompts:\n");
-    for k in keys {
-        s.push_str(&format!(
-            "  {k}: {{id: {k}, name: {k}, version: 1.0.0, system_template: 'Do {k}.{extra}'}}\n"
-        ));
-    }
-    s
-}
-
-fn tool_defs(keys: &[&str]) -> String {
-    let mut s = String::from("tools:\n");
-    for k in keys {
-        s.push_str(&format!("  {k}: {{name: {k}, description: {k}, parameters: {{type: object, properties: {{}}}}}}\n"));
-    }
-    s
-}
-
-/// A three-branch parallel (an agent with a tool loop, a retried tool, a prompt), then
-/// a tool reading the merged outputs. The templates read the host variable `who`.
 fn parallel_pack() -> Module {
-    compile(
+    compile_in(
         &format!(
             "{HEAD}{}{}compositions:
   c:
@@ -423,7 +399,7 @@ fn parallel_pack() -> Module {
 
 /// A workflow with events, a wall-clock budget, a tool loop and a parallel state.
 fn workflow_pack() -> Module {
-    compile(
+    compile_in(
         &format!(
             "{HEAD}{}{}workflow:
   version: 1
@@ -457,13 +433,6 @@ fn who() -> RunOptions {
         .host_variables
         .insert("who".into(), json!({"name": "the \"host\"", "n": 0.1}));
     options
-}
-
-fn out(v: Value) -> Answer {
-    Answer::Output {
-        output: v,
-        event: None,
-    }
 }
 
 fn any_value() -> impl Strategy<Value = Value> {

@@ -77,3 +77,43 @@ impl Host for Queues {
         found.map_or(0, |(i, _)| i)
     }
 }
+
+/// The top of a test pack: the five members every pack needs.
+pub const HEAD: &str =
+    "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: '{{variable}}'}\n";
+
+/// A `prompts:` block whose templates say `Do <key>.` and then `extra`.
+pub fn prompts(keys: &[&str], extra: &str) -> String {
+    let mut s = String::from("prompts:\n");
+    for k in keys {
+        s.push_str(&format!(
+            "  {k}: {{id: {k}, name: {k}, version: 1.0.0, system_template: 'Do {k}.{extra}'}}\n"
+        ));
+    }
+    s
+}
+
+/// A `tools:` block with one object-parameter tool per key.
+pub fn tool_defs(keys: &[&str]) -> String {
+    let mut s = String::from("tools:\n");
+    for k in keys {
+        s.push_str(&format!("  {k}: {{name: {k}, description: {k}, parameters: {{type: object, properties: {{}}}}}}\n"));
+    }
+    s
+}
+
+/// Checks and lowers an inline pack, which must have no errors.
+pub fn compile(yaml: &str) -> ir_spec::Module {
+    let options = packc_compiler::Options::default();
+    let checked = packc_compiler::check_bytes(yaml.as_bytes(), &options);
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    packc_compiler::lower(&checked, &options).expect("lowers")
+}
+
+/// A model or tool answer with this output.
+pub fn out(v: serde_json::Value) -> Answer {
+    Answer::Output {
+        output: v,
+        event: None,
+    }
+}
