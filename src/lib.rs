@@ -35,3 +35,35 @@ pub fn program(path: &std::path::Path) -> std::sync::Arc<packc_vm::Program> {
     let module = packc_compiler::lower(&checked, &options).expect("a clean pack lowers");
     std::sync::Arc::new(packc_vm::Program::new(module).expect("a lowered module verifies"))
 }
+
+/// One pack of `../shared/corpus`, with its `MANIFEST.json` entry.
+pub struct CorpusPack {
+    /// The file, relative to the corpus folder (`promptkit/hello.pack.json`).
+    pub file: String,
+    /// Its full path.
+    pub path: PathBuf,
+    /// Its whole MANIFEST entry (`packc` holds the expected verdict and diagnostics).
+    pub entry: serde_json::Value,
+}
+
+/// Every pack the corpus MANIFEST lists, in its order; empty without `../shared`.
+pub fn corpus() -> Vec<CorpusPack> {
+    let Some(shared) = shared_dir() else {
+        return Vec::new();
+    };
+    let dir = shared.join("corpus");
+    let text = std::fs::read(dir.join("MANIFEST.json")).expect("MANIFEST.json is readable");
+    let manifest: serde_json::Value = serde_json::from_slice(&text).expect("MANIFEST.json is JSON");
+    let entries = manifest.as_array().expect("MANIFEST.json is a list");
+    entries
+        .iter()
+        .map(|entry| {
+            let file = entry["file"].as_str().expect("entry has a file").to_owned();
+            CorpusPack {
+                path: dir.join(&file),
+                file,
+                entry: entry.clone(),
+            }
+        })
+        .collect()
+}

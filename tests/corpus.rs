@@ -13,24 +13,12 @@ use serde_json::Value;
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
-    if let Some(shared) = packc_suite::shared_dir() {
-        let dir = shared.join("corpus");
-        let manifest: Value = serde_json::from_slice(
-            &std::fs::read(dir.join("MANIFEST.json")).expect("MANIFEST.json is readable"),
-        )
-        .expect("MANIFEST.json is JSON");
-        for entry in manifest.as_array().expect("MANIFEST.json is a list") {
-            let file = entry["file"]
-                .as_str()
-                .expect("entry has a file")
-                .to_string();
-            let expected = entry["packc"].clone();
-            let path = dir.join(&file);
-            let name = file.replace(['/', '-', '.'], "_");
-            trials.push(Trial::test(format!("corpus::{name}"), move || {
-                run(&path, &expected)
-            }));
-        }
+    for packc_suite::CorpusPack { file, path, entry } in packc_suite::corpus() {
+        let expected = entry["packc"].clone();
+        let name = file.replace(['/', '-', '.'], "_");
+        trials.push(Trial::test(format!("corpus::{name}"), move || {
+            run(&path, &expected)
+        }));
     }
     libtest_mimic::run(&args, trials).exit();
 }

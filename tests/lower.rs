@@ -10,25 +10,13 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use packc_compiler::{check_bytes, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
 use packc_vm::{Answer, CallView, Program, Run, RunOptions, Target};
-use serde_json::Value;
 
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
-    if let Some(shared) = packc_suite::shared_dir() {
-        let dir = shared.join("corpus");
-        let manifest: Value = serde_json::from_slice(
-            &std::fs::read(dir.join("MANIFEST.json")).expect("MANIFEST.json is readable"),
-        )
-        .expect("MANIFEST.json is JSON");
-        for entry in manifest.as_array().into_iter().flatten() {
-            let Some(file) = entry["file"].as_str() else {
-                continue;
-            };
-            let path = dir.join(file);
-            let name = file.replace(['/', '-', '.'], "_");
-            trials.push(Trial::test(format!("lower::{name}"), move || run(&path)));
-        }
+    for packc_suite::CorpusPack { file, path, .. } in packc_suite::corpus() {
+        let name = file.replace(['/', '-', '.'], "_");
+        trials.push(Trial::test(format!("lower::{name}"), move || run(&path)));
     }
     libtest_mimic::run(&args, trials).exit();
 }
