@@ -7,6 +7,7 @@ mod build;
 mod check;
 mod graph;
 mod inspect;
+mod live;
 mod run;
 mod test;
 

@@ -33,6 +33,50 @@ pub struct RunArgs {
     /// Print the trace lines to stderr.
     #[arg(long)]
     pub trace: bool,
+    /// Run against a real model: the OpenAI-compatible Chat Completions API (OpenAI,
+    /// llama.cpp server, vLLM, Ollama, LM Studio...).
+    #[arg(long, value_enum, conflicts_with = "host", requires = "model")]
+    pub provider: Option<Provider>,
+    /// The model name sent with every request.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The API base URL [default: https://api.openai.com/v1]; requests go to
+    /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (never printed). Optional for a
+    /// local server.
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// Bind the pack's tools to commands or HTTP endpoints (see `packc_host::live::tools`).
+    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    pub tools: Option<PathBuf>,
+    /// Write the live run as a case file that `packc test` replays offline.
+    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    pub record: Option<PathBuf>,
+    /// The longest one model or HTTP call may take, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub timeout: f64,
+    /// How many times a model call is retried after a 429, a 5xx or a timeout.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
+    /// The most calls in flight at once (a parallel step's branches go out together).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// A host variable for `{{name}}` placeholders the pack does not declare
+    /// (repeatable): `--var NAME=VALUE`.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Print only the result: no status line, no notes.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A model API `packc run` can call.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// The OpenAI-compatible Chat Completions API.
+    Openai,
 }
 
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
@@ -42,19 +86,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
+    if args.host.is_none() && (args.provider.is_some() || args.tools.is_some()) {
+        return crate::live::run(args, module);
+    }
     let mut spec = match &args.host {
         Some(path) => host_spec(path)?,
         None => RunSpec::default(),
     };
-    if let Some(input) = &args.input {
-        let text = match input.strip_prefix('@') {
-            Some(file) => {
-                std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
-            }
-            None => input.clone(),
-        };
-        let value: Value = serde_json::from_str(&text).context("--input is not JSON")?;
+    if let Some(value) = read_input(args)? {
         spec.script = vec![ScriptItem::Turn(value)];
+    }
+    for (k, v) in read_vars(args)? {
+        spec.variables.insert(k, v);
     }
     if spec.script.is_empty() {
         spec.script = vec![ScriptItem::Turn(Value::Null)];
@@ -94,6 +137,33 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The `--input` value, if given: JSON, or `@file` holding JSON.
+pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
+    let Some(input) = &args.input else {
+        return Ok(None);
+    };
+    let text = match input.strip_prefix('@') {
+        Some(file) => {
+            std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+        }
+        None => input.clone(),
+    };
+    Ok(Some(
+        serde_json::from_str(&text).context("--input is not JSON")?,
+    ))
+}
+
+/// The `--var NAME=VALUE` host variables (the value a string).
+pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
+    args.vars
+        .iter()
+        .map(|v| match v.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), Value::String(v.to_owned()))),
+            _ => bail!("--var {v}: expected NAME=VALUE"),
+        })
+        .collect()
 }
 
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack

@@ -5,11 +5,21 @@
 //!   `run.host` queues, reads `host.clock`, and supplies `host.variables`.
 //! - [`runner`]: compiles a case's pack, runs it with the scripted host, and compares
 //!   the result with `expect`, describing every difference it finds.
+//! - [`live`]: the live host: model calls over the OpenAI-compatible Chat Completions
+//!   API, tools bound to commands or HTTP endpoints, `output_schema` checks.
+//! - [`record`]: a live run written as a case file that `packc test` replays.
+//! - [`yaml`]: a small YAML writer for the case files it writes.
+//! - `mock` (feature `mock`): a mock OpenAI-compatible server for tests.
 #![forbid(unsafe_code)]
 
 pub mod case;
+pub mod live;
+#[cfg(feature = "mock")]
+pub mod mock;
+pub mod record;
 pub mod runner;
 pub mod scripted;
+pub mod yaml;
 
 pub use case::{Case, CaseError, Expect, PackSource, RunSpec};
 pub use runner::{

@@ -1,0 +1,559 @@
+//! The live host: model calls over the OpenAI-compatible Chat Completions API, tools
+//! bound to commands or HTTP endpoints, answers checked against a step's `output_schema`.
+//!
+//! The VM is sans-IO, so this is ordinary host code around it. [`LiveHost::drive`] runs a
+//! [`Run`] to the end: each newly issued call is copied out of its [`CallView`] into an
+//! owned [`Job`] and handed to a bounded pool of worker threads, so the calls of a
+//! parallel step go out concurrently; answers are fed back to the run one at a time, in
+//! the order they arrive. Embedders with their own scheduler can call
+//! [`LiveHost::answer`] on their own threads instead.
+//!
+//! What the model's answer becomes (`compositions.md` 11.2a, `workflow.md` §1):
+//! - function calls → the VM's `tool_calls` answer, function names mapped back to tool
+//!   keys; arguments that are not JSON are a `host_error` for the step;
+//! - text → the output: parsed and checked when the step declares an embedded
+//!   `output_schema` (a parse failure or mismatch is a `host_error` naming the failing
+//!   path, so a `retry` modifier re-asks); without one, a text that is a complete JSON
+//!   object or array is parsed and any other text stays a string;
+//! - in a prompt state with events, the events are offered as the `transition` function
+//!   (an enum argument). A call of it names the state's event; an event outside the list
+//!   is answered with an error result and the model is asked again, at most
+//!   [`LiveConfig::event_retries`] times, so the VM only sees valid events.
+//!
+//! Every failure (transport, HTTP status, a body that is not JSON, an unbound tool) is an
+//! error answer with a message saying what happened, which the VM turns into a
+//! `host_error` for the step (or an error result for the model, for a tool in an agent
+//! loop). API keys never appear in a message.
+
+pub mod openai;
+pub mod tools;
+pub mod transport;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use packc_vm::driver::ScriptItem;
+use packc_vm::ToolRequest;
+use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
+use serde_json::{json, Value};
+
+pub use openai::{Function, ModelRequest, OutputSchema};
+pub use tools::{Binding, ToolBindings};
+pub use transport::{Transport, TransportConfig};
+
+use crate::record::{answer_json, record_key, Recording};
+
+/// Where model calls go.
+#[derive(Clone, Debug)]
+pub struct ModelEndpoint {
+    /// The API base, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`;
+    /// requests go to `<base_url>/chat/completions`.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The API key, sent as a bearer token; `None` for servers that need none.
+    pub api_key: Option<String>,
+}
+
+impl ModelEndpoint {
+    /// OpenAI's own API base.
+    pub const OPENAI: &'static str = "https://api.openai.com/v1";
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// Whether this is OpenAI's own API (which refuses parameters such as `top_k`).
+    fn is_openai(&self) -> bool {
+        self.base_url.contains("api.openai.com")
+    }
+}
+
+impl std::fmt::Display for ModelEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at {}", self.model, self.base_url)
+    }
+}
+
+/// How the live host works.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    /// Where model calls go; `None`: every model call is a `host_error` saying so.
+    pub model: Option<ModelEndpoint>,
+    /// The tool bindings.
+    pub tools: ToolBindings,
+    /// Timeouts and retries of model calls.
+    pub transport: TransportConfig,
+    /// The most calls in flight at once (the worker pool's size), at least 1.
+    pub concurrency: usize,
+    /// How many times a model that names an event outside the allowed list is asked
+    /// again before the call fails.
+    pub event_retries: u32,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            model: None,
+            tools: ToolBindings::default(),
+            transport: TransportConfig::default(),
+            concurrency: 4,
+            event_retries: 2,
+        }
+    }
+}
+
+/// An owned copy of an issued call: what a worker thread needs to carry it out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    /// A model call.
+    Model(Box<ModelRequest>),
+    /// A tool call (a pack tool or an agent member used as a tool).
+    Tool {
+        /// The tool key.
+        key: String,
+        /// The arguments.
+        args: Value,
+    },
+}
+
+impl Job {
+    /// Copies a call out of the run.
+    pub fn of(view: &CallView<'_>) -> Job {
+        match view.prompt_task() {
+            Some(prompt) => Job::Model(Box::new(ModelRequest {
+                prompt: prompt.to_owned(),
+                system: view.system(),
+                input: view.input().to_value(),
+                history: view.history(),
+                parameters: view.parameters().map_or(Value::Null, |p| p.parse()),
+                tools: ModelRequest::functions(view.offered_tools().map(|t| {
+                    (
+                        t.key,
+                        t.name,
+                        t.description,
+                        t.parameters.map(|p| p.parse()),
+                    )
+                })),
+                events: view.events().map(str::to_owned).collect(),
+                output_schema: view.output_schema().map(|s| OutputSchema {
+                    name: s.name.clone(),
+                    schema: s.schema.as_ref().map(|j| j.parse()),
+                }),
+            })),
+            None => Job::Tool {
+                key: view.tool().unwrap_or_default().to_owned(),
+                args: view.input().to_value(),
+            },
+        }
+    }
+}
+
+/// Counts shown while a run goes on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Model calls issued.
+    pub model_calls: u64,
+    /// Tool calls issued.
+    pub tool_calls: u64,
+    /// Calls issued and not answered yet.
+    pub in_flight: u64,
+    /// Tokens used, as the API reported them.
+    pub tokens: u64,
+}
+
+/// Told what happens while [`LiveHost::drive`] runs (a terminal status line, a log).
+pub trait Observer {
+    /// The run moved on, a call went out or an answer came back.
+    fn update(&mut self, _run: &Run, _stats: &Stats) {}
+}
+
+/// An observer that ignores everything.
+impl Observer for () {}
+
+/// How a live run ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The run ended without error.
+    Done(OwnedOutcome),
+    /// The run failed.
+    Failed(RunError),
+    /// The cancel flag was set (Ctrl-C): the run stopped where it was.
+    Interrupted,
+}
+
+/// A live run's result: how it ended, the counts, and what a recording needs.
+#[derive(Debug)]
+pub struct LiveRun {
+    /// How it ended.
+    pub ended: Ended,
+    /// The counts.
+    pub stats: Stats,
+    /// Every answer, keyed by the call it answered, and the clock readings.
+    pub recording: Recording,
+}
+
+/// The live host. Cheap to clone; clones share the cancel flag and the schema cache.
+#[derive(Clone)]
+pub struct LiveHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LiveConfig,
+    transport: Transport,
+    cancel: Arc<AtomicBool>,
+    schemas: Mutex<HashMap<String, Result<Arc<jsonschema::Validator>, String>>>,
+}
+
+impl LiveHost {
+    /// A host with `config`.
+    pub fn new(config: LiveConfig) -> LiveHost {
+        let cancel = Arc::new(AtomicBool::new(false));
+        LiveHost {
+            inner: Arc::new(Inner {
+                transport: Transport::new(config.transport.clone(), cancel.clone()),
+                config,
+                cancel,
+                schemas: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The flag that stops [`LiveHost::drive`] (set it from a Ctrl-C handler).
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.inner.cancel.clone()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LiveConfig {
+        &self.inner.config
+    }
+
+    /// Carries out one call (blocking); returns the answer and the tokens used.
+    pub fn answer(&self, job: &Job) -> (Answer, u64) {
+        match job {
+            Job::Model(req) => self.model_answer(req),
+            Job::Tool { key, args } => (
+                match self
+                    .inner
+                    .config
+                    .tools
+                    .call(key, args, &self.inner.config.transport)
+                {
+                    Ok(output) => Answer::Output {
+                        output,
+                        event: None,
+                    },
+                    Err(e) => Answer::Error(e),
+                },
+                0,
+            ),
+        }
+    }
+
+    fn model_answer(&self, req: &ModelRequest) -> (Answer, u64) {
+        let Some(endpoint) = &self.inner.config.model else {
+            return (
+                Answer::Error(format!(
+                    "model call for prompt `{}`: no model provider is configured (pass --provider)",
+                    req.prompt
+                )),
+                0,
+            );
+        };
+        let mut headers = Vec::new();
+        if let Some(key) = &endpoint.api_key {
+            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+        }
+        let url = endpoint.url();
+        let what = format!("model call for prompt `{}`", req.prompt);
+        let transition = req.transition_name();
+        let mut tokens = 0;
+        let mut extra = Vec::new();
+        for round in 0..=self.inner.config.event_retries {
+            let body = req.body(&endpoint.model, &extra, endpoint.is_openai());
+            let reply = match self.inner.transport.post_json(&what, &url, &headers, &body) {
+                Ok(v) => v,
+                Err(e) => return (Answer::Error(e), tokens),
+            };
+            let reply = match openai::parse_reply(&reply) {
+                Ok(r) => r,
+                Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+            };
+            tokens += reply.tokens.unwrap_or(0);
+            let is_transition = |name: &str| !req.events.is_empty() && name == transition;
+            let mut requests = Vec::new();
+            for (name, args) in reply.calls.iter().filter(|(n, _)| !is_transition(n)) {
+                let args: Value = match serde_json::from_str(args) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        return (
+                            Answer::Error(format!(
+                                "{what}: the model called `{name}` with arguments that are not JSON ({e})"
+                            )),
+                            tokens,
+                        )
+                    }
+                };
+                requests.push(ToolRequest {
+                    name: req.key_of(name).unwrap_or(name).to_owned(),
+                    args,
+                });
+            }
+            if !requests.is_empty() {
+                return (Answer::ToolCalls(requests), tokens);
+            }
+            let output =
+                match self.output_value(reply.content.as_deref(), req.output_schema.as_ref()) {
+                    Ok(v) => v,
+                    Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+                };
+            let Some((_, args)) = reply.calls.iter().find(|(n, _)| is_transition(n)) else {
+                return (
+                    Answer::Output {
+                        output,
+                        event: None,
+                    },
+                    tokens,
+                );
+            };
+            let named = serde_json::from_str::<Value>(args)
+                .ok()
+                .and_then(|a| a.get("event").and_then(Value::as_str).map(str::to_owned));
+            match named {
+                Some(e) if req.events.contains(&e) => {
+                    return (
+                        Answer::Output {
+                            output,
+                            event: Some(e),
+                        },
+                        tokens,
+                    )
+                }
+                named => {
+                    let shown = named.as_deref().unwrap_or("(none)");
+                    if round == self.inner.config.event_retries {
+                        return (
+                            Answer::Error(format!(
+                                "{what}: the model named event `{shown}`, not one of {}, {} times",
+                                req.events.join(", "),
+                                round + 1
+                            )),
+                            tokens,
+                        );
+                    }
+                    let id = format!("transition_{round}");
+                    extra.push(json!({"role": "assistant", "content": reply.content, "tool_calls": [
+                        {"id": id, "type": "function", "function": {"name": transition, "arguments": args}}
+                    ]}));
+                    extra.push(json!({"role": "tool", "tool_call_id": id, "content": format!(
+                        "error: `{shown}` is not an event here; call {transition} with one of: {}",
+                        req.events.join(", ")
+                    )}));
+                }
+            }
+        }
+        unreachable!("the last round returns")
+    }
+
+    /// The output a model text becomes (`compositions.md` 11.2a).
+    fn output_value(
+        &self,
+        text: Option<&str>,
+        schema: Option<&OutputSchema>,
+    ) -> Result<Value, String> {
+        let declared = schema.and_then(|s| s.schema.as_ref().map(|v| (s.name.as_str(), v)));
+        let Some((name, schema)) = declared else {
+            let Some(text) = text else {
+                return Ok(Value::Null);
+            };
+            let t = text.trim();
+            if t.starts_with('{') || t.starts_with('[') {
+                if let Ok(v @ (Value::Object(_) | Value::Array(_))) = serde_json::from_str(t) {
+                    return Ok(v);
+                }
+            }
+            return Ok(Value::String(text.to_owned()));
+        };
+        let text = text.unwrap_or_default();
+        let value: Value = serde_json::from_str(text.trim()).map_err(|e| {
+            format!("the answer is not JSON, but the step declares output_schema `{name}` ({e})")
+        })?;
+        let validator = self.validator(name, schema)?;
+        if let Some(err) = validator.iter_errors(&value).next() {
+            let path = err.instance_path().as_str();
+            return Err(format!(
+                "the answer does not match output_schema `{name}` at `{}`: {err}",
+                if path.is_empty() { "/" } else { path }
+            ));
+        }
+        Ok(value)
+    }
+
+    fn validator(&self, name: &str, schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+        let mut cache = self.inner.schemas.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name.to_owned())
+            .or_insert_with(|| {
+                jsonschema::validator_for(schema)
+                    .map(Arc::new)
+                    .map_err(|e| format!("output_schema `{name}` cannot be used: {e}"))
+            })
+            .clone()
+    }
+
+    /// Runs `run` to the end: the caller does `script`, then finishes. Calls are carried
+    /// out on a pool of [`LiveConfig::concurrency`] threads; `observer` hears of every
+    /// step. Returns early, with [`Ended::Interrupted`], once the cancel flag is set.
+    pub fn drive(
+        &self,
+        run: &mut Run,
+        script: &[ScriptItem],
+        observer: &mut dyn Observer,
+    ) -> LiveRun {
+        let (job_tx, job_rx) = mpsc::channel::<(CallId, Job)>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (answer_tx, answer_rx) = mpsc::channel::<(CallId, Answer, u64)>();
+        for _ in 0..self.inner.config.concurrency.max(1) {
+            let (host, jobs, answers) = (self.clone(), job_rx.clone(), answer_tx.clone());
+            std::thread::spawn(move || loop {
+                let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok((id, job)) = job else { break };
+                let (answer, tokens) = host.answer(&job);
+                if answers.send((id, answer, tokens)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(answer_tx);
+
+        let started = Instant::now();
+        let mut stats = Stats::default();
+        let mut recording = Recording::default();
+        let mut sent: HashSet<CallId> = HashSet::new();
+        let mut keys: HashMap<CallId, String> = HashMap::new();
+        let mut script = script.iter();
+        let mut input = Input::Start;
+        let finish = |ended, stats, recording| LiveRun {
+            ended,
+            stats,
+            recording,
+        };
+        loop {
+            if self.inner.cancel.load(Ordering::Relaxed) {
+                return finish(Ended::Interrupted, stats, recording);
+            }
+            let need = match run.resume(input) {
+                Ok(n) => n,
+                Err(e) => return finish(Ended::Failed(e), stats, recording),
+            };
+            observer.update(run, &stats);
+            input = match need {
+                Need::Done => {
+                    let ended = match run.outcome() {
+                        Some(o) => Ended::Done(o.into_owned()),
+                        None => Ended::Failed(RunError::new(
+                            ErrorKind::Protocol,
+                            "done without an outcome",
+                        )),
+                    };
+                    return finish(ended, stats, recording);
+                }
+                Need::Clock => {
+                    let ms = started.elapsed().as_millis() as u64;
+                    recording.clock.push(ms);
+                    Input::Clock(ms)
+                }
+                Need::Caller => match script.next() {
+                    Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
+                    Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
+                    None => Input::Finish,
+                },
+                Need::Calls | Need::Wait => {
+                    for view in run.pending() {
+                        if sent.insert(view.id()) {
+                            keys.insert(view.id(), record_key(&view));
+                            if view.is_model() {
+                                stats.model_calls += 1;
+                            } else {
+                                stats.tool_calls += 1;
+                            }
+                            stats.in_flight += 1;
+                            // The workers outlive this loop only on interruption.
+                            let _ = job_tx.send((view.id(), Job::of(&view)));
+                        }
+                    }
+                    observer.update(run, &stats);
+                    if stats.in_flight == 0 {
+                        let e = RunError::new(
+                            ErrorKind::Protocol,
+                            "the run waits, but no call is outstanding",
+                        );
+                        return finish(Ended::Failed(e), stats, recording);
+                    }
+                    let (id, answer, tokens) = loop {
+                        match answer_rx.recv_timeout(Duration::from_millis(50)) {
+                            Ok(a) => break a,
+                            Err(mpsc::RecvTimeoutError::Timeout) => {
+                                if self.inner.cancel.load(Ordering::Relaxed) {
+                                    return finish(Ended::Interrupted, stats, recording);
+                                }
+                                observer.update(run, &stats);
+                            }
+                            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                let e = RunError::new(
+                                    ErrorKind::HostError,
+                                    "the host's workers stopped",
+                                );
+                                return finish(Ended::Failed(e), stats, recording);
+                            }
+                        }
+                    };
+                    stats.in_flight -= 1;
+                    stats.tokens += tokens;
+                    recording
+                        .answers
+                        .push((keys.remove(&id).unwrap_or_default(), answer_json(&answer)));
+                    Input::Answer(id, answer)
+                }
+            };
+        }
+    }
+}
+
+/// The tool keys a module may hand the host: tools of tool steps, tools and agent
+/// members offered to models. In module order, without repeats.
+pub fn callable_tools(module: &ir_spec::Module) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut add = |k: &str| {
+        if !keys.iter().any(|x| x == k) {
+            keys.push(k.to_owned());
+        }
+    };
+    let refs = |list: &[ir_spec::ToolRef], add: &mut dyn FnMut(&str)| {
+        for t in list {
+            match t {
+                ir_spec::ToolRef::Tool(id) => add(module.str(module.tools[id.index()].key)),
+                ir_spec::ToolRef::Member(k) => add(module.str(*k)),
+            }
+        }
+    };
+    for p in &module.prompts {
+        refs(&p.tools, &mut add);
+    }
+    for c in &module.compositions {
+        for s in &c.steps {
+            match &s.kind {
+                ir_spec::StepKind::Tool { tool, .. } => {
+                    add(module.str(module.tools[tool.index()].key))
+                }
+                ir_spec::StepKind::Agent { tools, .. } => refs(tools, &mut add),
+                _ => {}
+            }
+        }
+    }
+    keys
+}

@@ -1,0 +1,221 @@
+//! HTTP for the live host: JSON POSTs with a per-call timeout, and retries with
+//! exponential backoff on 429 and 5xx answers and on timeouts, honouring `Retry-After`.
+//! The client is `ureq` (rustls); nothing here writes HTTP by hand.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How calls are made and retried.
+#[derive(Clone, Debug)]
+pub struct TransportConfig {
+    /// The longest one attempt may take, connection and body included.
+    pub timeout: Duration,
+    /// How many times a failed attempt (429, 5xx, a timeout) is retried.
+    pub retries: u32,
+    /// The first wait between attempts; each next one doubles it.
+    pub backoff: Duration,
+    /// The longest wait between attempts, `Retry-After` included.
+    pub max_backoff: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            timeout: Duration::from_secs(120),
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A JSON-over-HTTP client shared by the worker threads.
+#[derive(Clone)]
+pub struct Transport {
+    agent: ureq::Agent,
+    config: TransportConfig,
+    cancel: Arc<AtomicBool>,
+}
+
+/// A POST's successful result: the JSON body.
+pub type PostResult = Result<Value, String>;
+
+impl Transport {
+    /// A client with `config`; waits between retries end early when `cancel` is set.
+    pub fn new(config: TransportConfig, cancel: Arc<AtomicBool>) -> Transport {
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(config.timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Transport {
+            agent,
+            config,
+            cancel,
+        }
+    }
+
+    /// POSTs `body` as JSON to `url` with `headers`, retrying as configured. `what`
+    /// names the call in errors ("model call", "tool `x`"). Header values never appear in
+    /// an error.
+    pub fn post_json(
+        &self,
+        what: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: &Value,
+    ) -> PostResult {
+        let text = body.to_string();
+        let mut attempt = 0;
+        loop {
+            let (retryable, wait, error) = match self.attempt(url, headers, &text) {
+                Attempt::Done(v) => return Ok(v),
+                Attempt::Fatal(e) => return Err(format!("{what} failed: {e}")),
+                Attempt::Retry { error, after } => (true, after, error),
+            };
+            if !retryable || attempt >= self.config.retries || self.cancel.load(Ordering::Relaxed) {
+                let tries = if attempt == 0 {
+                    String::new()
+                } else {
+                    format!(" (after {} attempts)", attempt + 1)
+                };
+                return Err(format!("{what} failed: {error}{tries}"));
+            }
+            let backoff = self.config.backoff.saturating_mul(1 << attempt.min(16));
+            let wait = wait.unwrap_or(backoff).min(self.config.max_backoff);
+            self.sleep(wait);
+            attempt += 1;
+        }
+    }
+
+    fn sleep(&self, d: Duration) {
+        let step = Duration::from_millis(20);
+        let mut left = d;
+        while !left.is_zero() && !self.cancel.load(Ordering::Relaxed) {
+            let s = left.min(step);
+            std::thread::sleep(s);
+            left -= s;
+        }
+    }
+
+    fn attempt(&self, url: &str, headers: &[(String, String)], body: &str) -> Attempt {
+        let mut req = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json");
+        for (k, v) in headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let mut resp = match req.send(body) {
+            Ok(r) => r,
+            Err(e) => return transport_error(url, e),
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let text = match resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+        {
+            Ok(t) => t,
+            Err(e) => {
+                return match e {
+                    ureq::Error::Timeout(_) => Attempt::Retry {
+                        error: format!(
+                            "timed out after {:?} reading the answer of {url}",
+                            self.config.timeout
+                        ),
+                        after: None,
+                    },
+                    e => Attempt::Fatal(format!("cannot read the answer of {url}: {e}")),
+                }
+            }
+        };
+        let json: Result<Value, _> = serde_json::from_str(&text);
+        if (200..300).contains(&status) {
+            return match json {
+                Ok(v) => Attempt::Done(v),
+                Err(_) => Attempt::Fatal(format!(
+                    "{url} answered {status} with a body that is not JSON: {}",
+                    snippet(&text)
+                )),
+            };
+        }
+        let detail = match &json {
+            Ok(v) => super::openai::error_message(v).unwrap_or_else(|| snippet(&text)),
+            Err(_) => snippet(&text),
+        };
+        let reason = match status {
+            401 => " (check the API key)",
+            403 => " (the key may not be allowed this model or endpoint)",
+            404 => " (check the model name and --base-url)",
+            _ => "",
+        };
+        let error = format!("{url} answered {status}{reason}: {detail}");
+        if status == 429 || status >= 500 {
+            Attempt::Retry {
+                error,
+                after: retry_after,
+            }
+        } else {
+            Attempt::Fatal(error)
+        }
+    }
+}
+
+enum Attempt {
+    Done(Value),
+    Fatal(String),
+    Retry {
+        error: String,
+        after: Option<Duration>,
+    },
+}
+
+fn transport_error(url: &str, e: ureq::Error) -> Attempt {
+    match e {
+        ureq::Error::Timeout(t) => Attempt::Retry {
+            error: format!("timed out ({t}) calling {url}"),
+            after: None,
+        },
+        ureq::Error::ConnectionFailed => {
+            Attempt::Fatal(format!("cannot connect to {url}: connection failed"))
+        }
+        ureq::Error::HostNotFound => {
+            Attempt::Fatal(format!("cannot connect to {url}: host not found"))
+        }
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Attempt::Fatal(format!("cannot connect to {url}: connection refused"))
+        }
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => Attempt::Retry {
+            error: format!("timed out calling {url}"),
+            after: None,
+        },
+        e => Attempt::Fatal(format!("cannot call {url}: {e}")),
+    }
+}
+
+/// The start of a body, for an error message.
+fn snippet(text: &str) -> String {
+    let t = text.trim();
+    if t.is_empty() {
+        return "(empty body)".into();
+    }
+    let cut: String = t.chars().take(200).collect();
+    if cut.len() < t.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}

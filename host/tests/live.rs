@@ -1,0 +1,632 @@
+//! The live host against a mock OpenAI-compatible server on 127.0.0.1: the exact request
+//! bodies, tool round trips, concurrency, schema checks with retry, and the transport's
+//! handling of 429, 5xx, bodies that are not JSON, refused connections and timeouts.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use packc_compiler::Options;
+use packc_host::live::TransportConfig;
+use packc_host::live::{Ended, LiveConfig, LiveHost, LiveRun, ModelEndpoint, ToolBindings};
+use packc_host::mock::{MockServer, Reply};
+use packc_host::record::{to_case, CaseSpec};
+use packc_vm::driver::ScriptItem;
+use packc_vm::{Program, Run, RunOptions, Target};
+use serde_json::{json, Value};
+
+const HEAD: &str =
+    "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\n";
+
+/// A scratch folder holding `pack.yaml` (HEAD + `body`) and `schemas/answer.json`.
+fn scratch(name: &str, body: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("live")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("schemas")).unwrap();
+    std::fs::write(
+        dir.join("schemas/answer.json"),
+        r#"{"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("pack.yaml"), format!("{HEAD}{body}")).unwrap();
+    dir
+}
+
+fn program(dir: &std::path::Path) -> Arc<Program> {
+    let bytes = std::fs::read(dir.join("pack.yaml")).unwrap();
+    let options = Options {
+        base_dir: Some(dir.to_path_buf()),
+        ..Options::default()
+    };
+    let checked = packc_compiler::check_bytes(&bytes, &options);
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
+}
+
+fn config(server: Option<&MockServer>) -> LiveConfig {
+    LiveConfig {
+        model: server.map(|s| ModelEndpoint {
+            base_url: s.base_url(),
+            model: "test-model".into(),
+            api_key: Some("sk-secret".into()),
+        }),
+        transport: TransportConfig {
+            timeout: Duration::from_secs(5),
+            retries: 2,
+            backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_secs(3),
+        },
+        ..LiveConfig::default()
+    }
+}
+
+fn drive(program: &Arc<Program>, target: &str, input: Value, config: LiveConfig) -> (LiveRun, Run) {
+    let target = Target::parse(program.module(), target).unwrap();
+    let mut run = Run::new(program.clone(), target, RunOptions::default()).unwrap();
+    let live = LiveHost::new(config).drive(&mut run, &[ScriptItem::Turn(input)], &mut ());
+    (live, run)
+}
+
+fn output(live: &LiveRun) -> &Value {
+    match &live.ended {
+        Ended::Done(o) => &o.output,
+        other => panic!("the run did not end well: {other:?}"),
+    }
+}
+
+fn failure(live: &LiveRun) -> String {
+    match &live.ended {
+        Ended::Failed(e) => {
+            assert_eq!(e.kind.as_str(), "host_error", "{e}");
+            e.message.clone()
+        }
+        other => panic!("the run did not fail: {other:?}"),
+    }
+}
+
+const SCORE: &str = r#"
+prompts:
+  scorer:
+    id: scorer
+    name: Scorer
+    version: 1.0.0
+    system_template: "Score this text: {{input}}"
+    parameters: {temperature: 0.1, max_tokens: 50, top_k: 40}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: s
+        kind: prompt
+        prompt_task: scorer
+        input: "${input.text}"
+        output_schema: "schemas/answer.json"
+        modifiers:
+          retry: {max_attempts: 2}
+"#;
+
+#[test]
+fn a_prompt_step_sends_exactly_this_request() {
+    let server = MockServer::start(|_, _| Reply::text(r#"{"score": 7}"#));
+    let p = program(&scratch("exact", SCORE));
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "good"}),
+        config(Some(&server)),
+    );
+    assert_eq!(output(&live), &json!({"score": 7}));
+    assert_eq!(live.stats.tokens, 15);
+    let got = server.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].path, "/v1/chat/completions");
+    assert_eq!(got[0].header("authorization"), Some("Bearer sk-secret"));
+    assert_eq!(
+        got[0].body,
+        json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "Score this text: good"},
+                {"role": "user", "content": "good"},
+            ],
+            "temperature": 0.1,
+            "max_tokens": 50,
+            "top_k": 40,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "answer",
+                "schema": {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]},
+            }},
+        })
+    );
+}
+
+#[test]
+fn a_schema_mismatch_is_a_host_error_that_retry_asks_again() {
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::text(r#"{"score": "high"}"#),
+        _ => Reply::text(r#"{"score": 9}"#),
+    });
+    let p = program(&scratch("mismatch", SCORE));
+    let (live, run) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    assert_eq!(output(&live), &json!({"score": 9}));
+    assert_eq!(run.trace_lines(), ["step s", "retry s 2"]);
+    assert_eq!(server.received().len(), 2);
+
+    // Without a second attempt the mismatch is the run's error, naming the path.
+    let server = MockServer::start(|_, _| Reply::text("not json at all"));
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    assert!(failure(&live).contains("not JSON"), "{}", failure(&live));
+    let server = MockServer::start(|_, _| Reply::text(r#"{"score": "high"}"#));
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    let message = failure(&live);
+    assert!(
+        message.contains("does not match output_schema `schemas/answer.json` at `/score`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn without_a_schema_json_text_is_parsed_and_other_text_stays_text() {
+    let pack = SCORE.replace("        output_schema: \"schemas/answer.json\"\n", "");
+    let p = program(&scratch("noschema", &pack));
+    for (text, want) in [
+        (r#" {"type": "paper"} "#, json!({"type": "paper"})),
+        ("[1, 2]", json!([1, 2])),
+        ("plain words", json!("plain words")),
+        ("{not json", json!("{not json")),
+        ("42", json!("42")),
+    ] {
+        let server = MockServer::start(move |_, _| Reply::text(text));
+        let (live, _) = drive(
+            &p,
+            "composition:c",
+            json!({"text": "x"}),
+            config(Some(&server)),
+        );
+        assert_eq!(output(&live), &want, "{text}");
+        assert!(server.received()[0].body.get("response_format").is_none());
+    }
+}
+
+const AGENT: &str = r#"
+prompts:
+  helper:
+    id: helper
+    name: Helper
+    version: 1.0.0
+    system_template: "Help."
+tools:
+  echo:
+    name: echo
+    description: Echo the arguments.
+    parameters: {type: object, properties: {q: {type: string}}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: a
+        kind: agent
+        prompt_task: helper
+        input: "${input}"
+        tools: [echo]
+        termination: {max_steps: 4}
+"#;
+
+#[test]
+fn an_agent_step_round_trips_a_tool_call() {
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::calls(&[("echo", json!({"q": "hail"}))]),
+        _ => Reply::text("all done"),
+    });
+    let p = program(&scratch("agent", AGENT));
+    let mut cfg = config(Some(&server));
+    cfg.tools = ToolBindings::parse(
+        "tools:\n  echo: {command: [sh, -c, cat]}\n",
+        std::path::Path::new("."),
+    )
+    .unwrap();
+    let (live, _) = drive(&p, "composition:c", json!("claim 7"), cfg);
+    assert_eq!(output(&live), &json!("all done"));
+    assert_eq!((live.stats.model_calls, live.stats.tool_calls), (2, 1));
+    let bodies = server.bodies();
+    assert_eq!(
+        bodies[0]["tools"],
+        json!([{"type": "function", "function": {"name": "echo", "description": "Echo the arguments.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}])
+    );
+    assert_eq!(
+        bodies[1]["messages"],
+        json!([
+            {"role": "system", "content": "Help."},
+            {"role": "user", "content": "claim 7"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0_0", "type": "function",
+                "function": {"name": "echo", "arguments": "{\"q\":\"hail\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_0_0", "content": "{\"q\":\"hail\"}"},
+        ])
+    );
+}
+
+#[test]
+fn an_unbound_tool_is_an_error_result_for_the_model() {
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::calls(&[("echo", json!({}))]),
+        _ => Reply::text("gave up"),
+    });
+    let p = program(&scratch("unbound", AGENT));
+    let (live, _) = drive(&p, "composition:c", json!("x"), config(Some(&server)));
+    assert_eq!(output(&live), &json!("gave up"));
+    let tool_message = &server.bodies()[1]["messages"][3];
+    assert_eq!(tool_message["role"], "tool");
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap()
+            .contains("not bound"),
+        "{tool_message}"
+    );
+}
+
+#[test]
+fn a_parallel_steps_calls_go_out_together() {
+    let pack = r#"
+prompts:
+  p1: {id: p1, name: P1, version: 1.0.0, system_template: "one"}
+  p2: {id: p2, name: P2, version: 1.0.0, system_template: "two"}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: both
+        kind: parallel
+        branches:
+          - {id: x, kind: prompt, prompt_task: p1, input: "${input}"}
+          - {id: y, kind: prompt, prompt_task: p2, input: "${input}"}
+        reduce: {strategy: barrier, into: out}
+"#;
+    // Each request waits until both have arrived: a serial host would time out here.
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let seen = arrived.clone();
+    let server = MockServer::start(move |_, req| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while seen.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if seen.load(Ordering::SeqCst) < 2 {
+            return Reply::status(
+                400,
+                r#"{"error": {"message": "calls were not concurrent"}}"#,
+            );
+        }
+        let system = req.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Reply::text(&format!("answer to {system}"))
+    });
+    let p = program(&scratch("parallel", pack));
+    let (live, _) = drive(&p, "composition:c", json!("go"), config(Some(&server)));
+    assert_eq!(
+        output(&live),
+        &json!({"out": {"x": "answer to one", "y": "answer to two"}})
+    );
+    assert_eq!(arrived.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_429_waits_for_retry_after() {
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::status(429, r#"{"error": {"message": "slow down"}}"#)
+            .with_header("Retry-After", "1"),
+        _ => Reply::text(r#"{"score": 1}"#),
+    });
+    let p = program(&scratch("429", SCORE));
+    let started = Instant::now();
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    assert_eq!(output(&live), &json!({"score": 1}));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.received().len(), 2);
+}
+
+#[test]
+fn a_500_is_retried_then_reported() {
+    let server =
+        MockServer::start(|_, _| Reply::status(500, r#"{"error": {"message": "upstream broke"}}"#));
+    let p = program(&scratch("500", SCORE));
+    let mut cfg = config(Some(&server));
+    cfg.transport.retries = 1;
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    let message = failure(&live);
+    assert!(
+        message.contains("answered 500: upstream broke (after 2 attempts)"),
+        "{message}"
+    );
+    // Two attempts of the step (retry modifier), each with one transport retry.
+    assert_eq!(server.received().len(), 4);
+}
+
+#[test]
+fn bad_keys_and_unknown_models_say_so_without_the_key() {
+    let server = MockServer::start(|_, req| match req.body["model"].as_str() {
+        Some("test-model") => Reply::status(
+            401,
+            r#"{"error": {"message": "Incorrect API key provided"}}"#,
+        ),
+        _ => Reply::status(
+            404,
+            r#"{"error": {"message": "The model `nope` does not exist"}}"#,
+        ),
+    });
+    let p = program(&scratch("401", SCORE));
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    let message = failure(&live);
+    assert!(
+        message.contains("401 (check the API key): Incorrect API key"),
+        "{message}"
+    );
+    assert!(!message.contains("sk-secret"));
+    let mut cfg = config(Some(&server));
+    cfg.model.as_mut().unwrap().model = "nope".into();
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    assert!(failure(&live)
+        .contains("404 (check the model name and --base-url): The model `nope` does not exist"));
+    // Neither is retried by the transport: 2 step attempts each.
+    assert_eq!(server.received().len(), 4);
+}
+
+#[test]
+fn a_body_that_is_not_json_is_a_host_error() {
+    let server = MockServer::start(|_, _| Reply::status(200, "<html>proxy error</html>"));
+    let p = program(&scratch("html", SCORE));
+    let (live, _) = drive(
+        &p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(&server)),
+    );
+    let message = failure(&live);
+    assert!(
+        message.contains("answered 200 with a body that is not JSON: <html>proxy error</html>"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_refused_connection_is_a_host_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let p = program(&scratch("refused", SCORE));
+    let mut cfg = config(None);
+    cfg.model = Some(ModelEndpoint {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        model: "m".into(),
+        api_key: None,
+    });
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    let message = failure(&live);
+    assert!(
+        message.contains(&format!(
+            "cannot connect to http://127.0.0.1:{port}/v1/chat/completions"
+        )),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_slow_server_times_out() {
+    let server =
+        MockServer::start(|_, _| Reply::text(r#"{"score": 1}"#).after(Duration::from_secs(3)));
+    let p = program(&scratch("timeout", SCORE));
+    let mut cfg = config(Some(&server));
+    cfg.transport.timeout = Duration::from_millis(300);
+    cfg.transport.retries = 0;
+    let started = Instant::now();
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    let message = failure(&live);
+    assert!(message.contains("timed out"), "{message}");
+    // Two step attempts of 0.3 s each, nowhere near the server's 3 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+const TOOLS: &str = r#"
+prompts:
+  unused: {id: unused, name: Unused, version: 1.0.0, system_template: "-"}
+tools:
+  lookup:
+    name: lookup
+    description: Look up an order.
+    parameters: {type: object, properties: {id: {type: string}}}
+  fetch:
+    name: fetch
+    description: Fetch a page.
+    parameters: {type: object, properties: {url: {type: string}}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: l, kind: tool, tool: lookup, args: {id: "${input.order}"}}
+      - {id: f, kind: tool, tool: fetch, args: {url: "${l.output.page}"}}
+"#;
+
+#[test]
+fn tools_bound_to_a_command_and_to_http_both_work() {
+    let server = MockServer::start(|_, req| {
+        assert_eq!(req.path, "/fetch");
+        assert_eq!(req.header("x-team"), Some("docs"));
+        Reply::json(json!({"fetched": req.body["url"]}))
+    });
+    let dir = scratch("tools", TOOLS);
+    std::fs::write(
+        dir.join("lookup.sh"),
+        "#!/bin/sh\nread args\nprintf '{\"page\": \"https://example.test/%s\", \"args\": %s}' \"$(echo \"$args\" | sed 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/')\" \"$args\"\n",
+    )
+    .unwrap();
+    let bindings = format!(
+        "tools:\n  lookup: {{command: [sh, ./lookup.sh]}}\n  fetch: {{http: 'http://127.0.0.1:{}/fetch', headers: {{x-team: docs}}}}\n",
+        server.port()
+    );
+    std::fs::write(dir.join("tools.yaml"), bindings).unwrap();
+    let mut cfg = config(None);
+    cfg.tools = ToolBindings::read(&dir.join("tools.yaml")).unwrap();
+    let p = program(&dir);
+    let (live, run) = drive(&p, "composition:c", json!({"order": "A-17"}), cfg);
+    assert_eq!(
+        output(&live),
+        &json!({"fetched": "https://example.test/A-17"})
+    );
+    assert_eq!(run.trace_lines(), ["step l", "step f"]);
+    assert_eq!(
+        server.bodies(),
+        [json!({"url": "https://example.test/A-17"})]
+    );
+}
+
+#[test]
+fn events_are_offered_as_a_transition_function_and_bad_ones_asked_again() {
+    let pack = r#"
+prompts:
+  triage: {id: triage, name: Triage, version: 1.0.0, system_template: "Triage."}
+  closing: {id: closing, name: Closing, version: 1.0.0, system_template: "Close."}
+workflow:
+  version: 1
+  entry: triage
+  states:
+    triage:
+      prompt_task: triage
+      on_event: {Billing: closing, Escalate: closing}
+    closing:
+      prompt_task: closing
+      terminal: true
+"#;
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::calls(&[("transition", json!({"event": "Refund"}))]),
+        1 => Reply::calls(&[("transition", json!({"event": "Billing"}))]),
+        _ => Reply::text("closed"),
+    });
+    let p = program(&scratch("events", pack));
+    let (live, run) = drive(
+        &p,
+        "workflow",
+        json!("my card was charged twice"),
+        config(Some(&server)),
+    );
+    assert_eq!(output(&live), &json!("closed"));
+    assert_eq!(
+        run.trace_lines(),
+        [
+            "enter triage",
+            "transition triage -> closing on Billing",
+            "enter closing"
+        ]
+    );
+    let bodies = server.bodies();
+    assert_eq!(
+        bodies[0]["tools"][0]["function"]["parameters"],
+        json!({"type": "object", "properties": {"event": {"type": "string", "enum": ["Billing", "Escalate"]}}, "required": ["event"]})
+    );
+    let re_ask = &bodies[1]["messages"];
+    assert_eq!(re_ask.as_array().unwrap().len(), 4);
+    assert!(
+        re_ask[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("`Refund` is not an event here"),
+        "{re_ask}"
+    );
+    // The terminal state offers no transition.
+    assert!(bodies[2].get("tools").is_none());
+}
+
+#[test]
+fn a_recorded_run_replays_green() {
+    let pack = format!(
+        "{}{}",
+        AGENT.replace("compositions:\n  c:", "compositions:\n  solo:"),
+        r#"  c:
+    version: 1
+    steps:
+      - id: both
+        kind: parallel
+        branches:
+          - {id: x, kind: agent, prompt_task: helper, input: "${input}", tools: [echo], termination: {max_steps: 3}}
+          - {id: y, kind: agent, prompt_task: helper, input: "second", tools: [echo], termination: {max_steps: 3}}
+        reduce: {strategy: barrier, into: out}
+"#
+    );
+    // Branch y answers first on purpose: the case must still replay in branch order.
+    let server = MockServer::start(|_, req| {
+        let msgs = req.body["messages"].as_array().unwrap();
+        let input = msgs[1]["content"].as_str().unwrap_or_default().to_owned();
+        if msgs.len() == 2 {
+            let delay = if input == "second" { 0 } else { 200 };
+            Reply::calls(&[("echo", json!({"q": input}))]).after(Duration::from_millis(delay))
+        } else {
+            Reply::text(&format!("done with {input}"))
+        }
+    });
+    let dir = scratch("record", &pack);
+    let p = program(&dir);
+    let mut cfg = config(Some(&server));
+    cfg.tools = ToolBindings::parse(
+        "tools:\n  echo: {command: [sh, -c, cat]}\n",
+        std::path::Path::new("."),
+    )
+    .unwrap();
+    let (live, _) = drive(&p, "composition:c", json!("first"), cfg);
+    let out = output(&live).clone();
+    assert_eq!(
+        out,
+        json!({"out": {"x": "done with first", "y": "done with second"}})
+    );
+    let spec = CaseSpec {
+        about: "recorded".into(),
+        pack_file: "pack.yaml".into(),
+        target: "composition:c",
+        script: &[ScriptItem::Turn(json!("first"))],
+        variables: &Default::default(),
+    };
+    let (case, agrees) = to_case(&p, &live.recording, &spec, Ok(&out)).unwrap();
+    assert!(agrees);
+    assert_eq!(case["expect"]["output"], out);
+    let file = dir.join("recorded.case.yaml");
+    std::fs::write(&file, packc_host::yaml::to_yaml(&case)).unwrap();
+    packc_host::run_case_file(&file).unwrap();
+}
