@@ -28,7 +28,8 @@ pub struct BuildArgs {
 
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
-    let (checked, bytes) = crate::check::check_file(&args.pack, args.diagnostics.max_source_bytes)?;
+    let limits = args.diagnostics.limits();
+    let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource {
@@ -54,8 +55,10 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(1));
     }
-    let mut options = Options::default();
-    options.limits.max_source_bytes = args.diagnostics.max_source_bytes;
+    let mut options = Options {
+        limits,
+        ..Options::default()
+    };
     options.base_dir = Some(
         args.pack
             .parent()
@@ -64,6 +67,14 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     );
     let artifact = packc_compiler::artifact(&checked, &bytes, &options)?;
     let encoded = artifact.encode();
+    let max = ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES;
+    if encoded.len() > max {
+        eprintln!(
+            "error[limit_exceeded]: the artifact would be {} bytes, more than readers accept by default ({max} bytes, `max_artifact_bytes`); nothing written",
+            encoded.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
     let out = args
         .output
         .clone()

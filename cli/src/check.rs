@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use packc_compiler::diag::Severity;
+use packc_compiler::load::Limits;
 use packc_compiler::render::{self, RenderSource};
 use packc_compiler::{check_bytes, Checked, Options};
 
@@ -35,9 +36,42 @@ pub struct DiagnosticArgs {
     /// Largest pack source accepted, in bytes; larger files are `limit_exceeded`.
     #[arg(long, value_name = "BYTES", default_value_t = packc_compiler::load::Limits::default().max_source_bytes)]
     pub max_source_bytes: usize,
+    /// Set a compiler limit (repeatable): max_depth, max_nodes, max_string_bytes,
+    /// max_total_template_bytes, max_compositions, max_steps_per_composition,
+    /// max_total_steps, max_states, max_prompts, max_tools, max_agents (README, "Limits").
+    #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
+    pub limits: Vec<(String, usize)>,
     /// When to colour the output.
     #[arg(long, value_enum, default_value_t)]
     pub color: ColorChoice,
+}
+
+impl DiagnosticArgs {
+    /// The compiler limits: the defaults, `--max-source-bytes`, then each `--limit`.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits {
+            max_source_bytes: self.max_source_bytes,
+            ..Limits::default()
+        };
+        for (name, value) in &self.limits {
+            // `parse_limit` admitted only known names.
+            let _ = limits.set(name, *value);
+        }
+        limits
+    }
+}
+
+/// `NAME=N` of `--limit`, with `NAME` one of [`Limits::NAMES`].
+fn parse_limit(text: &str) -> Result<(String, usize), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=N"))?;
+    let value: usize = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{value}` is not a whole number"))?;
+    Limits::default().set(name.trim(), value)?;
+    Ok((name.trim().to_owned(), value))
 }
 
 /// Check every pack; exit 1 if any has errors (or warnings, with `--deny-warnings`).
@@ -47,7 +81,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let color = d.color.for_stderr();
     let (mut errors, mut warnings) = (0usize, 0usize);
     for path in &args.packs {
-        let (checked, bytes) = check_file(path, d.max_source_bytes)?;
+        let (checked, bytes) = check_file_with(path, &d.limits())?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -82,12 +116,24 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     })
 }
 
-/// Read and check one pack file.
+/// Read and check one pack file under the default limits but `max_source_bytes`.
 pub fn check_file(path: &Path, max_source_bytes: usize) -> Result<(Checked, Vec<u8>)> {
+    let limits = Limits {
+        max_source_bytes,
+        ..Limits::default()
+    };
+    check_file_with(path, &limits)
+}
+
+/// Read and check one pack file within `limits`.
+pub fn check_file_with(path: &Path, limits: &Limits) -> Result<(Checked, Vec<u8>)> {
+    let max_source_bytes = limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut options = Options::default();
-    options.limits.max_source_bytes = max_source_bytes;
+    let mut options = Options {
+        limits: limits.clone(),
+        ..Options::default()
+    };
     options.base_dir = Some(path.parent().map(Path::to_path_buf).unwrap_or_default());
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.

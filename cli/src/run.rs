@@ -118,6 +118,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             host_variables: spec.variables.clone(),
             max_host_calls: None,
             record_calls: false,
+            ..RunOptions::default()
         },
     )?;
     let mut host = ScriptedHost::new(&spec);

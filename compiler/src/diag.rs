@@ -46,7 +46,12 @@ diag_kinds! {
     /// alias bomb, or nesting past the depth limit.
     /// Triggered by: cases/val-parse-error.case.yaml
     ParseError = "parse_error", Error;
-    /// The source is larger than the configured limit (16 MiB by default).
+    /// The source is past one of the embedder's [`Limits`](crate::load::Limits): larger
+    /// than `max_source_bytes` (16 MiB by default; no pointer), or a string longer than
+    /// `max_string_bytes`, or more compositions, steps, states, prompts, tools or agent
+    /// members than allowed (at the string or the collection). The message names the
+    /// limit; a pack past one gets no other diagnostic.
+    /// Triggered by: tests/limits.rs
     LimitExceeded = "limit_exceeded", Error;
     /// Wrong type, missing required member, unknown member, value outside an enum.
     /// Triggered by: cases/val-schema-wrong-type.case.yaml

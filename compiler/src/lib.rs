@@ -3,8 +3,9 @@
 //! The pipeline, one stage per module, data flowing one way:
 //!
 //! 1. [`load`]: source text (YAML 1.2 or JSON) → a JSON value plus a [`load::SpanIndex`]
-//!    from JSON pointer to byte span. Malformed input is a `parse_error`, an oversized one
-//!    `limit_exceeded`.
+//!    from JSON pointer to byte span. Malformed input is a `parse_error`; an oversized
+//!    one, or one past the other [`load::Limits`] (string length, steps, states,
+//!    compositions…), a `limit_exceeded` naming the limit, and nothing else is checked.
 //! 2. [`schema`]: the value is checked against the official v1.4.0 schema extended with
 //!    the v1.5 additions (RFC 0010 compositions, RFC 0011 `AgentDef.state`).
 //! 3. [`model`]: the value is read leniently into a typed pack model whose nodes keep their
@@ -38,7 +39,8 @@ use diag::{Diagnostic, Site};
 /// Options for checking one pack source.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Parser limits (source size, nesting depth, alias expansion).
+    /// Limits on the source: size, nesting depth, alias expansion, string length, and the
+    /// counts of compositions, steps, states, prompts, tools and agents.
     pub limits: load::Limits,
     /// The folder of the pack file, for `output_schema` lookups; `None` for a pack that is
     /// not a file.
@@ -117,6 +119,11 @@ fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
 }
 
 fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagnostic>) {
+    // A pack past a limit gets that diagnostic alone: the later stages are where a huge
+    // pack would cost time.
+    if load::check_limits(value, &options.limits, out) {
+        return;
+    }
     schema::validate(value, out);
     let check_options = check::CheckOptions {
         base_dir: options.base_dir.clone(),

@@ -34,6 +34,7 @@ pub fn read(path: &Path) -> Result<Value, String> {
         max_source_bytes: MAX_SCHEMA_BYTES,
         max_depth: MAX_SCHEMA_DEPTH,
         max_nodes: 100_000,
+        ..Limits::default()
     };
     load_bytes(&bytes, &limits)
         .map(|loaded| loaded.value)

@@ -190,6 +190,8 @@ fn execute_program(
         max_host_calls: None,
         // `calls` is compared.
         record_calls: true,
+        // The value and snapshot limits keep their defaults, far above any case's values.
+        ..RunOptions::default()
     };
     let mut run = Run::new(program.clone(), target, options).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(spec);

@@ -3,7 +3,9 @@
 //!
 //! [`Artifact::decode`] is the door of STYLE.md item 5: it checks the container (size,
 //! magic, version, checksum, section bounds), refuses unknown required sections, decodes
-//! the `MODL` section and runs [`Module::validate`]. A module it returns may be indexed
+//! the `MODL` section, holds the module to the reader's [`DecodeLimits`] (counts of
+//! steps, states, compositions…; [`Artifact::decode_with`] takes other ones) and runs
+//! [`Module::validate`]. A module it returns may be indexed
 //! without error paths. It never panics, whatever the bytes: postcard bounds every
 //! allocation by the bytes present, and the recursive IR types ([`Pred`](crate::Pred),
 //! [`Bind`](crate::Bind)) refuse nesting deeper than [`MAX_NESTING`].
@@ -11,6 +13,7 @@
 use thiserror::Error;
 
 use crate::container::{Container, ContainerError, Tag};
+use crate::limits::DecodeLimits;
 use crate::{InvalidModule, Module};
 
 /// The tag of the required section holding the postcard-encoded [`Module`].
@@ -45,6 +48,16 @@ pub enum ArtifactError {
     /// The module decoded but its indices do not fit its tables.
     #[error("malformed .ppk file: {0}")]
     Invalid(#[from] InvalidModule),
+    /// The module holds more of something than the reader's [`DecodeLimits`] allow.
+    #[error("the artifact has more than {max} {what}, past the reader's limit `{limit}`")]
+    Limit {
+        /// The [`DecodeLimits`] field, e.g. `max_total_steps`.
+        limit: &'static str,
+        /// What was counted, e.g. `steps`.
+        what: &'static str,
+        /// The limit's value.
+        max: usize,
+    },
 }
 
 impl Artifact {
@@ -60,12 +73,24 @@ impl Artifact {
 
     /// Decode and verify a `.ppk` file of at most `max_bytes` bytes
     /// ([`DEFAULT_MAX_ARTIFACT_BYTES`](crate::container::DEFAULT_MAX_ARTIFACT_BYTES) is the
-    /// usual limit). Optional sections this reader does not know are skipped.
+    /// usual limit), under the default [`DecodeLimits`] otherwise. Optional sections this
+    /// reader does not know are skipped.
     pub fn decode(bytes: &[u8], max_bytes: usize) -> Result<Artifact, ArtifactError> {
-        let container = Container::decode(bytes, max_bytes)?;
+        let limits = DecodeLimits {
+            max_artifact_bytes: max_bytes,
+            ..DecodeLimits::default()
+        };
+        Artifact::decode_with(bytes, &limits)
+    }
+
+    /// Decode and verify a `.ppk` file within `limits`: the size before anything is read,
+    /// the module's counts once it decoded, then [`Module::validate`].
+    pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<Artifact, ArtifactError> {
+        let container = Container::decode(bytes, limits.max_artifact_bytes)?;
         container.check_known(&[MODL])?;
         let payload = container.require(MODL)?;
         let module = decode_module(payload)?;
+        limits.check(&module)?;
         module.validate()?;
         Ok(Artifact {
             source_hash: container.source_hash,

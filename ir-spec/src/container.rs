@@ -112,7 +112,7 @@ pub enum ContainerError {
     #[error("malformed .ppk file: the compiler version is not UTF-8")]
     BadCompilerVersion,
     /// The file is larger than the configured limit.
-    #[error("artifact of {size} bytes exceeds the limit of {limit} bytes")]
+    #[error("artifact of {size} bytes exceeds the limit of {limit} bytes (`max_artifact_bytes`)")]
     TooLarge {
         /// The file's size.
         size: usize,

@@ -47,18 +47,56 @@ impl Target {
     }
 }
 
-/// How a run starts.
-#[derive(Clone, Debug, Default)]
+/// How a run starts: host variables, the call log, and the embedder's limits.
+///
+/// The limits guard a run against a misbehaving or hostile host or caller. Past one, the
+/// run fails with `limit_exceeded` and a message naming the field (a run-wide failure,
+/// not a step's `host_error`). A restored run keeps the options it started with (its
+/// snapshot carries them).
+#[derive(Clone, Debug)]
 pub struct RunOptions {
-    /// Host variables: template variables the host supplies (`workflow.md` §14).
+    /// Host variables: template variables the host supplies (`workflow.md` §14). Each is
+    /// a value held to `max_value_bytes` and `max_value_depth`
+    /// ([`Run::new`](crate::Run::new) refuses one past them with `limit_exceeded`).
     pub host_variables: Map<String, Value>,
     /// The embedder's cap on host calls (model and tool calls) per run: the call past it
-    /// fails the run with `limit_exceeded`, as a run-wide failure. `None`: no cap.
+    /// fails the run with `limit_exceeded`, as a run-wide failure. `None` (the default):
+    /// no cap.
     pub max_host_calls: Option<u64>,
+    /// The largest value the host may hand in: a turn's input, an answer (its output and
+    /// event, its tool requests, or its error message), an event name, a host
+    /// variable. Counted as one per JSON value plus the bytes of every string and object
+    /// key, by a walk that stops once past the limit (16 MiB by default,
+    /// [`DEFAULT_MAX_VALUE_BYTES`](crate::limits::DEFAULT_MAX_VALUE_BYTES)).
+    pub max_value_bytes: usize,
+    /// The deepest nesting of arrays and objects in a value the host hands in (64 by
+    /// default). Values are walked, cloned and written to snapshots recursively, and a
+    /// snapshot's JSON texts are read back with serde_json's limit of 128 levels: keep
+    /// this well below that.
+    pub max_value_depth: usize,
+    /// The largest snapshot [`Run::try_snapshot`](crate::Run::try_snapshot) writes (64
+    /// MiB by default); [`Run::restore`](crate::Run::restore) refuses larger bytes by the
+    /// same default ([`Run::restore_with_limit`](crate::Run::restore_with_limit) takes
+    /// another).
+    pub max_snapshot_bytes: usize,
     /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
     /// tool, its materialized input and rendered system prompt. Off, a run records
     /// nothing per call (what benchmarks and production hosts want).
     pub record_calls: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        use crate::limits::*;
+        RunOptions {
+            host_variables: Map::new(),
+            max_host_calls: None,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            max_value_depth: DEFAULT_MAX_VALUE_DEPTH,
+            max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+            record_calls: false,
+        }
+    }
 }
 
 /// What the host hands a run in [`Run::resume`](crate::Run::resume).

@@ -439,7 +439,7 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
     if let Some(max) = ctx.max_host_calls.filter(|max| io.next_id >= *max) {
         return Err(io.set_fatal(RunError::new(
             ErrorKind::LimitExceeded,
-            format!("the embedder's limit of {max} host calls was reached"),
+            format!("the embedder's limit of {max} host calls was reached (`max_host_calls`)"),
         )));
     }
     let id = CallId(io.next_id);

@@ -45,6 +45,16 @@
 //! Damaged bytes, a snapshot of another module or of another format version are a
 //! [`SnapshotError`], never a panic. The format is in [`snapshot`].
 //!
+//! # Limits
+//!
+//! A run guards itself against a misbehaving host with the embedder's limits in
+//! [`RunOptions`]: the size and nesting of every value handed in (turns, answers, events,
+//! host variables), the number of host calls, and the size of a snapshot
+//! ([`Run::try_snapshot`], [`Run::restore_with_limit`]). Past one the run fails with
+//! `limit_exceeded` naming it; see [`limits`] for how values are measured. Protocol
+//! misuse (an answer to a call that is not outstanding, a turn while calls are out, any
+//! input to a finished run…) is a `protocol` error that leaves the run exactly as it was.
+//!
 //! # Threads
 //!
 //! A [`CallView`] borrows the run, so a host that runs calls concurrently copies out
@@ -66,6 +76,7 @@
 //!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6, §8);
 //! - `pred`: compiled predicates (`compositions.md` §7);
 //! - `render`: `system_template` checking and rendering (`workflow.md` §14);
+//! - [`limits`]: the embedder's limits on values handed in, and their defaults;
 //! - `value`: borrowed values, references and bindings;
 //! - `view`: [`CallView`] and [`BoundInput`];
 //! - `trace`: [`TraceEvent`] and the log;
@@ -76,6 +87,7 @@
 mod api;
 pub mod driver;
 mod lane;
+pub mod limits;
 mod pred;
 mod program;
 mod render;

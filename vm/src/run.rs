@@ -20,6 +20,7 @@ use crate::api::{
     CallId, CallRecord, ErrorKind, EvalRequest, Input, Need, Outcome, RunError, RunOptions, Target,
 };
 use crate::lane::{process, pump, Ctx, Exchange, Job, Lane, Phase, Pumped};
+use crate::limits::Limits;
 use crate::program::Program;
 use crate::render::Artifact;
 use crate::small::Fixed;
@@ -108,6 +109,8 @@ pub struct Run {
     pub(crate) host_vars: Map<String, Value>,
     pub(crate) record_calls: bool,
     pub(crate) max_host_calls: Option<u64>,
+    /// The embedder's limits on values handed in and on snapshots.
+    pub(crate) limits: Limits,
     pub(crate) workflow_run: bool,
     /// The workflow budget; `None` outside workflow runs (`workflow.md` §10).
     pub(crate) budget: Option<Budget>,
@@ -174,7 +177,8 @@ pub(crate) enum Walked {
 }
 
 impl Run {
-    /// A new run of `program` against `target`.
+    /// A new run of `program` against `target`. Host variables past the options' value
+    /// limits are a `limit_exceeded` error; a target outside the module a `protocol` one.
     pub fn new(
         program: Arc<Program>,
         target: Target,
@@ -189,6 +193,8 @@ impl Run {
         if !in_range {
             return Err(protocol("the target is not in this module"));
         }
+        let limits = Limits::of(&options);
+        limits.variables(&options.host_variables)?;
         let workflow_run = match target {
             Target::Workflow => true,
             Target::Agent(a) => matches!(m.agents[a.index()].start, AgentStart::State(_)),
@@ -224,6 +230,7 @@ impl Run {
             host_vars: options.host_variables,
             record_calls: options.record_calls,
             max_host_calls: options.max_host_calls,
+            limits,
             workflow_run,
             budget,
             top: Top::NotStarted,
@@ -268,6 +275,13 @@ impl Run {
         io.trace.clear();
         io.calls.clear();
         io.evals.clear();
+        // The lanes keep their buffers for the next run, but none of them waits: a call
+        // of the previous run is not outstanding in this one (fuzzing found a reset run
+        // listing it in `pending()` and taking an answer to it).
+        for lane in &mut self.lanes {
+            lane.reset(lane.job, None);
+            lane.phase = Phase::Done;
+        }
     }
 
     /// The program this run executes.
@@ -279,9 +293,16 @@ impl Run {
     ///
     /// The first call must be [`Input::Start`]. After a run-time error or [`Need::Done`]
     /// the run is over and every further call is a `protocol` error. An input the run did
-    /// not ask for (an answer to no outstanding call, a turn while calls are outstanding,
-    /// anything but a clock reading after [`Need::Clock`]) is a `protocol` error that
-    /// leaves the run as it was.
+    /// not ask for (an answer to a call that was never issued or was answered already; a
+    /// turn, event or finish while calls are outstanding; anything but a clock reading
+    /// after [`Need::Clock`]; a second start) is a `protocol` error that leaves the run
+    /// exactly as it was: the same pending and issued calls, the same snapshot.
+    ///
+    /// A value past the embedder's limits ([`RunOptions::max_value_bytes`],
+    /// [`RunOptions::max_value_depth`]) ends the run with `limit_exceeded`.
+    ///
+    /// [`RunOptions::max_value_bytes`]: crate::RunOptions::max_value_bytes
+    /// [`RunOptions::max_value_depth`]: crate::RunOptions::max_value_depth
     pub fn resume(&mut self, input: Input) -> Result<Need, RunError> {
         match self.top {
             Top::Done | Top::Failed => return Err(protocol("the run is over")),
@@ -298,11 +319,7 @@ impl Run {
         if self.io.clock_wanted && !matches!(input, Input::Clock(_)) {
             return Err(protocol("the run asked for a clock reading first"));
         }
-        // A clock reading continues the resume that asked for it: calls issued before
-        // the request (another parallel branch's) are announced with those issued after.
-        if !matches!(input, Input::Clock(_)) {
-            self.io.issued = 0;
-        }
+        // Nothing changes before the input is known to be one the run asked for.
         let r = match input {
             Input::Start => return Err(protocol("the run has already started")),
             Input::Answer(id, answer) => {
@@ -313,12 +330,25 @@ impl Run {
                     .position(|l| matches!(l.phase, Phase::Waiting(c, _) if c == id));
                 let Some((lane, Phase::Waiting(_, call))) = found.map(|i| (i, self.lanes[i].phase))
                 else {
-                    return Err(protocol("an answer to a call that is not outstanding"));
+                    return Err(protocol(if id.0 < self.io.next_id {
+                        "an answer to a call that is not outstanding (it was answered already)"
+                    } else {
+                        "an answer to a call that was never issued"
+                    }));
                 };
-                let ctx = ctx!(self);
-                process(&ctx, &mut self.lanes[lane], &mut self.io, call, answer);
-                self.advance()
+                self.io.issued = 0;
+                match self.limits.answer(&answer, "the answer") {
+                    Ok(()) => {
+                        let ctx = ctx!(self);
+                        process(&ctx, &mut self.lanes[lane], &mut self.io, call, answer);
+                        self.advance()
+                    }
+                    Err(e) => Err(self.io.set_fatal(e)),
+                }
             }
+            // A clock reading continues the resume that asked for it: calls issued before
+            // the request (another parallel branch's) are announced with those issued
+            // after, so `issued` is not reset.
             Input::Clock(ms) => {
                 if !self.io.clock_wanted {
                     return Err(protocol("a clock reading the run did not ask for"));
@@ -329,11 +359,22 @@ impl Run {
             }
             caller => {
                 if self.top != Top::Idle {
-                    return Err(protocol("a turn or event while the run is busy"));
+                    return Err(protocol(
+                        "a turn, event or finish while the run is busy (calls are outstanding)",
+                    ));
                 }
+                self.io.issued = 0;
                 match caller {
-                    Input::Turn(v) => self.begin_turn(v).and_then(|()| self.advance()),
-                    Input::Event(e) => self.caller_event(&e).and_then(|()| self.advance()),
+                    Input::Turn(v) => self
+                        .limits
+                        .value(&v, "the turn input")
+                        .and_then(|()| self.begin_turn(v))
+                        .and_then(|()| self.advance()),
+                    Input::Event(e) => self
+                        .limits
+                        .string(&e, "the event name")
+                        .and_then(|()| self.caller_event(&e))
+                        .and_then(|()| self.advance()),
                     _ => {
                         self.finish();
                         Ok(Need::Done)

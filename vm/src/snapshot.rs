@@ -17,6 +17,10 @@
 //! end-8   8     FNV-1a 64 of every byte before it
 //! ```
 //!
+//! The body carries the run's options, its limits included, so a restored run keeps
+//! them. [`Run::restore`] reads at most 64 MiB ([`Run::restore_with_limit`] takes another
+//! limit), and decoding allocates no more than the bytes justify.
+//!
 //! The fingerprint and the checksum catch mistakes (another module, a damaged file), not
 //! an adversary: a snapshot is as trusted as the answers it holds.
 
@@ -30,6 +34,7 @@ use crate::api::{RunError, Target};
 use ir_spec::{CompId, StepId};
 
 use crate::lane::{Job, Lane, Phase};
+use crate::limits::{Limits, DEFAULT_MAX_SNAPSHOT_BYTES};
 use crate::program::Program;
 use crate::run::{Run, Top, Walk, Wf};
 use crate::trace::Io;
@@ -39,7 +44,8 @@ use crate::trace::TraceEvent;
 pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 
 /// The snapshot format version this VM writes and reads; other versions are refused.
-pub const FORMAT_VERSION: u16 = 1;
+/// (2: the body carries the run's value and snapshot limits.)
+pub const FORMAT_VERSION: u16 = 2;
 
 const HEADER: usize = 8 + 2 + 8;
 const TRAILER: usize = 8;
@@ -78,6 +84,14 @@ pub enum SnapshotError {
     /// The body does not decode, or does not fit the program.
     #[error("the snapshot body does not decode: {0}")]
     Decode(String),
+    /// The snapshot is (or would be) larger than the limit: the run's
+    /// [`RunOptions::max_snapshot_bytes`](crate::RunOptions::max_snapshot_bytes) when
+    /// writing, the restorer's when reading.
+    #[error("the snapshot is larger than the limit of {limit} bytes (`max_snapshot_bytes`)")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// The postcard body: the run's state.
@@ -88,6 +102,7 @@ struct Body {
     host_vars: Map<String, Value>,
     record_calls: bool,
     max_host_calls: Option<u64>,
+    limits: Limits,
     workflow_run: bool,
     top: Top,
     #[serde(with = "value_text")]
@@ -146,14 +161,58 @@ pub fn fingerprint(module: &Module) -> u64 {
     postcard::serialize_with_flavor(module, Fnv::new()).unwrap_or(0)
 }
 
+/// A postcard flavor appending to a `Vec` that refuses to grow past `max` bytes, so a
+/// snapshot over the limit stops being written as soon as it passes it.
+struct Capped {
+    out: Vec<u8>,
+    max: usize,
+}
+
+impl postcard::ser_flavors::Flavor for Capped {
+    type Output = Vec<u8>;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if self.out.len().saturating_add(data.len()) > self.max {
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.out.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.try_extend(&[data])
+    }
+
+    fn finalize(self) -> postcard::Result<Vec<u8>> {
+        Ok(self.out)
+    }
+}
+
 impl Run {
-    /// Saves the run to bytes, between two resumes.
+    /// Saves the run to bytes, between two resumes, whatever their size (see
+    /// [`Run::try_snapshot`] for a snapshot within the run's limit).
     pub fn snapshot(&self) -> Vec<u8> {
+        self.write_snapshot(usize::MAX).unwrap_or_default()
+    }
+
+    /// Saves the run to bytes, or fails with [`SnapshotError::TooLarge`] when they would
+    /// be larger than the run's
+    /// [`RunOptions::max_snapshot_bytes`](crate::RunOptions::max_snapshot_bytes): writing
+    /// stops as soon as it passes the limit. The run is not changed either way.
+    pub fn try_snapshot(&self) -> Result<Vec<u8>, SnapshotError> {
+        let limit = self.limits.max_snapshot_bytes;
+        self.write_snapshot(limit)
+            .ok_or(SnapshotError::TooLarge { limit })
+    }
+
+    /// The snapshot, or `None` past `max` bytes.
+    fn write_snapshot(&self, max: usize) -> Option<Vec<u8>> {
         let body = Body {
             target: self.target,
             host_vars: self.host_vars.clone(),
             record_calls: self.record_calls,
             max_host_calls: self.max_host_calls,
+            limits: self.limits,
             workflow_run: self.workflow_run,
             top: self.top,
             input: self.input.clone(),
@@ -166,16 +225,36 @@ impl Run {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&self.prog.fingerprint().to_le_bytes());
-        // The body holds strings, integers and sequences of known length only.
-        let mut out = postcard::to_extend(&body, out).unwrap_or_default();
+        // The body holds strings, integers and sequences of known length only: writing
+        // fails only past the limit.
+        let max_body = max.checked_sub(TRAILER)?;
+        let mut out = postcard::serialize_with_flavor(&body, Capped { out, max: max_body }).ok()?;
         let sum = fnv(&out);
         out.extend_from_slice(&sum.to_le_bytes());
-        out
+        Some(out)
     }
 
     /// Continues a run saved by [`Run::snapshot`], given the program it ran. Bytes that
-    /// are not an intact snapshot of a run of this program are an error, never a panic.
+    /// are not an intact snapshot of a run of this program are an error, never a panic;
+    /// so are more than 64 MiB
+    /// ([`DEFAULT_MAX_SNAPSHOT_BYTES`](crate::limits::DEFAULT_MAX_SNAPSHOT_BYTES); see
+    /// [`Run::restore_with_limit`]). The restored run keeps the options it was started
+    /// with, limits included.
     pub fn restore(program: Arc<Program>, bytes: &[u8]) -> Result<Run, SnapshotError> {
+        Run::restore_with_limit(program, bytes, DEFAULT_MAX_SNAPSHOT_BYTES)
+    }
+
+    /// [`Run::restore`], refusing more than `max_bytes` bytes with
+    /// [`SnapshotError::TooLarge`] before reading any. The memory a restore takes is
+    /// bounded by the bytes given.
+    pub fn restore_with_limit(
+        program: Arc<Program>,
+        bytes: &[u8],
+        max_bytes: usize,
+    ) -> Result<Run, SnapshotError> {
+        if bytes.len() > max_bytes {
+            return Err(SnapshotError::TooLarge { limit: max_bytes });
+        }
         if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
             return Err(if MAGIC.starts_with(bytes) {
                 SnapshotError::Truncated { len: bytes.len() }
@@ -223,6 +302,7 @@ impl Run {
             host_vars: body.host_vars,
             record_calls: body.record_calls,
             max_host_calls: body.max_host_calls,
+            limits: body.limits,
             workflow_run: body.workflow_run,
             top: body.top,
             input: body.input,

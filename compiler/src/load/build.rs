@@ -228,7 +228,7 @@ impl<'t> Builder<'t> {
                 at,
             )
         } else {
-            self.error(format!("the document nests deeper than the limit of {max} levels"), at)
+            self.error(format!("the document nests deeper than the limit of {max} levels (`max_depth`)"), at)
         }
         .help("flatten the structure; deep nesting is refused to guard against malicious input")
     }
@@ -314,7 +314,10 @@ impl<'t> Builder<'t> {
         if self.nodes > self.limits.max_nodes {
             return Err(self
                 .error(
-                    format!("the document has more than {} nodes", self.limits.max_nodes),
+                    format!(
+                        "the document has more than {} nodes (`max_nodes`)",
+                        self.limits.max_nodes
+                    ),
                     range.clone(),
                 )
                 .help("split the pack into smaller files"));

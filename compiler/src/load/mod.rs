@@ -14,10 +14,13 @@
 //! Everything malformed is one `parse_error` naming where it is: bytes that are not
 //! UTF-8, an empty file, several documents, a duplicate key, nesting past
 //! [`Limits::max_depth`], alias expansion past [`Limits::max_nodes`]. A source larger
-//! than [`Limits::max_source_bytes`] is a `limit_exceeded` before any parsing.
+//! than [`Limits::max_source_bytes`] is a `limit_exceeded` before any parsing; a loaded
+//! document past the other [`Limits`] (a string too long, too many steps, states,
+//! compositions…) is a located `limit_exceeded` from [`check_limits`].
 
 mod build;
 pub mod json_fast;
+mod limits;
 mod offsets;
 mod scalar;
 mod span_index;
@@ -27,11 +30,21 @@ mod tests;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub use limits::check_limits;
 pub use span_index::{NodeSpan, SpanIndex};
 
 use crate::diag::{DiagKind, Diagnostic};
 
-/// Bounds on what a source may cost to load, so a hostile file fails fast.
+/// Bounds on what a source may cost to load and check, so a hostile file fails fast.
+///
+/// Every field is the embedder's to set (`packc check` / `build`: `--max-source-bytes`,
+/// `--limit NAME=N`). The first three bound the parser and are checked while loading;
+/// the rest are checked on the loaded document, before the schema and the semantic
+/// checks run. A pack past one gets one diagnostic naming the field: `limit_exceeded`
+/// (located at the string or collection that is too large), except nesting and node
+/// count, which are `parse_error`s (conformance README). The count defaults are those of
+/// the artifact reader ([`ir_spec::DecodeLimits`]), so whatever compiles under the
+/// defaults also loads under the defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// The largest source accepted, in bytes (16 MiB by default). Also bounds the string
@@ -43,15 +56,91 @@ pub struct Limits {
     /// The most value nodes a document may hold once its aliases are expanded
     /// (1,000,000 by default).
     pub max_nodes: usize,
+    /// The longest string scalar, value or mapping key, in UTF-8 bytes (1 MiB by default).
+    /// A prompt's `system_template` is also held to it once its fragments are expanded.
+    pub max_string_bytes: usize,
+    /// The most text all prompts' `system_template`s together may hold once their
+    /// fragments are expanded (64 MiB by default, the artifact reader's size limit: the
+    /// expanded text is what the artifact stores). Fragments are copied into every
+    /// template that names them, so without it a small pack could expand to gigabytes.
+    pub max_total_template_bytes: usize,
+    /// The most `compositions` (10,000 by default).
+    pub max_compositions: usize,
+    /// The most steps in one composition, parallel branches included (10,000 by default).
+    pub max_steps_per_composition: usize,
+    /// The most steps in all compositions together (100,000 by default).
+    pub max_total_steps: usize,
+    /// The most `workflow.states` (10,000 by default).
+    pub max_states: usize,
+    /// The most `prompts` (10,000 by default).
+    pub max_prompts: usize,
+    /// The most `tools` (10,000 by default).
+    pub max_tools: usize,
+    /// The most `agents.members` (10,000 by default).
+    pub max_agents: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
+        use ir_spec::limits as d;
         Limits {
             max_source_bytes: 16 * 1024 * 1024,
             max_depth: 128,
             max_nodes: 1_000_000,
+            max_string_bytes: 1024 * 1024,
+            max_total_template_bytes: ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES,
+            max_compositions: d::DEFAULT_MAX_COMPOSITIONS,
+            max_steps_per_composition: d::DEFAULT_MAX_STEPS_PER_COMPOSITION,
+            max_total_steps: d::DEFAULT_MAX_TOTAL_STEPS,
+            max_states: d::DEFAULT_MAX_STATES,
+            max_prompts: d::DEFAULT_MAX_PROMPTS,
+            max_tools: d::DEFAULT_MAX_TOOLS,
+            max_agents: d::DEFAULT_MAX_AGENTS,
         }
+    }
+}
+
+impl Limits {
+    /// The name of every field, as [`Limits::set`] takes them.
+    pub const NAMES: &'static [&'static str] = &[
+        "max_source_bytes",
+        "max_depth",
+        "max_nodes",
+        "max_string_bytes",
+        "max_total_template_bytes",
+        "max_compositions",
+        "max_steps_per_composition",
+        "max_total_steps",
+        "max_states",
+        "max_prompts",
+        "max_tools",
+        "max_agents",
+    ];
+
+    /// Sets the field called `name` (one of [`Limits::NAMES`]) to `value`.
+    pub fn set(&mut self, name: &str, value: usize) -> Result<(), String> {
+        let field = match name {
+            "max_source_bytes" => &mut self.max_source_bytes,
+            "max_depth" => &mut self.max_depth,
+            "max_nodes" => &mut self.max_nodes,
+            "max_string_bytes" => &mut self.max_string_bytes,
+            "max_total_template_bytes" => &mut self.max_total_template_bytes,
+            "max_compositions" => &mut self.max_compositions,
+            "max_steps_per_composition" => &mut self.max_steps_per_composition,
+            "max_total_steps" => &mut self.max_total_steps,
+            "max_states" => &mut self.max_states,
+            "max_prompts" => &mut self.max_prompts,
+            "max_tools" => &mut self.max_tools,
+            "max_agents" => &mut self.max_agents,
+            _ => {
+                return Err(format!(
+                    "unknown limit `{name}`; the limits are {}",
+                    Limits::NAMES.join(", ")
+                ))
+            }
+        };
+        *field = value;
+        Ok(())
     }
 }
 
@@ -98,9 +187,9 @@ pub fn load_str(text: &str, limits: &Limits) -> Result<Loaded, Diagnostic> {
 pub fn too_large(size: u64, max: usize) -> Diagnostic {
     Diagnostic::new(
         DiagKind::LimitExceeded,
-        format!("the file is {size} bytes, more than the limit of {max} bytes"),
+        format!("the file is {size} bytes, more than the limit of {max} bytes (`max_source_bytes`)"),
     )
-    .help("sources this large are refused to guard against malicious input; raise the limit if the file is trusted")
+    .help("sources this large are refused to guard against malicious input; raise the limit (`--max-source-bytes`) if the file is trusted")
 }
 
 /// A `parse_error` at a byte span.

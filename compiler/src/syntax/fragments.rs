@@ -86,12 +86,7 @@ pub fn expand_fragments<'f>(
             search_from = open + 1;
             continue;
         };
-        let found = match form {
-            FragmentForm::Bare if name == "input" || name == "artifacts" || is_declared(name) => {
-                None
-            }
-            _ => fragment(name),
-        };
+        let found = resolve(form, name, &fragment, &is_declared);
         let entry = FragmentUse {
             name: name.to_owned(),
             span: open..end,
@@ -116,6 +111,43 @@ pub fn expand_fragments<'f>(
     }
     out.text.push_str(&text[copied_to..]);
     out
+}
+
+/// The length in bytes of the text [`expand_fragments`] gives, without building it: a
+/// template's expansion is measured against the compiler's limits before any of it is
+/// copied (a 100-byte fragment referenced by a 1 MiB template of `{{f}}`s would expand
+/// to 20 MB). Saturates at `usize::MAX`.
+pub fn expanded_len<'f>(
+    text: &str,
+    fragment: impl Fn(&str) -> Option<&'f str>,
+    is_declared: impl Fn(&str) -> bool,
+) -> usize {
+    let mut len = text.len();
+    let mut search_from = 0;
+    while let Some(open) = find_from(text, search_from, "{{") {
+        let Some((form, name, end)) = reference_at(text, open) else {
+            search_from = open + 1;
+            continue;
+        };
+        if let Some(body) = resolve(form, name, &fragment, &is_declared) {
+            len = (len - (end - open)).saturating_add(body.len());
+        }
+        search_from = end;
+    }
+    len
+}
+
+/// The fragment text a reference stands for, if it is a fragment reference at all.
+fn resolve<'f>(
+    form: FragmentForm,
+    name: &str,
+    fragment: &impl Fn(&str) -> Option<&'f str>,
+    is_declared: &impl Fn(&str) -> bool,
+) -> Option<&'f str> {
+    match form {
+        FragmentForm::Bare if name == "input" || name == "artifacts" || is_declared(name) => None,
+        _ => fragment(name),
+    }
 }
 
 /// The fragment-reference shape whose `{{` starts at `open`: its form, name and end.
@@ -295,6 +327,8 @@ mod tests {
                 prop_assert!(s.is_char_boundary(u.span.start) && s.is_char_boundary(u.span.end));
                 prop_assert!(s[u.span.clone()].starts_with("{{") && s[u.span.clone()].ends_with("}}"));
             }
+            let len = expanded_len(&s, |n| (n == "a" || n == "b").then_some("<F>"), |n| n == "b");
+            prop_assert_eq!(len, e.text.len());
             if e.uses.is_empty() {
                 prop_assert_eq!(e.text, s);
             }

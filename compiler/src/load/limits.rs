@@ -1,0 +1,311 @@
+//! The [`Limits`] checked on a loaded document: string length (templates with their
+//! fragments expanded included) and the counts of compositions, steps, states, prompts,
+//! tools and agent members.
+//!
+//! They run before the schema and the semantic checks, and a pack past one of them gets
+//! nothing else: the later stages are where a huge pack would cost time. Each limit is
+//! reported at most once, at the first place (in source order) that passes it, as a
+//! `limit_exceeded` naming the field.
+//!
+//! Only well-shaped members are counted (`compositions` a mapping, `steps` a sequence…);
+//! a misshapen one is the schema's to report, and holds nothing to count.
+
+use serde_json::{Map, Value};
+
+use super::Limits;
+use crate::diag::{escape_token, DiagKind, Diagnostic};
+use crate::syntax::expanded_len;
+
+/// Checks `pack` against the limits past parsing; pushes one `limit_exceeded` per limit
+/// passed. Returns whether any was.
+pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
+    let before = out.len();
+    if let Some(d) = long_string(pack, limits.max_string_bytes) {
+        out.push(d);
+    }
+    if let Some(root) = pack.as_object() {
+        counts(root, limits, out);
+        templates(root, limits, out);
+    }
+    out.len() > before
+}
+
+fn exceeded(pointer: String, message: String, limit: &str) -> Diagnostic {
+    Diagnostic::new(DiagKind::LimitExceeded, message)
+        .at(pointer)
+        .help(format!(
+            "packs this large are refused to guard against malicious input; raise `{limit}` (`--limit {limit}=N`) if the pack is trusted"
+        ))
+}
+
+/// A step down from a collection to one of its members.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Index(usize),
+    Key(&'a str),
+}
+
+/// The open collections of the walk, innermost last.
+enum Frame<'a> {
+    Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+    Object(serde_json::map::Iter<'a>),
+}
+
+fn open(v: &Value) -> Option<Frame<'_>> {
+    match v {
+        Value::Array(items) => Some(Frame::Array(items.iter().enumerate())),
+        Value::Object(map) => Some(Frame::Object(map.iter())),
+        _ => None,
+    }
+}
+
+/// The first string (a value or a mapping key, in document order) longer than `max`.
+/// Walks with an explicit stack (the depth limit is the embedder's to raise) and builds
+/// no pointer until it has something to report.
+fn long_string(pack: &Value, max: usize) -> Option<Diagnostic> {
+    let too_long = |what: &str, len: usize, path: &[Seg<'_>], last: Option<Seg<'_>>| {
+        let mut pointer = String::new();
+        for seg in path.iter().chain(last.as_ref()) {
+            match seg {
+                Seg::Index(i) => pointer.push_str(&format!("/{i}")),
+                Seg::Key(k) => {
+                    pointer.push('/');
+                    pointer.push_str(&escape_token(k));
+                }
+            }
+        }
+        let message = format!(
+            "this {what} is {len} bytes long, more than the limit of {max} bytes (`max_string_bytes`)"
+        );
+        exceeded(pointer, message, "max_string_bytes")
+    };
+    if let Value::String(s) = pack {
+        return (s.len() > max).then(|| too_long("string", s.len(), &[], None));
+    }
+    let mut frames: Vec<Frame<'_>> = open(pack).into_iter().collect();
+    // The member each open collection but the root is, in its parent.
+    let mut path: Vec<Seg<'_>> = Vec::new();
+    while let Some(frame) = frames.last_mut() {
+        let (seg, value) = match frame {
+            Frame::Array(items) => match items.next() {
+                Some((i, v)) => (Seg::Index(i), v),
+                None => {
+                    frames.pop();
+                    path.pop();
+                    continue;
+                }
+            },
+            Frame::Object(members) => match members.next() {
+                Some((k, v)) => {
+                    if k.len() > max {
+                        return Some(too_long("key", k.len(), &path, Some(Seg::Key(k))));
+                    }
+                    (Seg::Key(k), v)
+                }
+                None => {
+                    frames.pop();
+                    path.pop();
+                    continue;
+                }
+            },
+        };
+        match value {
+            Value::String(s) if s.len() > max => {
+                return Some(too_long("string", s.len(), &path, Some(seg)));
+            }
+            _ => {
+                if let Some(f) = open(value) {
+                    frames.push(f);
+                    path.push(seg);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    fn map(v: Option<&Value>) -> Option<&Map<String, Value>> {
+        v.and_then(Value::as_object)
+    }
+    let mut count = |pointer: &str, what: &str, n: usize, max: usize, limit: &str| {
+        if n > max {
+            let message =
+                format!("the pack has {n} {what}, more than the limit of {max} (`{limit}`)");
+            out.push(exceeded(pointer.to_owned(), message, limit));
+        }
+    };
+    if let Some(m) = map(root.get("prompts")) {
+        count(
+            "/prompts",
+            "prompts",
+            m.len(),
+            limits.max_prompts,
+            "max_prompts",
+        );
+    }
+    if let Some(m) = map(root.get("tools")) {
+        count("/tools", "tools", m.len(), limits.max_tools, "max_tools");
+    }
+    let members = map(root.get("agents")).and_then(|a| map(a.get("members")));
+    if let Some(m) = members {
+        let n = m.len();
+        count(
+            "/agents/members",
+            "agent members",
+            n,
+            limits.max_agents,
+            "max_agents",
+        );
+    }
+    let states = map(root.get("workflow")).and_then(|w| map(w.get("states")));
+    if let Some(m) = states {
+        let n = m.len();
+        count(
+            "/workflow/states",
+            "workflow states",
+            n,
+            limits.max_states,
+            "max_states",
+        );
+    }
+    let Some(comps) = map(root.get("compositions")) else {
+        return;
+    };
+    let n = comps.len();
+    count(
+        "/compositions",
+        "compositions",
+        n,
+        limits.max_compositions,
+        "max_compositions",
+    );
+    let mut total = 0usize;
+    let mut total_reported = false;
+    let mut largest_reported = false;
+    for (key, comp) in comps {
+        let Some(steps) = comp.get("steps").and_then(Value::as_array) else {
+            continue;
+        };
+        let n = step_count(steps);
+        let pointer = format!("/compositions/{}/steps", escape_token(key));
+        if n > limits.max_steps_per_composition && !largest_reported {
+            largest_reported = true;
+            let max = limits.max_steps_per_composition;
+            out.push(exceeded(
+                pointer.clone(),
+                format!("composition `{key}` has {n} steps (parallel branches included), more than the limit of {max} (`max_steps_per_composition`)"),
+                "max_steps_per_composition",
+            ));
+        }
+        total = total.saturating_add(n);
+        if total > limits.max_total_steps && !total_reported {
+            total_reported = true;
+            let max = limits.max_total_steps;
+            out.push(exceeded(
+                pointer,
+                format!("the compositions up to `{key}` have {total} steps, more than the limit of {max} in all (`max_total_steps`)"),
+                "max_total_steps",
+            ));
+        }
+    }
+}
+
+/// Each prompt's `system_template` with its fragments expanded, measured without
+/// expanding it: at most `max_string_bytes` each and `max_total_template_bytes` in all.
+fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(prompts) = root.get("prompts").and_then(Value::as_object) else {
+        return;
+    };
+    let fragments = root.get("fragments").and_then(Value::as_object);
+    let mut total = 0usize;
+    let (mut one_reported, mut total_reported) = (false, false);
+    for (key, prompt) in prompts {
+        let Some(template) = prompt.get("system_template").and_then(Value::as_str) else {
+            continue;
+        };
+        let declared = |name: &str| {
+            prompt
+                .get("variables")
+                .and_then(Value::as_array)
+                .is_some_and(|vars| {
+                    vars.iter()
+                        .any(|v| v.get("name").and_then(Value::as_str) == Some(name))
+                })
+        };
+        let len = expanded_len(
+            template,
+            |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
+            declared,
+        );
+        let pointer = format!("/prompts/{}/system_template", escape_token(key));
+        if len > limits.max_string_bytes && !one_reported {
+            one_reported = true;
+            let max = limits.max_string_bytes;
+            out.push(exceeded(
+                pointer.clone(),
+                format!("the `system_template` of prompt `{key}` is {len} bytes long once its fragments are expanded, more than the limit of {max} bytes (`max_string_bytes`)"),
+                "max_string_bytes",
+            ));
+        }
+        total = total.saturating_add(len);
+        if total > limits.max_total_template_bytes && !total_reported {
+            total_reported = true;
+            let max = limits.max_total_template_bytes;
+            out.push(exceeded(
+                pointer,
+                format!("the `system_template`s of the prompts up to `{key}` are {total} bytes long once their fragments are expanded, more than the limit of {max} bytes in all (`max_total_template_bytes`)"),
+                "max_total_template_bytes",
+            ));
+        }
+    }
+}
+
+/// Steps of a `steps` list, with every parallel's `branches` (nested ones too, which
+/// the checks refuse but which still cost).
+fn step_count(steps: &[Value]) -> usize {
+    let mut n = 0usize;
+    let mut stack: Vec<&[Value]> = vec![steps];
+    while let Some(list) = stack.pop() {
+        n = n.saturating_add(list.len());
+        for step in list {
+            if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+                stack.push(branches);
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn first(pack: &Value, max: usize) -> Option<(String, String)> {
+        long_string(pack, max).map(|d| (d.pointer().unwrap_or_default().to_owned(), d.message))
+    }
+
+    #[test]
+    fn the_first_long_string_in_document_order_is_blamed() {
+        let pack = json!({"a": "ok", "b": ["x", "long1"], "long2": 1, "c": "long3"});
+        let (at, message) = first(&pack, 4).unwrap();
+        assert_eq!(at, "/b/1");
+        assert!(message.contains("string is 5 bytes"), "{message}");
+        let pack = json!({"a": "ok", "long2": 1, "c": "long3"});
+        let (at, message) = first(&pack, 4).unwrap();
+        assert_eq!(at, "/long2");
+        assert!(message.contains("key is 5 bytes"), "{message}");
+        let pack = json!({"a": {"d": "long4"}, "long2": 1});
+        assert_eq!(first(&pack, 4).unwrap().0, "/a/d");
+        assert_eq!(first(&json!({"a/b": "long5"}), 4).unwrap().0, "/a~1b");
+        assert!(first(&pack, 5).is_none());
+    }
+
+    #[test]
+    fn parallel_branches_count_as_steps() {
+        let steps =
+            json!([{"id": "a"}, {"id": "p", "branches": [{"id": "b"}, {"branches": [{}]}]}]);
+        assert_eq!(step_count(steps.as_array().unwrap()), 5);
+    }
+}

@@ -1,0 +1,241 @@
+//! The embedder's limits on what a host hands a run: the size and nesting of a value
+//! (a turn's input, an answer, an event name, each host variable).
+//!
+//! A value is measured by a walk that stops as soon as it passes the limit, so measuring
+//! a huge value costs no more than the limit, and allocates nothing. The size counts one
+//! per JSON value (null, boolean, number, string, array, object) plus the bytes of every
+//! string and object key: `{"a": [1, "xy"]}` is 7 (the object, `a`, the array, `1`, the
+//! string and its 2 bytes). An answer counts its output and event, each requested tool's
+//! name and arguments, or its error message. The nesting counts arrays and objects, as a
+//! JSON text's does: `[[1]]` is 2.
+//!
+//! Past a limit, the run fails with `limit_exceeded` naming the limit, as a run-wide
+//! failure (like `max_host_calls`), not a `host_error` of the step: the limit is the
+//! embedder's, not the pack's, so retry modifiers and tool loops must not spend more
+//! calls on it, and the value is never stored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::api::{Answer, ErrorKind, RunError, RunOptions};
+
+/// The default of [`RunOptions::max_value_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 16 << 20;
+/// The default of [`RunOptions::max_value_depth`]: 64 levels.
+pub const DEFAULT_MAX_VALUE_DEPTH: usize = 64;
+/// The default of [`RunOptions::max_snapshot_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 64 << 20;
+
+/// The limits a run keeps (and its snapshot carries): those of its [`RunOptions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Limits {
+    pub max_value_bytes: usize,
+    pub max_value_depth: usize,
+    pub max_snapshot_bytes: usize,
+}
+
+impl Limits {
+    pub fn of(options: &RunOptions) -> Limits {
+        Limits {
+            max_value_bytes: options.max_value_bytes,
+            max_value_depth: options.max_value_depth,
+            max_snapshot_bytes: options.max_snapshot_bytes,
+        }
+    }
+
+    /// Checks a value the host hands in; `what` names it in the error ("the turn input").
+    #[inline]
+    pub fn value(&self, v: &Value, what: &str) -> Result<(), RunError> {
+        let mut walk = Walk::new(self);
+        walk.value(v, 0);
+        walk.result(self, what)
+    }
+
+    /// Checks the host variables, each a value of its own.
+    pub fn variables(&self, m: &Map<String, Value>) -> Result<(), RunError> {
+        m.iter().try_for_each(|(name, v)| {
+            let mut walk = Walk::new(self);
+            walk.value(v, 0);
+            match walk.over {
+                None => Ok(()),
+                Some(_) => walk.result(self, &format!("host variable `{name}`")),
+            }
+        })
+    }
+
+    /// Checks a string the host hands in (an event name).
+    #[inline]
+    pub fn string(&self, s: &str, what: &str) -> Result<(), RunError> {
+        let mut walk = Walk::new(self);
+        walk.str(s);
+        walk.result(self, what)
+    }
+
+    /// Checks an answer: its output and event, its requests, or its error message.
+    #[inline]
+    pub fn answer(&self, a: &Answer, what: &str) -> Result<(), RunError> {
+        let mut walk = Walk::new(self);
+        match a {
+            Answer::Output { output, event } => {
+                walk.value(output, 0);
+                if let Some(e) = event {
+                    walk.str(e);
+                }
+            }
+            Answer::ToolCalls(reqs) => {
+                walk.take(1);
+                for r in reqs {
+                    if walk.over.is_some() {
+                        break;
+                    }
+                    walk.str(&r.name);
+                    walk.value(&r.args, 0);
+                }
+            }
+            Answer::Error(e) => walk.str(e),
+        }
+        walk.result(self, what)
+    }
+}
+
+/// Which limit a walk passed.
+#[derive(Clone, Copy)]
+enum Over {
+    Bytes,
+    Depth,
+}
+
+struct Walk {
+    /// What is left of `max_value_bytes`.
+    left: usize,
+    max_depth: usize,
+    over: Option<Over>,
+}
+
+impl Walk {
+    fn new(limits: &Limits) -> Walk {
+        Walk {
+            left: limits.max_value_bytes,
+            max_depth: limits.max_value_depth,
+            over: None,
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) {
+        match self.left.checked_sub(n) {
+            Some(left) => self.left = left,
+            None => self.over = Some(Over::Bytes),
+        }
+    }
+
+    #[inline]
+    fn str(&mut self, s: &str) {
+        self.take(s.len().saturating_add(1));
+    }
+
+    /// Walks `v`, which sits inside `depth` arrays and objects. Recursion is bounded by
+    /// `max_depth`: the walk stops one level past it.
+    fn value(&mut self, v: &Value, depth: usize) {
+        if self.over.is_some() {
+            return;
+        }
+        match v {
+            Value::String(s) => self.str(s),
+            Value::Array(items) => {
+                if !self.open(depth) {
+                    return;
+                }
+                for item in items {
+                    self.value(item, depth + 1);
+                    if self.over.is_some() {
+                        return;
+                    }
+                }
+            }
+            Value::Object(map) => {
+                if self.open(depth) {
+                    self.members(map, depth);
+                }
+            }
+            _ => self.take(1),
+        }
+    }
+
+    /// Walks the members of an object at `depth`.
+    fn members(&mut self, map: &Map<String, Value>, depth: usize) {
+        for (k, item) in map {
+            self.take(k.len());
+            self.value(item, depth + 1);
+            if self.over.is_some() {
+                return;
+            }
+        }
+    }
+
+    /// Enters an array or object at `depth`: counts it, and its level.
+    fn open(&mut self, depth: usize) -> bool {
+        if depth >= self.max_depth {
+            self.over = Some(Over::Depth);
+            return false;
+        }
+        self.take(1);
+        self.over.is_none()
+    }
+
+    fn result(self, limits: &Limits, what: &str) -> Result<(), RunError> {
+        let message = match self.over {
+            None => return Ok(()),
+            Some(Over::Bytes) => format!(
+                "{what} is larger than the embedder's limit of {} (`max_value_bytes`)",
+                limits.max_value_bytes
+            ),
+            Some(Over::Depth) => format!(
+                "{what} nests deeper than the embedder's limit of {} levels (`max_value_depth`)",
+                limits.max_value_depth
+            ),
+        };
+        Err(RunError::new(ErrorKind::LimitExceeded, message))
+    }
+}
+
+/// A value's size as the limits count it, or `None` when it is larger than `max`: for
+/// hosts that want to refuse an oversized answer before handing it in.
+pub fn value_size(v: &Value, max: usize) -> Option<usize> {
+    let mut walk = Walk {
+        left: max,
+        max_depth: usize::MAX,
+        over: None,
+    };
+    walk.value(v, 0);
+    walk.over.is_none().then_some(max - walk.left)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sizes_count_values_and_string_bytes() {
+        assert_eq!(value_size(&json!({"a": [1, "xy"]}), 100), Some(7));
+        assert_eq!(value_size(&json!(null), 100), Some(1));
+        assert_eq!(value_size(&json!(""), 100), Some(1));
+        assert_eq!(value_size(&json!({"a": [1, "xy"]}), 7), Some(7));
+        assert_eq!(value_size(&json!({"a": [1, "xy"]}), 6), None);
+    }
+
+    #[test]
+    fn depth_counts_arrays_and_objects() {
+        let limits = Limits {
+            max_value_bytes: 100,
+            max_value_depth: 2,
+            max_snapshot_bytes: 0,
+        };
+        assert!(limits.value(&json!([[1]]), "v").is_ok());
+        assert!(limits.value(&json!([{"a": 1}]), "v").is_ok());
+        let e = limits.value(&json!([[[1]]]), "v").unwrap_err();
+        assert!(e.message.contains("`max_value_depth`"), "{e}");
+        assert!(limits.value(&json!(1), "v").is_ok());
+    }
+}

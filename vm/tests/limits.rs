@@ -1,0 +1,402 @@
+//! The embedder's limits of `RunOptions`, each at its edge: exactly at the limit the run
+//! goes on as without it; one past, it ends with `limit_exceeded` naming the limit (or,
+//! for snapshots, `SnapshotError::TooLarge`). The compiler's and the artifact reader's
+//! limits are tested in the root `tests/limits.rs`.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{compile, out, prompts, tool_defs, HEAD};
+use packc_vm::limits::{value_size, DEFAULT_MAX_SNAPSHOT_BYTES};
+use packc_vm::{
+    Answer, ErrorKind, Input, Need, Program, Run, RunError, RunOptions, SnapshotError, Target,
+    ToolRequest,
+};
+use serde_json::{json, Map, Value};
+
+fn program(yaml: &str) -> Arc<Program> {
+    Arc::new(Program::new(compile(yaml)).unwrap())
+}
+
+/// `composition:c`: a prompt step `s` (retried up to 3 times), then an agent step `g`
+/// that may call tool `t`.
+fn pack() -> Arc<Program> {
+    program(&format!(
+        "{HEAD}{}{}compositions:
+  c:
+    version: 1
+    steps:
+      - {{id: s, kind: prompt, prompt_task: w, input: '${{input}}', modifiers: {{retry: {{max_attempts: 3}}}}}}
+      - {{id: g, kind: agent, prompt_task: a, input: '${{s.output}}', tools: [t], termination: {{max_steps: 3}}}}
+",
+        prompts(&["w", "a"], ""),
+        tool_defs(&["t"])
+    ))
+}
+
+fn size(v: &Value) -> usize {
+    value_size(v, usize::MAX).unwrap()
+}
+
+fn start(program: &Arc<Program>, options: RunOptions) -> Run {
+    let target = Target::parse(program.module(), "composition:c").unwrap();
+    let mut run = Run::new(program.clone(), target, options).unwrap();
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    run
+}
+
+fn bytes(max: usize) -> RunOptions {
+    RunOptions {
+        max_value_bytes: max,
+        ..RunOptions::default()
+    }
+}
+
+fn depth(max: usize) -> RunOptions {
+    RunOptions {
+        max_value_depth: max,
+        ..RunOptions::default()
+    }
+}
+
+/// The error ends the run, names the limit, and leaves nothing outstanding.
+fn assert_limit(run: &Run, r: Result<Need, RunError>, limit: &str) {
+    let e = r.expect_err("past the limit");
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+    assert!(e.message.contains(&format!("`{limit}`")), "{e}");
+    assert!(run.is_finished());
+    assert_eq!(run.pending().count(), 0);
+}
+
+/// The id of the one outstanding call.
+fn the_call(run: &Run) -> packc_vm::CallId {
+    let ids: Vec<_> = run.pending().map(|c| c.id()).collect();
+    assert_eq!(ids.len(), 1);
+    ids[0]
+}
+
+#[test]
+fn value_sizes_are_one_per_value_plus_string_bytes() {
+    assert_eq!(size(&json!({"a": [1, "xy"]})), 7);
+    assert_eq!(size(&json!(null)), 1);
+    assert_eq!(size(&json!({})), 1);
+    assert_eq!(size(&json!("é")), 3);
+    // The walk stops at the limit: a million-element array costs no more to refuse.
+    let big = Value::Array(vec![Value::Null; 1_000_000]);
+    assert_eq!(value_size(&big, 10), None);
+    assert_eq!(value_size(&big, 1_000_001), Some(1_000_001));
+}
+
+#[test]
+fn turn_input_bytes() {
+    let input = json!({"text": "some words", "n": [1, 2, 3]});
+    let n = size(&input);
+    for max in [n, n + 1] {
+        let mut run = start(&pack(), bytes(max));
+        assert_eq!(run.resume(Input::Turn(input.clone())).unwrap(), Need::Calls);
+    }
+    let mut run = start(&pack(), bytes(n - 1));
+    let r = run.resume(Input::Turn(input));
+    assert_limit(&run, r, "max_value_bytes");
+    assert!(run.trace_lines().is_empty());
+    // Over is over.
+    let again = run.resume(Input::Turn(json!(1))).unwrap_err();
+    assert_eq!(again.kind, ErrorKind::Protocol);
+}
+
+#[test]
+fn turn_input_depth() {
+    let input = json!({"a": [[{"b": [1]}]]}); // 5 levels
+    for max in [5, 6] {
+        let mut run = start(&pack(), depth(max));
+        assert_eq!(run.resume(Input::Turn(input.clone())).unwrap(), Need::Calls);
+    }
+    let mut run = start(&pack(), depth(4));
+    let r = run.resume(Input::Turn(input));
+    assert_limit(&run, r, "max_value_depth");
+    // Scalars have no depth.
+    let mut run = start(&pack(), depth(0));
+    assert_eq!(run.resume(Input::Turn(json!("flat"))).unwrap(), Need::Calls);
+}
+
+/// Runs `c` to the model call of `s` and answers it with `answer` under `options`.
+fn answer_s(options: RunOptions, answer: Answer) -> (Run, Result<Need, RunError>) {
+    let mut run = start(&pack(), options);
+    assert_eq!(run.resume(Input::Turn(json!("x"))).unwrap(), Need::Calls);
+    let id = the_call(&run);
+    let r = run.resume(Input::Answer(id, answer));
+    (run, r)
+}
+
+#[test]
+fn answer_output_and_event_bytes() {
+    let output = json!({"summary": "done", "tags": ["a", "b"]});
+    let n = size(&output);
+    let plain = Answer::Output {
+        output: output.clone(),
+        event: None,
+    };
+    for max in [n, n + 1] {
+        let (run, r) = answer_s(bytes(max), plain.clone());
+        // Step `s` is done: the agent step's model call is out.
+        assert_eq!(r.unwrap(), Need::Calls);
+        assert_eq!(run.trace_lines(), ["step s", "step g"]);
+    }
+    let (run, r) = answer_s(bytes(n - 1), plain);
+    assert_limit(&run, r, "max_value_bytes");
+    // Not a host error of the step: no retry was spent on it.
+    assert_eq!(run.trace_lines(), ["step s"]);
+    // An event counts as a string: its bytes and one.
+    let with_event = Answer::Output {
+        output,
+        event: Some("Next".into()),
+    };
+    let (_, r) = answer_s(bytes(n + 5), with_event.clone());
+    assert_eq!(r.unwrap(), Need::Calls);
+    let (run, r) = answer_s(bytes(n + 4), with_event);
+    assert_limit(&run, r, "max_value_bytes");
+}
+
+#[test]
+fn answer_output_depth() {
+    let output = json!([[[1]]]);
+    let answer = out(output);
+    for max in [3, 4] {
+        let (_, r) = answer_s(depth(max), answer.clone());
+        assert_eq!(r.unwrap(), Need::Calls);
+    }
+    let (run, r) = answer_s(depth(2), answer);
+    assert_limit(&run, r, "max_value_depth");
+}
+
+#[test]
+fn answer_error_bytes() {
+    // An error message counts as a string. At the limit it is the step's host error,
+    // retried as usual.
+    let answer = Answer::Error("provider timeout".into());
+    let n = "provider timeout".len() + 1;
+    let (run, r) = answer_s(bytes(n), answer.clone());
+    assert_eq!(r.unwrap(), Need::Calls);
+    assert_eq!(run.trace_lines(), ["step s", "retry s 2"]);
+    let (run, r) = answer_s(bytes(n - 1), answer);
+    assert_limit(&run, r, "max_value_bytes");
+    assert_eq!(run.trace_lines(), ["step s"]);
+}
+
+#[test]
+fn tool_request_bytes_and_depth() {
+    let args = json!({"q": {"deep": [1]}}); // 3 levels
+    let request = Answer::ToolCalls(vec![ToolRequest {
+        name: "t".into(),
+        args: args.clone(),
+    }]);
+    // The list, then per request its name (1 byte + 1) and its arguments.
+    let n = 1 + 2 + size(&args);
+    // Runs to the agent's model call and answers it with `request`.
+    let ask = |options: RunOptions| {
+        let (mut run, r) = answer_s(options, out(json!("s out")));
+        assert_eq!(r.unwrap(), Need::Calls);
+        let id = the_call(&run);
+        let r = run.resume(Input::Answer(id, request.clone()));
+        (run, r)
+    };
+    for max in [n, n + 1] {
+        let (run, r) = ask(bytes(max));
+        assert_eq!(r.unwrap(), Need::Calls);
+        let call = run.pending().next().unwrap();
+        assert_eq!(call.tool(), Some("t"));
+        assert_eq!(call.input().to_value(), args);
+    }
+    let (run, r) = ask(bytes(n - 1));
+    assert_limit(&run, r, "max_value_bytes");
+    let (_, r) = ask(depth(3));
+    assert_eq!(r.unwrap(), Need::Calls);
+    let (run, r) = ask(depth(2));
+    assert_limit(&run, r, "max_value_depth");
+}
+
+#[test]
+fn caller_event_bytes() {
+    let program = program(&format!(
+        "{HEAD}{}workflow:
+  version: 1
+  entry: one
+  states:
+    one: {{prompt_task: p, orchestration: external, on_event: {{Go: two}}}}
+    two: {{prompt_task: q, terminal: true}}
+",
+        prompts(&["p", "q"], "")
+    ));
+    let run_with = |max: usize| {
+        let mut run = Run::new(program.clone(), Target::Workflow, bytes(max)).unwrap();
+        assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+        let r = run.resume(Input::Event("Go".into()));
+        (run, r)
+    };
+    // `Go`: 2 bytes and 1.
+    for max in [3, 4] {
+        let (run, r) = run_with(max);
+        assert_eq!(r.unwrap(), Need::Caller);
+        assert_eq!(
+            run.trace_lines(),
+            ["enter one", "transition one -> two on Go", "enter two"]
+        );
+    }
+    let (run, r) = run_with(2);
+    assert_limit(&run, r, "max_value_bytes");
+    assert_eq!(run.trace_lines(), ["enter one"]);
+}
+
+#[test]
+fn host_variable_bytes_and_depth() {
+    let mut vars = Map::new();
+    vars.insert("v".into(), json!({"w": "abc"}));
+    vars.insert("x".into(), json!(1));
+    // Each variable is a value of its own: the object, `w`, the string and its 3 bytes.
+    let n = 1 + 1 + 4;
+    let target = |p: &Program| Target::parse(p.module(), "composition:c").unwrap();
+    let p = pack();
+    let with = |options: RunOptions| {
+        Run::new(
+            p.clone(),
+            target(&p),
+            RunOptions {
+                host_variables: vars.clone(),
+                ..options
+            },
+        )
+    };
+    assert!(with(bytes(n)).is_ok());
+    assert!(with(bytes(n + 1)).is_ok());
+    let e = with(bytes(n - 1)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded);
+    assert!(
+        e.message.contains("host variable `v`") && e.message.contains("`max_value_bytes`"),
+        "{e}"
+    );
+    assert!(with(depth(1)).is_ok());
+    let e = with(depth(0)).unwrap_err();
+    assert!(e.message.contains("`max_value_depth`"), "{e}");
+}
+
+#[test]
+fn host_calls() {
+    // Three calls: s, g's model turn asking for t, t, g's second turn: four.
+    let run_with = |max: Option<u64>| {
+        let options = RunOptions {
+            max_host_calls: max,
+            ..RunOptions::default()
+        };
+        let mut run = start(&pack(), options);
+        let mut r = run.resume(Input::Turn(json!("x")));
+        let mut answers = vec![
+            out(json!("s")),
+            Answer::ToolCalls(vec![ToolRequest {
+                name: "t".into(),
+                args: json!({}),
+            }]),
+            out(json!("t")),
+            out(json!("g")),
+        ]
+        .into_iter();
+        while let Ok(Need::Calls | Need::Wait) = r {
+            let id = the_call(&run);
+            r = run.resume(Input::Answer(id, answers.next().unwrap()));
+        }
+        (run, r)
+    };
+    for max in [None, Some(4), Some(5)] {
+        let (mut run, r) = run_with(max);
+        assert_eq!(r.unwrap(), Need::Caller);
+        assert_eq!(run.resume(Input::Finish).unwrap(), Need::Done);
+        assert_eq!(run.outcome().unwrap().output, &json!("g"));
+    }
+    let (run, r) = run_with(Some(3));
+    assert_limit(&run, r, "max_host_calls");
+    // The fourth call was never issued.
+    assert_eq!(run.trace_lines(), ["step s", "step g"]);
+    let (run, r) = run_with(Some(0));
+    assert_limit(&run, r, "max_host_calls");
+}
+
+/// A run suspended at `s`'s call, holding a turn input of `n` bytes of text.
+fn suspended(options: RunOptions, n: usize) -> Run {
+    let mut run = start(&pack(), options);
+    let input = json!("i".repeat(n));
+    assert_eq!(run.resume(Input::Turn(input)).unwrap(), Need::Calls);
+    run
+}
+
+#[test]
+fn snapshot_bytes() {
+    let with = |max: usize| RunOptions {
+        max_snapshot_bytes: max,
+        ..RunOptions::default()
+    };
+    // The limit is part of the snapshot (a varint): every limit below is written in two
+    // bytes, so every run below has the same size.
+    let len = suspended(with(10_000), 1000).snapshot().len();
+    assert!((1000..10_000).contains(&len), "{len}");
+    // Writing: the run's own limit.
+    for max in [len, len + 1] {
+        let run = suspended(with(max), 1000);
+        let bytes = run.try_snapshot().unwrap();
+        assert_eq!(bytes, run.snapshot());
+        assert_eq!(bytes.len(), len);
+    }
+    let run = suspended(with(len - 1), 1000);
+    let e = run.try_snapshot().unwrap_err();
+    assert_eq!(e, SnapshotError::TooLarge { limit: len - 1 });
+    assert!(e.to_string().contains("`max_snapshot_bytes`"), "{e}");
+    // Far past the limit, writing stops early; the run is untouched and can go on.
+    let run = suspended(with(100), 1000);
+    assert_eq!(
+        run.try_snapshot(),
+        Err(SnapshotError::TooLarge { limit: 100 })
+    );
+    assert!(run.pending().next().is_some());
+
+    // Reading: the restorer's limit.
+    let bytes = suspended(with(10_000), 1000).snapshot();
+    assert_eq!(bytes.len(), len);
+    let program = pack();
+    for max in [len, len + 1] {
+        let run = Run::restore_with_limit(program.clone(), &bytes, max).unwrap();
+        assert_eq!(run.snapshot(), bytes);
+    }
+    assert_eq!(
+        Run::restore_with_limit(program.clone(), &bytes, len - 1).unwrap_err(),
+        SnapshotError::TooLarge { limit: len - 1 }
+    );
+    // `restore` reads at most the default, whatever the bytes.
+    let huge = vec![0u8; DEFAULT_MAX_SNAPSHOT_BYTES + 1];
+    assert_eq!(
+        Run::restore(program.clone(), &huge).unwrap_err(),
+        SnapshotError::TooLarge {
+            limit: DEFAULT_MAX_SNAPSHOT_BYTES
+        }
+    );
+    assert!(matches!(
+        Run::restore(program, &huge[..DEFAULT_MAX_SNAPSHOT_BYTES]),
+        Err(SnapshotError::BadMagic)
+    ));
+}
+
+#[test]
+fn a_restored_run_keeps_its_limits() {
+    let output = json!("four");
+    let n = size(&output);
+    let run = suspended(bytes(n - 1), 1);
+    let mut restored = Run::restore(pack(), &run.snapshot()).unwrap();
+    let id = the_call(&restored);
+    let r = restored.resume(Input::Answer(id, out(output.clone())));
+    assert_limit(&restored, r, "max_value_bytes");
+    let run = suspended(bytes(n), 1);
+    let mut restored = Run::restore(pack(), &run.snapshot()).unwrap();
+    let id = the_call(&restored);
+    assert_eq!(
+        restored.resume(Input::Answer(id, out(output))).unwrap(),
+        Need::Calls
+    );
+}
