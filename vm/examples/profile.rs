@@ -1,5 +1,6 @@
 //! Runs one pack many times with prebuilt answers, for profilers (`perf`, callgrind):
-//! `cargo run --release -p packc-vm --example profile -- <pack.yaml> <runs>`.
+//! `cargo run --release -p packc-vm --example profile -- <pack.yaml> <runs>`
+//! (`VALUE_LIMITS=off`: without the value-limit walk).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +26,12 @@ fn main() {
     let model = json!({"type": "research_paper", "x": 1, "confidence": 0.9, "complexity": 3,
                        "flagged_terms": [], "risk": 0.2});
     let input = json!({"text": "A paper about residual networks.", "x": 0});
+    // `VALUE_LIMITS=off`: both value limits at usize::MAX, so no answer is walked.
+    let mut options = RunOptions::default();
+    if std::env::var("VALUE_LIMITS").is_ok_and(|v| v == "off") {
+        options.max_value_bytes = usize::MAX;
+        options.max_value_depth = usize::MAX;
+    }
     // Every answer and input is built before the runs.
     // `EVENTS=billing,resolved`: the events the first answers name, in order.
     let events: Vec<String> = std::env::var("EVENTS")
@@ -45,7 +52,7 @@ fn main() {
     let mut inputs: Vec<_> = (0..runs).map(|_| input.clone()).collect();
     let mut done = Vec::with_capacity(runs);
     for r in 0..runs {
-        let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
+        let mut run = Run::new(program.clone(), Target::Workflow, options.clone()).unwrap();
         let mut next = Input::Start;
         let mut turn = Some(std::mem::take(&mut inputs[r]));
         let answers = &mut answers[r];

@@ -67,7 +67,9 @@ pub struct RunOptions {
     /// event, its tool requests, or its error message), an event name, a host
     /// variable. Counted as one per JSON value plus the bytes of every string and object
     /// key, by a walk that stops once past the limit (16 MiB by default,
-    /// [`DEFAULT_MAX_VALUE_BYTES`](crate::limits::DEFAULT_MAX_VALUE_BYTES)).
+    /// [`DEFAULT_MAX_VALUE_BYTES`](crate::limits::DEFAULT_MAX_VALUE_BYTES)). The walk
+    /// costs about 40 instructions per JSON value; a host that trusts its values sets
+    /// this and `max_value_depth` to `usize::MAX`, and nothing is walked.
     pub max_value_bytes: usize,
     /// The deepest nesting of arrays and objects in a value the host hands in (64 by
     /// default). Values are walked, cloned and written to snapshots recursively, and a

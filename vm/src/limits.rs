@@ -43,9 +43,18 @@ impl Limits {
         }
     }
 
+    /// Whether both value limits are off (`usize::MAX`): then nothing is walked.
+    #[inline]
+    fn off(&self) -> bool {
+        self.max_value_bytes == usize::MAX && self.max_value_depth == usize::MAX
+    }
+
     /// Checks a value the host hands in; `what` names it in the error ("the turn input").
     #[inline]
     pub fn value(&self, v: &Value, what: &str) -> Result<(), RunError> {
+        if self.off() {
+            return Ok(());
+        }
         let mut walk = Walk::new(self);
         walk.value(v, 0);
         walk.result(self, what)
@@ -74,6 +83,9 @@ impl Limits {
     /// Checks an answer: its output and event, its requests, or its error message.
     #[inline]
     pub fn answer(&self, a: &Answer, what: &str) -> Result<(), RunError> {
+        if self.off() {
+            return Ok(());
+        }
         let mut walk = Walk::new(self);
         match a {
             Answer::Output { output, event } => {
@@ -136,51 +148,14 @@ impl Walk {
 
     /// Walks `v`, which sits inside `depth` arrays and objects. Recursion is bounded by
     /// `max_depth`: the walk stops one level past it.
+    #[inline]
     fn value(&mut self, v: &Value, depth: usize) {
         if self.over.is_some() {
             return;
         }
-        match v {
-            Value::String(s) => self.str(s),
-            Value::Array(items) => {
-                if !self.open(depth) {
-                    return;
-                }
-                for item in items {
-                    self.value(item, depth + 1);
-                    if self.over.is_some() {
-                        return;
-                    }
-                }
-            }
-            Value::Object(map) => {
-                if self.open(depth) {
-                    self.members(map, depth);
-                }
-            }
-            _ => self.take(1),
+        if let Err(over) = walk(v, depth, self.max_depth, &mut self.left) {
+            self.over = Some(over);
         }
-    }
-
-    /// Walks the members of an object at `depth`.
-    fn members(&mut self, map: &Map<String, Value>, depth: usize) {
-        for (k, item) in map {
-            self.take(k.len());
-            self.value(item, depth + 1);
-            if self.over.is_some() {
-                return;
-            }
-        }
-    }
-
-    /// Enters an array or object at `depth`: counts it, and its level.
-    fn open(&mut self, depth: usize) -> bool {
-        if depth >= self.max_depth {
-            self.over = Some(Over::Depth);
-            return false;
-        }
-        self.take(1);
-        self.over.is_none()
     }
 
     fn result(self, limits: &Limits, what: &str) -> Result<(), RunError> {
@@ -196,6 +171,41 @@ impl Walk {
             ),
         };
         Err(RunError::new(ErrorKind::LimitExceeded, message))
+    }
+}
+
+#[inline]
+fn take(left: &mut usize, n: usize) -> Result<(), Over> {
+    *left = left.checked_sub(n).ok_or(Over::Bytes)?;
+    Ok(())
+}
+
+/// The walk itself: counts `v` against `left`, returning at the first limit passed.
+/// Entering an array or object checks its level before counting it.
+fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
+    match v {
+        Value::String(s) => take(left, s.len().saturating_add(1)),
+        Value::Array(items) => {
+            if depth >= max_depth {
+                return Err(Over::Depth);
+            }
+            take(left, 1)?;
+            items
+                .iter()
+                .try_for_each(|item| walk(item, depth + 1, max_depth, left))
+        }
+        Value::Object(map) => {
+            if depth >= max_depth {
+                return Err(Over::Depth);
+            }
+            take(left, 1)?;
+            for (k, item) in map {
+                take(left, k.len())?;
+                walk(item, depth + 1, max_depth, left)?;
+            }
+            Ok(())
+        }
+        _ => take(left, 1),
     }
 }
 

@@ -69,7 +69,17 @@ impl Run {
                         max_host_calls: *max_host_calls,
                         start_ms: wf.start_ms,
                     };
-                    match pump(&ctx, lanes, io)? {
+                    let pumped = match pump(&ctx, lanes, io) {
+                        Ok(pumped) => pumped,
+                        Err(e) => {
+                            // A run-wide failure ends the run inside the step: the
+                            // parallel branches that completed keep their outputs and
+                            // eval requests (`compositions.md` §9.2).
+                            store_completed_branches(comp, cid, active, walk, lanes, io);
+                            return Err(e);
+                        }
+                    };
+                    match pumped {
                         Pumped::AllDone => {}
                         Pumped::Waiting => {
                             return Ok(Walked::Pending(if io.issued > 0 {
@@ -173,13 +183,7 @@ pub(crate) fn finish_step(
         StepKind::Parallel { branches, .. } => {
             for (lane, b) in lanes.iter_mut().zip(branches) {
                 match lane.result.take() {
-                    Some(Ok(v)) => {
-                        walk.slots[b.index()] = Some(v);
-                        let tag = io.tag(lane.branch);
-                        for i in 0..comp.steps[b.index()].evals.len() {
-                            io.evals.push((tag, eval_rec(cid, *b, i)));
-                        }
-                    }
+                    Some(Ok(v)) => store_branch(comp, cid, *b, lane.branch, v, walk, io),
                     Some(Err(e)) => {
                         first_err.get_or_insert(e);
                     }
@@ -202,6 +206,44 @@ pub(crate) fn finish_step(
     }
     walk.last = Some(sid);
     Ok(())
+}
+
+/// Stores a completed parallel branch's output and makes its eval requests.
+fn store_branch(
+    comp: &ir_spec::Composition,
+    cid: CompId,
+    b: StepId,
+    branch: Option<u32>,
+    v: Value,
+    walk: &mut Walk,
+    io: &mut Io,
+) {
+    walk.slots[b.index()] = Some(v);
+    let tag = io.tag(branch);
+    for i in 0..comp.steps[b.index()].evals.len() {
+        io.evals.push((tag, eval_rec(cid, b, i)));
+    }
+}
+
+/// A run-wide failure (`budget_exhausted`, `limit_exceeded`) ended the run during step
+/// `sid`: if it is a parallel step, its branches that completed still store their
+/// outputs and make their eval requests, as they do when a sibling branch fails.
+fn store_completed_branches(
+    comp: &ir_spec::Composition,
+    cid: CompId,
+    sid: StepId,
+    walk: &mut Walk,
+    lanes: &mut [Lane],
+    io: &mut Io,
+) {
+    let StepKind::Parallel { branches, .. } = &comp.steps[sid.index()].kind else {
+        return;
+    };
+    for (lane, b) in lanes.iter_mut().zip(branches) {
+        if let Some(Ok(v)) = lane.result.take_if(|r| r.is_ok()) {
+            store_branch(comp, cid, *b, lane.branch, v, walk, io);
+        }
+    }
 }
 
 /// Makes the lanes `jobs`, reusing the lanes (and their buffers) already there.

@@ -400,3 +400,23 @@ fn a_restored_run_keeps_its_limits() {
         Need::Calls
     );
 }
+
+#[test]
+fn both_value_limits_at_usize_max_walk_nothing() {
+    // Off, a value nested far past the default depth goes in untouched.
+    let mut deep = json!(1);
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    let off = RunOptions {
+        max_value_bytes: usize::MAX,
+        max_value_depth: usize::MAX,
+        ..RunOptions::default()
+    };
+    let mut run = start(&pack(), off);
+    assert_eq!(run.resume(Input::Turn(deep.clone())).unwrap(), Need::Calls);
+    // With the defaults the same value is refused.
+    let mut run = start(&pack(), RunOptions::default());
+    let r = run.resume(Input::Turn(deep));
+    assert_limit(&run, r, "max_value_depth");
+}

@@ -1,7 +1,7 @@
 //! The run-time rules that are easy to get wrong, each on a small pack: skip propagation,
-//! retry, parallel issue order and budgets, tool-loop caps, the wall clock; plus the
-//! determinism property (same module + same answers → same trace and calls) and a
-//! postcard round trip of a lowered module.
+//! retry, parallel issue order and budgets, eval requests, tool-loop caps, the wall clock;
+//! plus the determinism property (same module + same answers → same trace and calls) and
+//! a postcard round trip of a lowered module.
 
 mod common;
 
@@ -166,6 +166,54 @@ compositions:
     assert!(shown[0].contains("\"prompt\":\"a\""));
     assert!(shown[1].contains("\"tool\":\"u\""));
     assert!(shown[2].contains("\"prompt\":\"w\""));
+}
+
+/// A branch that completed before a run-wide failure ended the run during its parallel
+/// step keeps its eval request (`compositions.md` §9.2: a step that completes requests
+/// its evals; only failed or skipped steps request nothing), as it does when a sibling
+/// branch fails. Found by the differential test (`tests/differential.rs`).
+#[test]
+fn completed_branch_keeps_its_eval_request_when_the_budget_ends_the_run() {
+    let pack = format!(
+        "{HEAD}{}{}evals: [{{id: e, type: llm_judge, trigger: every_turn}}]
+workflow:
+  version: 1
+  entry: main
+  engine: {{budget: {{max_tool_calls: 1}}}}
+  states:
+    main: {{orchestration: composition, composition: c, terminal: true}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: p
+        kind: parallel
+        reduce: {{strategy: barrier, into: all}}
+        branches:
+          - {{id: b1, kind: prompt, prompt_task: a, modifiers: {{eval: [e]}}}}
+          - {{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {{max_steps: 3}}}}
+",
+        prompts(&["a", "w"], ""),
+        tool_defs(&["t"])
+    );
+    let m = compile(&pack);
+    let mut host = Queues::default()
+        .with("a", vec![out(json!("done"))])
+        .with("w", vec![tools(&[("t", json!({})), ("t", json!({}))])])
+        .with("t", vec![out(json!(1)), out(json!(2))]);
+    let program = program(&m);
+    let mut r = Run::new(program, Target::Workflow, recording()).expect("run");
+    let result = drive(&mut r, &mut host, &[ScriptItem::Turn(json!(null))]);
+    assert_eq!(result.expect_err("budget").kind, ErrorKind::BudgetExhausted);
+    let evals: Vec<Value> = r
+        .evals()
+        .into_iter()
+        .map(|e| json!({"step": e.step, "eval": e.eval, "output": e.output}))
+        .collect();
+    assert_eq!(
+        evals,
+        [json!({"step": "b1", "eval": "e", "output": "done"})]
+    );
 }
 
 fn parallel_pack() -> Module {
