@@ -83,7 +83,10 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ..RunOptions::default()
         },
     )?;
-    let mut status = Status::new(!args.quiet && std::io::stderr().is_terminal());
+    // On a terminal: a status line and a closing summary. Otherwise (or with --quiet)
+    // only the result, warnings and errors.
+    let chatty = !args.quiet && std::io::stderr().is_terminal();
+    let mut status = Status::new(chatty);
     let result = host.drive(&mut run, &script, &mut status);
     status.clear();
 
@@ -112,7 +115,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ExitCode::from(130)
         }
     };
-    if !args.quiet && !matches!(result.ended, Ended::Interrupted) {
+    if chatty && !matches!(result.ended, Ended::Interrupted) {
         eprintln!(
             "{}{}",
             calls_text(&stats),
@@ -152,7 +155,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
                 "warning: replaying the recording does not give the live result (a call was answered twice alike, or the run read the clock); check {}",
                 out.display()
             );
-        } else if !args.quiet {
+        } else if chatty {
             eprintln!("recorded the run to {}", out.display());
         }
     }

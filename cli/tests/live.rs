@@ -55,11 +55,8 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(output["title"], "ResNet");
-    assert!(
-        stderr.contains("2 model calls, 0 tool calls, 30 tokens"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("recorded the run to"), "{stderr}");
+    // Not a terminal: only the result (the status line and notes are for terminals).
+    assert_eq!(stderr, "", "{stderr}");
     assert_eq!(server.received().len(), 2);
 
     let text = std::fs::read_to_string(&case).unwrap();
@@ -201,5 +198,44 @@ fn a_built_artifact_runs_live_without_its_source() {
     assert!(
         stderr.lines().count() == 1,
         "--quiet prints only the error: {stderr}"
+    );
+}
+
+/// On a terminal (a pty from util-linux `script`), the status line and a summary.
+#[cfg(unix)]
+#[test]
+fn a_terminal_gets_a_status_line_and_a_summary() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to make a terminal");
+        return;
+    }
+    let server = MockServer::start(|_, _| {
+        Reply::text(r#"{"type": "manual"}"#).after(std::time::Duration::from_millis(300))
+    });
+    let packc = env!("CARGO_BIN_EXE_packc");
+    let pack = repo().join("examples/rfc0010-ex1.pack.yaml");
+    let command = format!(
+        "{packc} run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}' >/dev/null",
+        server.base_url(),
+        pack.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("1 model call, 0 tool calls (1 in flight)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("\x1b[2K"),
+        "the status line is cleared: {shown:?}"
+    );
+    assert!(
+        shown.contains("1 model call, 0 tool calls, 15 tokens"),
+        "{shown}"
     );
 }
