@@ -124,3 +124,81 @@ fn nan_predicate_bound_round_trips_and_compares_false() {
     let call = run.pending().next().expect("one call");
     assert_eq!(call.prompt_task(), Some("high"), "0.1 < NaN is false");
 }
+
+/// FNV-1a 64 of the bytes before a snapshot's last eight, written there (the snapshot
+/// trailer, `packc_vm::snapshot`), so that damage reaches the decoder.
+fn fix_snapshot_trailer(bytes: &mut [u8]) {
+    let end = bytes.len() - 8;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in &bytes[..end] {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    bytes[end..].copy_from_slice(&h.to_le_bytes());
+}
+
+/// `host_answers` and `artifact_mutate_run` (long runs): a damaged snapshot of a run
+/// inside an agent's tool loop restored with the loop's block index past its transcript,
+/// and answering the pending tool call then indexed out of bounds. Restore now checks
+/// that a tool call of a model turn names a request that exists. Every one-byte change
+/// of such a snapshot (checksum fixed) is refused or runs; none panics.
+#[test]
+fn damaged_tool_loop_snapshot_is_refused_or_runs() {
+    let program = example("rfc0010-ex3.pack.yaml");
+    let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(run.resume(Input::Start), Ok(Need::Caller));
+    let mut need = run.resume(Input::Turn(json!({"text": "a paper"}))).unwrap();
+    // Answer the four parallel branches, then make the agent ask for a tool.
+    let mut model_turns = 0;
+    while need != Need::Done {
+        let call = run.pending().next().expect("a call is outstanding");
+        let (id, is_model, prompt) = (call.id(), call.is_model(), call.prompt_task());
+        if is_model && prompt == Some("doc_analyzer") {
+            model_turns += 1;
+            let answer = Answer::ToolCalls(vec![packc_vm::ToolRequest {
+                name: "kb.lookup".into(),
+                args: json!({"q": "residual"}),
+            }]);
+            assert_eq!(run.resume(Input::Answer(id, answer)), Ok(Need::Calls));
+            break;
+        }
+        let answer = Answer::Output {
+            output: json!({"title": "t"}),
+            event: None,
+        };
+        need = run.resume(Input::Answer(id, answer)).unwrap();
+    }
+    assert_eq!(model_turns, 1);
+    let tool = run.pending().next().expect("the agent's tool call");
+    assert_eq!(tool.tool(), Some("kb.lookup"));
+
+    let snapshot = run.snapshot();
+    let mut restored_some = 0;
+    for i in 0..snapshot.len() - 8 {
+        for b in [0u8, 1, 2, 44, 127, 255] {
+            let mut bytes = snapshot.clone();
+            bytes[i] = b;
+            fix_snapshot_trailer(&mut bytes);
+            let Ok(mut r) = Run::restore(program.clone(), &bytes) else {
+                continue;
+            };
+            restored_some += 1;
+            for _ in 0..8 {
+                let input = match r.pending().next().map(|c| c.id()) {
+                    Some(id) => Input::Answer(
+                        id,
+                        Answer::Output {
+                            output: json!(null),
+                            event: None,
+                        },
+                    ),
+                    None => Input::Clock(0),
+                };
+                if r.resume(input).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    // The unchanged bytes among them restore, so the loop did reach the driving.
+    assert!(restored_some > 0);
+}

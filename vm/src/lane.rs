@@ -600,7 +600,7 @@ fn tool_step_key<'a>(ctx: &Ctx<'a>, job: Job) -> &'a str {
 fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
     let block = lane.lp.block;
     loop {
-        let TEntry::Requests(reqs) = &lane.lp.transcript[block as usize] else {
+        let Some(TEntry::Requests(reqs)) = lane.lp.transcript.get(block as usize) else {
             return;
         };
         let req = lane.lp.next_req;

@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use crate::api::{RunError, Target};
 use ir_spec::{CompId, StepId};
 
-use crate::lane::{Job, Lane, Phase};
+use crate::lane::{Call, Job, Lane, Phase, TEntry};
 use crate::limits::{Limits, DEFAULT_MAX_SNAPSHOT_BYTES};
 use crate::program::Program;
 use crate::run::{Run, Top, Walk, Wf};
@@ -348,11 +348,22 @@ fn check_fits(run: &Run) -> Result<(), &'static str> {
         Top::PlainAgent(p) => p.index() < m.prompts.len(),
         _ => true,
     };
-    // Call ids are issued in order: every waiting lane's id is below the next one.
+    // Call ids are issued in order: every waiting lane's id is below the next one. A
+    // tool call of a model's turn names a request that exists, in the block the loop is
+    // handling (a damaged snapshot could name any; fuzzing found it).
+    let loop_ok = |l: &crate::lane::Lane| match l.phase {
+        Phase::Issue(_, Call::LoopTool { block, req, .. })
+        | Phase::Waiting(_, Call::LoopTool { block, req, .. }) => {
+            block == l.lp.block
+                && matches!(l.lp.transcript.get(block as usize),
+                    Some(TEntry::Requests(reqs)) if (req as usize) < reqs.len())
+        }
+        _ => true,
+    };
     let lanes_ok = run
         .lanes
         .iter()
-        .all(|l| !matches!(l.phase, Phase::Waiting(c, _) if c.0 >= run.io.next_id));
+        .all(|l| !matches!(l.phase, Phase::Waiting(c, _) if c.0 >= run.io.next_id) && loop_ok(l));
     if !(target_ok && comp_ok && top_ok && lanes_ok && run.wf.current.is_none_or(state_ok)) {
         return Err("an index does not fit the program");
     }
