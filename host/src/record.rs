@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::case::RunSpec;
 use crate::runner::execute;
-use crate::scripted::parse_answer;
+use crate::scripted::{parse_answer, ScriptedHost};
 
 /// What a live run answered: each answer under the key of the call it answered, in
 /// the order they arrived, and the clock readings in order.
@@ -87,8 +87,10 @@ pub fn to_case(
         answers: HashMap::new(),
         prompts: BTreeMap::new(),
         tools: BTreeMap::new(),
-        clock: recording.clock.clone(),
-        reads: 0,
+        clock: ScriptedHost::new(&RunSpec {
+            clock: recording.clock.clone(),
+            ..RunSpec::default()
+        }),
         missing: 0,
     };
     for (key, answer) in &recording.answers {
@@ -198,8 +200,8 @@ struct Replay {
     answers: HashMap<String, VecDeque<Value>>,
     prompts: BTreeMap<String, Vec<Value>>,
     tools: BTreeMap<String, Vec<Value>>,
-    clock: Vec<u64>,
-    reads: usize,
+    /// Reads the recorded clock as the scripted host does.
+    clock: ScriptedHost,
     missing: usize,
 }
 
@@ -222,8 +224,6 @@ impl Host for Replay {
     }
 
     fn clock(&mut self) -> u64 {
-        let i = self.reads.min(self.clock.len().saturating_sub(1));
-        self.reads += 1;
-        self.clock.get(i).copied().unwrap_or(0)
+        self.clock.clock()
     }
 }

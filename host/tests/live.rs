@@ -70,6 +70,17 @@ fn drive(program: &Arc<Program>, target: &str, input: Value, config: LiveConfig)
     (live, run)
 }
 
+/// `composition:c` with input `{"text": "x"}` against `server` with the default config.
+fn score_x(p: &Arc<Program>, server: &MockServer) -> LiveRun {
+    drive(
+        p,
+        "composition:c",
+        json!({"text": "x"}),
+        config(Some(server)),
+    )
+    .0
+}
+
 fn output(live: &LiveRun) -> &Value {
     match &live.ended {
         Ended::Done(o) => &o.output,
@@ -162,20 +173,10 @@ fn a_schema_mismatch_is_a_host_error_that_retry_asks_again() {
 
     // Without a second attempt the mismatch is the run's error, naming the path.
     let server = MockServer::start(|_, _| Reply::text("not json at all"));
-    let (live, _) = drive(
-        &p,
-        "composition:c",
-        json!({"text": "x"}),
-        config(Some(&server)),
-    );
+    let live = score_x(&p, &server);
     assert!(failure(&live).contains("not JSON"), "{}", failure(&live));
     let server = MockServer::start(|_, _| Reply::text(r#"{"score": "high"}"#));
-    let (live, _) = drive(
-        &p,
-        "composition:c",
-        json!({"text": "x"}),
-        config(Some(&server)),
-    );
+    let live = score_x(&p, &server);
     let message = failure(&live);
     assert!(
         message.contains("does not match output_schema `schemas/answer.json` at `/score`"),
@@ -195,12 +196,7 @@ fn without_a_schema_json_text_is_parsed_and_other_text_stays_text() {
         ("42", json!("42")),
     ] {
         let server = MockServer::start(move |_, _| Reply::text(text));
-        let (live, _) = drive(
-            &p,
-            "composition:c",
-            json!({"text": "x"}),
-            config(Some(&server)),
-        );
+        let live = score_x(&p, &server);
         assert_eq!(output(&live), &want, "{text}");
         assert!(server.received()[0].body.get("response_format").is_none());
     }
@@ -340,12 +336,7 @@ fn a_429_waits_for_retry_after() {
     });
     let p = program(&scratch("429", SCORE));
     let started = Instant::now();
-    let (live, _) = drive(
-        &p,
-        "composition:c",
-        json!({"text": "x"}),
-        config(Some(&server)),
-    );
+    let live = score_x(&p, &server);
     assert_eq!(output(&live), &json!({"score": 1}));
     assert!(
         started.elapsed() >= Duration::from_secs(1),
@@ -385,12 +376,7 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
         ),
     });
     let p = program(&scratch("401", SCORE));
-    let (live, _) = drive(
-        &p,
-        "composition:c",
-        json!({"text": "x"}),
-        config(Some(&server)),
-    );
+    let live = score_x(&p, &server);
     let message = failure(&live);
     assert!(
         message.contains("401 (check the API key): Incorrect API key"),
@@ -410,12 +396,7 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
 fn a_body_that_is_not_json_is_a_host_error() {
     let server = MockServer::start(|_, _| Reply::status(200, "<html>proxy error</html>"));
     let p = program(&scratch("html", SCORE));
-    let (live, _) = drive(
-        &p,
-        "composition:c",
-        json!({"text": "x"}),
-        config(Some(&server)),
-    );
+    let live = score_x(&p, &server);
     let message = failure(&live);
     assert!(
         message.contains("answered 200 with a body that is not JSON: <html>proxy error</html>"),
