@@ -93,6 +93,7 @@ pub fn options(u: &mut Unstructured<'_>, words: &[&str]) -> Result<RunOptions> {
         options.max_value_bytes = u.int_in_range(0..=2048)?;
         options.max_value_depth = u.int_in_range(0..=6)?;
         options.max_snapshot_bytes = u.int_in_range(0..=4096)?;
+        options.max_built_bytes = u.int_in_range(0..=4096)?;
     }
     Ok(options)
 }
@@ -139,7 +140,7 @@ pub fn drive(u: &mut Unstructured<'_>, program: &Arc<Program>, pool: &Pool) -> R
                 break;
             }
         };
-        observe_calls(&run, next);
+        observe_calls(&run, next, options.max_built_bytes);
         need = Some(next);
         input = match next {
             Need::Done => {
@@ -354,14 +355,15 @@ fn damaged_restore(u: &mut Unstructured<'_>, run: &Run) -> Result<()> {
             if restored.resume(input).is_err() {
                 break;
             }
-            observe_calls(&restored, Need::Calls);
+            // A damaged snapshot may carry other limits.
+            observe_calls(&restored, Need::Calls, usize::MAX);
         }
     }
     Ok(())
 }
 
 /// Reads what a host reads of the newly issued calls.
-fn observe_calls(run: &Run, need: Need) {
+fn observe_calls(run: &Run, need: Need, max_built: usize) {
     if need != Need::Calls {
         return;
     }
@@ -377,7 +379,12 @@ fn observe_calls(run: &Run, need: Need) {
         let _ = call.input().to_value();
         let mut text = String::new();
         call.input().write_text(&mut text);
-        let _ = call.system();
+        let system = call.system();
+        assert!(
+            system.len() <= max_built,
+            "a system prompt of {} bytes",
+            system.len()
+        );
         let _ = call.offered_tools().count();
         let _ = call.events().count();
         let _ = call.output_schema();

@@ -15,7 +15,155 @@
 //!
 //! The writer is iterative, so a deeply nested value cannot overflow the stack.
 
+use std::fmt::Write as _;
+
 use serde_json::{Number, Value};
+
+/// Where text goes: a `String`, a [`Meter`] that only counts it, or an [`Escaped`]
+/// adapter that writes it as the inside of a JSON string.
+pub trait Sink {
+    /// Appends `s`.
+    fn push_str(&mut self, s: &str);
+    /// Appends `c`.
+    fn push(&mut self, c: char) {
+        self.push_str(c.encode_utf8(&mut [0; 4]));
+    }
+    /// Whether the sink wants no more text (a [`Meter`] past its limit): writers may
+    /// stop early, leaving the text unfinished.
+    fn full(&self) -> bool {
+        false
+    }
+    /// The sink as a [`Meter`], when it is one: writers then count what they would
+    /// write without building it, in any member order (the length is the same).
+    fn as_meter(&mut self) -> Option<&mut Meter> {
+        None
+    }
+}
+
+impl Sink for String {
+    #[inline]
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    #[inline]
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// A sink that counts the bytes written to it and is [`full`](Sink::full) once they pass
+/// a limit: text can be measured without being built, and a measurement of huge text
+/// costs no more than the limit.
+///
+/// ```
+/// # use ir_spec::text_form::{write_text_form, Meter};
+/// let mut m = Meter::new(100);
+/// write_text_form(&mut m, &serde_json::json!({"a": "x\ny"}));
+/// assert_eq!(m.len(), r#"{"a":"x\ny"}"#.len());
+/// assert!(!m.over());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Meter {
+    len: usize,
+    limit: usize,
+}
+
+impl Meter {
+    /// A meter that is full past `limit` bytes.
+    pub fn new(limit: usize) -> Meter {
+        Meter { len: 0, limit }
+    }
+
+    /// The bytes written so far (exact while not [`over`](Meter::over)).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether more than the limit was written.
+    pub fn over(&self) -> bool {
+        self.len > self.limit
+    }
+
+    /// Counts `v` as compact JSON, allocating nothing for values nested up to 64 levels
+    /// and for numbers that are integers of at most 2^53.
+    pub fn json(&mut self, v: &Value) {
+        self.json_at(v, 0);
+    }
+
+    fn json_at(&mut self, v: &Value, depth: usize) {
+        if self.over() {
+            return;
+        }
+        if depth >= 64 {
+            return write_json_sorted(self, v);
+        }
+        match v {
+            Value::Null => self.len += 4,
+            Value::Bool(b) => self.len += if *b { 4 } else { 5 },
+            Value::Number(n) => match n.as_i64() {
+                Some(i) if i.unsigned_abs() <= 1 << 53 => {
+                    let digits = i.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1);
+                    self.len += digits as usize + usize::from(i < 0);
+                }
+                _ => match n.as_f64() {
+                    Some(x) => self.len += js_number_len(x),
+                    None => write_number(self, n),
+                },
+            },
+            Value::String(s) => self.len += 2 + escaped_len(s),
+            Value::Array(items) => {
+                self.len += 1 + items.len().max(1);
+                for item in items {
+                    self.json_at(item, depth + 1);
+                }
+            }
+            Value::Object(members) => {
+                // Braces, commas and colons.
+                self.len += 1 + members.len().max(1) + members.len();
+                for (k, v) in members {
+                    write_json_string(self, k);
+                    self.json_at(v, depth + 1);
+                }
+            }
+        }
+    }
+}
+
+impl Sink for Meter {
+    #[inline]
+    fn push_str(&mut self, s: &str) {
+        self.len = self.len.saturating_add(s.len());
+    }
+    #[inline]
+    fn push(&mut self, c: char) {
+        self.len = self.len.saturating_add(c.len_utf8());
+    }
+    #[inline]
+    fn full(&self) -> bool {
+        self.over()
+    }
+    fn as_meter(&mut self) -> Option<&mut Meter> {
+        Some(self)
+    }
+}
+
+/// Writes what it is given as the inside of a JSON string, escaped as
+/// [`write_json_string`] escapes (without the quotes).
+pub struct Escaped<'a, S: Sink + ?Sized>(pub &'a mut S);
+
+impl<S: Sink + ?Sized> Sink for Escaped<'_, S> {
+    fn push_str(&mut self, s: &str) {
+        write_escaped(self.0, s);
+    }
+    fn full(&self) -> bool {
+        self.0.full()
+    }
+}
 
 /// The text form of `v`.
 ///
@@ -32,7 +180,7 @@ pub fn text_form(v: &Value) -> String {
 }
 
 /// Appends the text form of `v` to `out`.
-pub fn write_text_form(out: &mut String, v: &Value) {
+pub fn write_text_form<S: Sink + ?Sized>(out: &mut S, v: &Value) {
     match v {
         Value::String(s) => out.push_str(s),
         _ => write_json(out, v),
@@ -46,10 +194,21 @@ enum Item<'a> {
     Punct(char),
 }
 
-/// Compact JSON with sorted object members, without recursion.
-fn write_json(out: &mut String, v: &Value) {
+/// Appends `v` as compact JSON with sorted object members (the text form of an array or
+/// object; a string is quoted), without recursion. Stops early once `out` is full.
+pub fn write_json<S: Sink + ?Sized>(out: &mut S, v: &Value) {
+    match out.as_meter() {
+        Some(m) => m.json(v),
+        None => write_json_sorted(out, v),
+    }
+}
+
+fn write_json_sorted<S: Sink + ?Sized>(out: &mut S, v: &Value) {
     let mut stack = vec![Item::Value(v)];
     while let Some(item) = stack.pop() {
+        if out.full() {
+            return;
+        }
         match item {
             Item::Punct(c) => out.push(c),
             Item::Key(k) => {
@@ -93,8 +252,43 @@ fn write_json(out: &mut String, v: &Value) {
 /// `s` quoted and escaped as `JSON.stringify` does: `\"`, `\\`, the short escapes for
 /// backspace, form feed, newline, carriage return and tab, `\u00xx` (lowercase) for the
 /// other control characters, everything else as is.
-fn write_json_string(out: &mut String, s: &str) {
+pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &str) {
     out.push('"');
+    write_escaped(out, s);
+    out.push('"');
+}
+
+/// The length of `s` escaped as [`write_json_string`] escapes it, without the quotes.
+fn escaped_len(s: &str) -> usize {
+    // Extra bytes per byte: 1 for a short escape, 5 for `\u00xx`.
+    const EXTRA: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            t[b] = 5;
+            b += 1;
+        }
+        t[b'"' as usize] = 1;
+        t[b'\\' as usize] = 1;
+        t[b'\n' as usize] = 1;
+        t[b'\r' as usize] = 1;
+        t[b'\t' as usize] = 1;
+        t[0x08] = 1;
+        t[0x0c] = 1;
+        t
+    };
+    s.len()
+        + s.bytes()
+            .map(|b| usize::from(EXTRA[usize::from(b)]))
+            .sum::<usize>()
+}
+
+/// The inside of [`write_json_string`].
+fn write_escaped<S: Sink + ?Sized>(out: &mut S, s: &str) {
+    if let Some(m) = out.as_meter() {
+        m.len = m.len.saturating_add(escaped_len(s));
+        return;
+    }
     let mut from = 0;
     for (i, b) in s.bytes().enumerate() {
         let escape = match b {
@@ -121,11 +315,14 @@ fn write_json_string(out: &mut String, s: &str) {
         from = i + 1;
     }
     out.push_str(&s[from..]);
-    out.push('"');
 }
 
 /// A JSON number as ECMAScript prints it.
-fn write_number(out: &mut String, n: &Number) {
+fn write_number<S: Sink + ?Sized>(out: &mut S, n: &Number) {
+    if let (Some(m), Some(x)) = (out.as_meter(), n.as_f64()) {
+        m.len = m.len.saturating_add(js_number_len(x));
+        return;
+    }
     match n.as_f64() {
         Some(x) => write_js_number(out, x),
         // Only reachable if serde_json's `arbitrary_precision` is enabled and the number
@@ -142,7 +339,7 @@ fn write_number(out: &mut String, n: &Number) {
 /// - `0 < n ≤ 21`: a point after `n` digits (`2.5`);
 /// - `−6 < n ≤ 0`: `0.`, `−n` zeros, the digits (`0.000001`);
 /// - otherwise exponent form, `d[.ddd]e±(n−1)` (`1e+21`, `1.5e-7`).
-fn write_js_number(out: &mut String, x: f64) {
+fn write_js_number<S: Sink + ?Sized>(out: &mut S, x: f64) {
     if x == 0.0 {
         // Both zeros print as `0`.
         out.push('0');
@@ -156,27 +353,37 @@ fn write_js_number(out: &mut String, x: f64) {
     if x < 0.0 {
         out.push('-');
     }
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // The shortest round-tripping digits, without their point and the zeros around
+    // them, printed on the stack. Rust's `{:e}` picks the closest of them as
+    // ECMAScript does (a meter only needs their number and exponent: `js_number_len`).
+    let mut sci = StackText::default();
+    let _ = write!(sci, "{:e}", x.abs());
+    let (digits, n) = digits_of(sci.as_str());
+    let digits = digits.as_str();
+    let (first, rest) = digits.split_at(1.min(digits.len()));
     let k = i32::try_from(digits.len()).unwrap_or(i32::MAX);
-    let n = exp + 1;
-    let zeros = |count: i32| "0".repeat(usize::try_from(count).unwrap_or(0));
+    let zeros = |out: &mut S, count: i32| {
+        for _ in 0..count {
+            out.push('0');
+        }
+    };
     if k <= n && n <= 21 {
-        out.push_str(&digits);
-        out.push_str(&zeros(n - k));
+        out.push_str(first);
+        out.push_str(rest);
+        zeros(out, n - k);
     } else if 0 < n && n <= 21 {
-        let (int, frac) = digits.split_at(usize::try_from(n).unwrap_or(0));
+        // `first` is one digit and `n < k`, so the point falls inside `rest`.
+        let (int, frac) = rest.split_at(usize::try_from(n - 1).unwrap_or(0).min(rest.len()));
+        out.push_str(first);
         out.push_str(int);
         out.push('.');
         out.push_str(frac);
     } else if -6 < n && n <= 0 {
         out.push_str("0.");
-        out.push_str(&zeros(-n));
-        out.push_str(&digits);
+        zeros(out, -n);
+        out.push_str(first);
+        out.push_str(rest);
     } else {
-        let (first, rest) = digits.split_at(digits.len().min(1));
         out.push_str(first);
         if !rest.is_empty() {
             out.push('.');
@@ -184,7 +391,152 @@ fn write_js_number(out: &mut String, x: f64) {
         }
         out.push('e');
         out.push(if n - 1 < 0 { '-' } else { '+' });
-        out.push_str(&(n - 1).abs().to_string());
+        let mut buf = StackText::default();
+        let _ = write!(buf, "{}", (n - 1).unsigned_abs());
+        out.push_str(buf.as_str());
+    }
+}
+
+/// The length of `x` as [`write_js_number`] prints it, from the number `k` of its
+/// shortest digits and their exponent `n`, found by `zmij` without building anything.
+fn js_number_len(x: f64) -> usize {
+    if x == 0.0 {
+        return 1;
+    }
+    if !x.is_finite() {
+        return 4;
+    }
+    let (k, n) = short_decimal(x.abs())
+        .unwrap_or_else(|| digit_count_of(zmij::Buffer::new().format_finite(x.abs())));
+    let n_len = usize::try_from(n).unwrap_or(0);
+    let body = if k <= n_len && 0 < n && n <= 21 {
+        n_len
+    } else if 0 < n && n <= 21 {
+        k + 1
+    } else if -6 < n && n <= 0 {
+        2 + n.unsigned_abs() as usize + k
+    } else {
+        let e = (n - 1).unsigned_abs();
+        k + usize::from(k > 1) + 2 + e.checked_ilog10().map_or(1, |d| d as usize + 1)
+    };
+    usize::from(x < 0.0) + body
+}
+
+/// `(k, n)` of [`digits_of`] for a positive `x` that is a decimal with at most 8 places
+/// and fewer than 16 digits (`0.9`, `2.5`, `1234.75`), found without printing it.
+///
+/// The first `j` for which `y = round(x·10^j)` divides back to `x` gives the shortest
+/// digits: `y·10^-j` rounds to `x` (the division is correctly rounded), and a decimal
+/// with fewer places that rounded to `x` would have been found at its own `j`, since
+/// `x·10^j` is then within far less than ½ of it.
+fn short_decimal(x: f64) -> Option<(usize, i32)> {
+    const POW: [f64; 9] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+    if !(1e-6..1e15).contains(&x) {
+        return None;
+    }
+    for (j, p) in POW.iter().enumerate() {
+        let y = (x * p).round();
+        if y >= (1u64 << 50) as f64 {
+            return None;
+        }
+        if y >= 1.0 && y / p == x {
+            // `y` is a whole number below 2^50: the cast is exact.
+            let mut y = y as u64;
+            let digits = y.ilog10() as usize + 1;
+            let mut zeros = 0;
+            while y % 10 == 0 {
+                y /= 10;
+                zeros += 1;
+            }
+            let n = i32::try_from(digits).unwrap_or(0) - i32::try_from(j).unwrap_or(0);
+            return Some((digits - zeros, n));
+        }
+    }
+    None
+}
+
+/// [`digits_of`]'s `(k, n)`, counted in place in one pass over the bytes.
+fn digit_count_of(printed: &str) -> (usize, i32) {
+    let b = printed.as_bytes();
+    let e = b
+        .iter()
+        .position(|c| *c == b'e' || *c == b'E')
+        .unwrap_or(b.len());
+    let mut exp: i32 = 0;
+    let mut negative = false;
+    for c in &b[(e + 1).min(b.len())..] {
+        match c {
+            b'-' => negative = true,
+            b'0'..=b'9' => exp = exp.saturating_mul(10).saturating_add(i32::from(c - b'0')),
+            _ => {}
+        }
+    }
+    if negative {
+        exp = -exp;
+    }
+    // Over the mantissa's digits: where the point is, the leading zeros, and the
+    // digits up to the last nonzero one.
+    let (mut point, mut seen, mut lead, mut last_nonzero) = (None, 0usize, 0usize, 0usize);
+    for c in &b[..e] {
+        match c {
+            b'.' => point = Some(seen),
+            b'0' if seen == lead => {
+                seen += 1;
+                lead += 1;
+            }
+            b'0'..=b'9' => {
+                seen += 1;
+                if *c != b'0' {
+                    last_nonzero = seen;
+                }
+            }
+            _ => {}
+        }
+    }
+    let k = last_nonzero.saturating_sub(lead).max(1);
+    let int = i32::try_from(point.unwrap_or(seen)).unwrap_or(0);
+    (k, int + exp - i32::try_from(lead).unwrap_or(0))
+}
+
+/// The digits `d1…dk` (no leading or trailing zero) and the exponent `n` with
+/// `x = 0.d1…dk × 10^n` of a positive number printed as `ddd[.ddd][e±d]`.
+fn digits_of(printed: &str) -> (StackText, i32) {
+    let (mantissa, exp) = printed.split_once(['e', 'E']).unwrap_or((printed, "0"));
+    let exp: i32 = exp.trim_start_matches('+').parse().unwrap_or(0);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits = StackText::default();
+    let _ = digits.write_str(int);
+    let _ = digits.write_str(frac);
+    let mut n = i32::try_from(int.len()).unwrap_or(0) + exp;
+    let bytes = &digits.bytes[..digits.len];
+    let lead = bytes.iter().take_while(|b| **b == b'0').count();
+    let end = bytes.len() - bytes.iter().rev().take_while(|b| **b == b'0').count();
+    n -= i32::try_from(lead).unwrap_or(0);
+    let mut out = StackText::default();
+    let _ = out.write_str(std::str::from_utf8(&bytes[lead..end.max(lead)]).unwrap_or("0"));
+    (out, n)
+}
+
+/// A short text on the stack (a number's digits).
+#[derive(Default)]
+struct StackText {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -350,5 +702,66 @@ mod tests {
             prop_assert_eq!(back, v);
             prop_assert_eq!(text_form(&json!(s.clone())), s);
         }
+
+        #[test]
+        fn shortest_digits_count_like_rusts(bits in any::<u64>()) {
+            let x = f64::from_bits(bits).abs();
+            prop_assume!(x.is_finite() && x > 0.0);
+            // A meter counts `zmij`'s digits: as many as Rust's `{:e}` prints (the
+            // last may differ when several are as short), with the same exponent.
+            let sci = format!("{x:e}");
+            let (mantissa, exp) = sci.split_once('e').unwrap();
+            let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+            let (k, n) = digit_count_of(zmij::Buffer::new().format_finite(x));
+            prop_assert_eq!(k, digits.len());
+            prop_assert_eq!(n, exp.parse::<i32>().unwrap() + 1);
+            let exact = digits_of(&sci).0;
+            prop_assert_eq!(exact.as_str(), digits.as_str());
+            prop_assert_eq!(js_number_len(x), num(x).len());
+            prop_assert_eq!(js_number_len(-x), num(-x).len());
+        }
+
+        #[test]
+        fn short_decimals_count_like_rusts(int in 0u64..10_000_000_000, places in 0u32..10, neg: bool) {
+            let x = int as f64 / 10f64.powi(places as i32) * if neg { -1.0 } else { 1.0 };
+            prop_assert_eq!(js_number_len(x), num(x).len(), "{}", x);
+        }
+
+        #[test]
+        fn a_meter_counts_what_a_string_gets(v in json_value(), limit in 0usize..64) {
+            let text = text_form(&v);
+            let mut m = Meter::new(usize::MAX);
+            write_text_form(&mut m, &v);
+            prop_assert_eq!(m.len(), text.len());
+            // Under a limit the meter may stop early, but only once past it.
+            let mut m = Meter::new(limit);
+            write_text_form(&mut m, &v);
+            prop_assert_eq!(m.over(), text.len() > limit);
+        }
+
+        #[test]
+        fn escaped_is_a_json_string_inside(s in any::<String>()) {
+            let mut inner = String::new();
+            Escaped(&mut inner).push_str(&s);
+            let array = text_form(&json!([s]));
+            prop_assert_eq!(format!("[\"{inner}\"]"), array);
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            (-1e30f64..1e30).prop_map(|x| json!(x)),
+            "[a-z\\\"\n\u{1}é]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-c\"]{0,3}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 }

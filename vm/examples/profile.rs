@@ -1,6 +1,7 @@
 //! Runs one pack many times with prebuilt answers, for profilers (`perf`, callgrind):
 //! `cargo run --release -p packc-vm --example profile -- <pack.yaml> <runs>`
-//! (`VALUE_LIMITS=off`: without the value-limit walk).
+//! (`VALUE_LIMITS=off`: without the value-limit walk; `BUILT_LIMIT=off`: without measuring
+//! the text calls build).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +32,10 @@ fn main() {
     if std::env::var("VALUE_LIMITS").is_ok_and(|v| v == "off") {
         options.max_value_bytes = usize::MAX;
         options.max_value_depth = usize::MAX;
+    }
+    // `BUILT_LIMIT=off`: no measuring of the text a call builds.
+    if std::env::var("BUILT_LIMIT").is_ok_and(|v| v == "off") {
+        options.max_built_bytes = usize::MAX;
     }
     // Every answer and input is built before the runs.
     // `EVENTS=billing,resolved`: the events the first answers name, in order.

@@ -81,6 +81,16 @@ pub struct RunOptions {
     /// same default ([`Run::restore_with_limit`](crate::Run::restore_with_limit) takes
     /// another).
     pub max_snapshot_bytes: usize,
+    /// The most text a call's input or system prompt may build (16 MiB by default,
+    /// [`DEFAULT_MAX_BUILT_BYTES`](crate::limits::DEFAULT_MAX_BUILT_BYTES)): the bytes of
+    /// the rendered `system_template`, and of the text form (`compositions.md` §3.6) of a
+    /// step's `input` or `args` when the binding builds a value (an interpolation, an
+    /// array or object) rather than naming one. A template repeating `{{input}}` or a
+    /// binding repeating `${input}` would otherwise build copies of a large value without
+    /// bound. Both are measured when the step starts, without building them; past the
+    /// limit the run fails with `limit_exceeded` before the call is issued, so a host
+    /// never builds more. `usize::MAX` measures nothing.
+    pub max_built_bytes: usize,
     /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
     /// tool, its materialized input and rendered system prompt. Off, a run records
     /// nothing per call (what benchmarks and production hosts want).
@@ -96,6 +106,7 @@ impl Default for RunOptions {
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
             max_value_depth: DEFAULT_MAX_VALUE_DEPTH,
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+            max_built_bytes: DEFAULT_MAX_BUILT_BYTES,
             record_calls: false,
         }
     }

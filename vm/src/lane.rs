@@ -11,12 +11,15 @@
 //! Each lane is an explicit state machine ([`Phase`]); nothing is boxed and nothing is
 //! allocated on the way from an answer to the next call, beyond what the answer holds.
 
-use ir_spec::{Budget, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef};
+use ir_spec::text_form::Meter;
+use ir_spec::{
+    Bind, Budget, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::{Answer, CallId, CallRecord, ErrorKind, RunError, ToolRequest};
-use crate::program::Program;
+use crate::program::{Program, SystemLen};
 use crate::render::{Artifact, Env};
 use crate::trace::{Io, TraceEvent};
 use crate::value::{string_rule, BVal, Scope, VRef};
@@ -198,6 +201,8 @@ pub(crate) struct Ctx<'a> {
     pub budget: Option<Budget>,
     pub record_calls: bool,
     pub max_host_calls: Option<u64>,
+    /// [`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes).
+    pub max_built: usize,
     pub start_ms: u64,
 }
 
@@ -361,6 +366,9 @@ fn first_call(ctx: &Ctx<'_>, job: Job) -> Call {
 /// once before the first attempt (`compositions.md` §9.1).
 #[inline]
 fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
+    let measuring = ctx.max_built != usize::MAX;
+    // The text length of a step's built input, when it was measured.
+    let mut input_len = None;
     if let Job::Step(s) = lane.job {
         if let Some(cid) = ctx.cid {
             io.trace(lane.branch, TraceEvent::Step(cid, s));
@@ -385,15 +393,79 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             lane.done(Err(e), None);
             return;
         }
-    }
-    if let Some(prompt) = ctx.model_prompt(lane.job) {
-        if !ctx.prog.render_infallible[prompt.index()] {
-            if let Some(Err(e)) = ctx.model_env(lane.job).map(|env| env.run(None)) {
-                lane.done(Err(e), None);
-                return;
+        let builds = matches!(bind, Bind::Interp(_) | Bind::Array(_) | Bind::Object(_));
+        if builds && measuring {
+            let mut m = Meter::new(ctx.max_built);
+            BVal::Bind(bind, scope).write_text(&mut m);
+            if m.over() {
+                let what = match ctx.step_kind(s) {
+                    StepKind::Tool { .. } => "args",
+                    _ => "input",
+                };
+                let step = ctx.cid.map_or("", |c| {
+                    ctx.prog
+                        .m
+                        .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
+                });
+                return built_past_limit(ctx, lane, io, format!("the {what} of step `{step}`"));
             }
+            input_len = Some(m.len());
         }
     }
+    if let Some(prompt) = ctx.model_prompt(lane.job) {
+        let p = prompt.index();
+        let Some(env) = ctx.model_env(lane.job) else {
+            return lane.done(Err(RunError::new(ErrorKind::Protocol, "no prompt")), None);
+        };
+        let shape = ctx.prog.system_len[p];
+        let len = match shape {
+            SystemLen::Rendered if measuring => {
+                // The check and the measurement in one walk.
+                let mut m = Meter::new(ctx.max_built);
+                if let Err(e) = env.run(Some(&mut m)) {
+                    return lane.done(Err(e), None);
+                }
+                Some(m.len())
+            }
+            _ => {
+                if !ctx.prog.render_infallible[p] {
+                    if let Err(e) = env.run(None::<&mut Meter>) {
+                        return lane.done(Err(e), None);
+                    }
+                }
+                match shape {
+                    SystemLen::Fixed(n) => Some(n),
+                    SystemLen::Inputs { text, inputs } if measuring => {
+                        let each = input_len.unwrap_or_else(|| {
+                            let mut m = Meter::new(ctx.max_built);
+                            env.input.write_text(&mut m);
+                            m.len()
+                        });
+                        Some(text.saturating_add(inputs.saturating_mul(each)))
+                    }
+                    _ => None,
+                }
+            }
+        };
+        if len.is_some_and(|n| n > ctx.max_built) {
+            let what = format!("the system prompt of `{}`", ctx.prog.prompt_key(prompt));
+            return built_past_limit(ctx, lane, io, what);
+        }
+    }
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// `what` would build more than `max_built_bytes`: the run fails (run-wide, as past any
+/// embedder's limit) when the lane would issue its call.
+#[cold]
+fn built_past_limit(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, what: String) {
+    io.set_fatal(RunError::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "{what} builds more text than the embedder's limit of {} bytes (`max_built_bytes`)",
+            ctx.max_built
+        ),
+    ));
     lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
 }
 

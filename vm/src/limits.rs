@@ -23,6 +23,8 @@ use crate::api::{Answer, ErrorKind, RunError, RunOptions};
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 16 << 20;
 /// The default of [`RunOptions::max_value_depth`]: 64 levels.
 pub const DEFAULT_MAX_VALUE_DEPTH: usize = 64;
+/// The default of [`RunOptions::max_built_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_BUILT_BYTES: usize = 16 << 20;
 /// The default of [`RunOptions::max_snapshot_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 64 << 20;
 
@@ -32,6 +34,7 @@ pub(crate) struct Limits {
     pub max_value_bytes: usize,
     pub max_value_depth: usize,
     pub max_snapshot_bytes: usize,
+    pub max_built_bytes: usize,
 }
 
 impl Limits {
@@ -40,6 +43,7 @@ impl Limits {
             max_value_bytes: options.max_value_bytes,
             max_value_depth: options.max_value_depth,
             max_snapshot_bytes: options.max_snapshot_bytes,
+            max_built_bytes: options.max_built_bytes,
         }
     }
 
@@ -241,6 +245,7 @@ mod tests {
             max_value_bytes: 100,
             max_value_depth: 2,
             max_snapshot_bytes: 0,
+            max_built_bytes: 0,
         };
         assert!(limits.value(&json!([[1]]), "v").is_ok());
         assert!(limits.value(&json!([{"a": 1}]), "v").is_ok());

@@ -20,6 +20,8 @@ pub struct Program {
     /// Per prompt: rendering cannot fail (no declared variables, and every placeholder is
     /// `{{input}}` without a path), so the check before a call is skipped.
     pub(crate) render_infallible: Vec<bool>,
+    /// Per prompt: how the length of its rendered system prompt is found.
+    pub(crate) system_len: Vec<SystemLen>,
     /// Per composition, per step: the compiled predicate of a branch step.
     pub(crate) preds: Vec<Vec<Option<Compiled>>>,
     /// The most steps of any composition (the size of a run's slot table).
@@ -31,6 +33,18 @@ pub struct Program {
     /// Eval requests a run reserves room for.
     pub(crate) eval_hint: usize,
     fingerprint: OnceLock<u64>,
+}
+
+/// How the length of a prompt's rendered system prompt is found
+/// ([`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SystemLen {
+    /// No placeholder: the template's length.
+    Fixed(usize),
+    /// Only `{{input}}` placeholders: `text` plus `inputs` times the input's text.
+    Inputs { text: usize, inputs: usize },
+    /// Measured by a rendering walk.
+    Rendered,
 }
 
 impl Program {
@@ -54,7 +68,7 @@ impl Program {
                     .collect()
             })
             .collect();
-        let render_infallible = module
+        let render_infallible: Vec<bool> = module
             .prompts
             .iter()
             .map(|p| {
@@ -65,6 +79,27 @@ impl Program {
                             matches!(v.root, ir_spec::VarRoot::Input) && v.path.is_empty()
                         }
                     })
+            })
+            .collect();
+        let system_len = module
+            .prompts
+            .iter()
+            .zip(&render_infallible)
+            .map(|(p, infallible)| {
+                let text = p.system.iter().fold(0usize, |n, seg| match seg {
+                    ir_spec::Segment::Text(t) => n.saturating_add(t.len()),
+                    ir_spec::Segment::Var(_) => n,
+                });
+                let vars = p.system.len()
+                    - p.system
+                        .iter()
+                        .filter(|s| matches!(s, ir_spec::Segment::Text(_)))
+                        .count();
+                match (vars, infallible) {
+                    (0, _) => SystemLen::Fixed(text),
+                    (inputs, true) => SystemLen::Inputs { text, inputs },
+                    _ => SystemLen::Rendered,
+                }
             })
             .collect();
         let preds = module
@@ -124,6 +159,7 @@ impl Program {
             m: module,
             patterns,
             render_infallible,
+            system_len,
             preds,
             max_steps,
             max_lanes,

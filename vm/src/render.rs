@@ -5,6 +5,7 @@
 //! `invalid_variable` errors are raised at the right time) without building any text,
 //! and *rendering* it into a caller's buffer when a host asks for the system prompt.
 
+use ir_spec::text_form::Sink;
 use ir_spec::{ArtifactMode, PathSeg, PromptId, Segment, VarRoot, VarType, Variable};
 use serde_json::{Map, Value};
 
@@ -64,6 +65,13 @@ impl<'a> Env<'a> {
         self.prog.prompt_key(self.prompt)
     }
 
+    fn missing(&self) -> RunError {
+        invalid(format!(
+            "prompt `{}`: a placeholder path does not resolve",
+            self.key()
+        ))
+    }
+
     /// Binds declared variable `i`: the input's non-null member, else the default of an
     /// optional variable; `None`: unset (renders empty).
     fn bind(&self, i: usize) -> Result<Option<BVal<'a>>, RunError> {
@@ -92,19 +100,19 @@ impl<'a> Env<'a> {
         Ok(Some(value))
     }
 
-    /// Checks the prompt (`out == None`) or renders it into `out`.
-    pub fn run(&self, mut out: Option<&mut String>) -> Result<(), RunError> {
+    /// Checks the prompt (`out == None`) or renders it into `out` (a string, or a meter
+    /// that measures it). Every check is made whatever `out` is.
+    pub fn run<S: Sink + ?Sized>(&self, mut out: Option<&mut S>) -> Result<(), RunError> {
         let prompt = &self.prog.m.prompts[self.prompt.index()];
         for i in 0..prompt.variables.len() {
             self.bind(i)?;
         }
-        let missing = || {
-            invalid(format!(
-                "prompt `{}`: a placeholder path does not resolve",
-                self.key()
-            ))
-        };
+        let missing = || self.missing();
         for seg in &prompt.system {
+            // Past a meter's limit only the checks go on.
+            if out.as_deref().is_some_and(|o| o.full()) {
+                out = None;
+            }
             let p = match seg {
                 Segment::Text(t) => {
                     if let Some(out) = out.as_deref_mut() {
@@ -130,46 +138,26 @@ impl<'a> Env<'a> {
                         })?,
                 ),
                 VarRoot::Artifact(id) => {
-                    match id.and_then(|id| self.artifacts.get(id.index())).and_then(Option::as_ref) {
-                        None => None,
-                        Some(Artifact::List(entries)) if p.path.is_empty() => {
-                            if let Some(out) = out.as_deref_mut() {
-                                for (i, e) in entries.iter().enumerate() {
-                                    if i > 0 {
-                                        out.push('\n');
-                                    }
-                                    write_text_form(out, e);
-                                }
-                            }
-                            continue;
-                        }
-                        Some(Artifact::Value(v)) => Some(BVal::V(VRef::Val(v))),
-                        Some(Artifact::List(entries)) => {
-                            // `{{artifacts.log[0]}}`: one entry.
-                            let (first, rest) = p.path.split_first().ok_or_else(missing)?;
-                            let PathSeg::Index(i) = first else {
-                                return Err(missing());
-                            };
-                            let e = entries.get(*i as usize).ok_or_else(missing)?;
-                            let mut v = BVal::V(VRef::Val(e));
-                            for s in rest {
-                                v = v.seg(s).ok_or_else(missing)?;
-                            }
-                            if let Some(out) = out.as_deref_mut() {
-                                v.write_text(out);
-                            }
-                            continue;
-                        }
-                    }
+                    let a = id.and_then(|id| self.artifacts.get(id.index()));
+                    self.artifact(a.and_then(Option::as_ref), &p.path, out.as_deref_mut())?;
+                    continue;
                 }
                 VarRoot::Artifacts => {
-                    let all = self.all_artifacts();
-                    let mut v = VRef::Val(&all);
-                    for s in &p.path {
-                        v = v.seg(s).ok_or_else(missing)?;
-                    }
-                    if let Some(out) = out.as_deref_mut() {
-                        v.write_text(out);
+                    match p.path.split_first() {
+                        // Built only to be written: checking `{{artifacts}}` (always
+                        // resolvable) copies nothing.
+                        None => {
+                            if let Some(out) = out.as_deref_mut() {
+                                write_text_form(out, &self.all_artifacts());
+                            }
+                        }
+                        // `{{artifacts.<name>...}}` as the compiler lowers it; only a
+                        // hand-made artifact gets here. An unset one does not resolve.
+                        Some((PathSeg::Field(name), rest)) => {
+                            let a = self.named_artifact(name).ok_or_else(missing)?;
+                            self.artifact(Some(a), rest, out.as_deref_mut())?;
+                        }
+                        Some((PathSeg::Index(_), _)) => return Err(missing()),
                     }
                     continue;
                 }
@@ -183,6 +171,66 @@ impl<'a> Env<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `{{artifacts.<name><path>}}` of artifact `a` (`None`: unset, renders empty).
+    fn artifact<S: Sink + ?Sized>(
+        &self,
+        a: Option<&Artifact>,
+        path: &[PathSeg],
+        out: Option<&mut S>,
+    ) -> Result<(), RunError> {
+        let missing = || self.missing();
+        let v = match a {
+            None => return Ok(()),
+            Some(Artifact::List(entries)) => {
+                let Some((first, rest)) = path.split_first() else {
+                    if let Some(out) = out {
+                        for (i, e) in entries.iter().enumerate() {
+                            if out.full() {
+                                break;
+                            }
+                            if i > 0 {
+                                out.push('\n');
+                            }
+                            write_text_form(out, e);
+                        }
+                    }
+                    return Ok(());
+                };
+                // `{{artifacts.log[0]}}`: one entry.
+                let PathSeg::Index(i) = first else {
+                    return Err(missing());
+                };
+                let e = entries.get(*i as usize).ok_or_else(missing)?;
+                let mut v = VRef::Val(e);
+                for s in rest {
+                    v = v.seg(s).ok_or_else(missing)?;
+                }
+                v
+            }
+            Some(Artifact::Value(v)) => {
+                let mut v = VRef::Val(v);
+                for s in path {
+                    v = v.seg(s).ok_or_else(missing)?;
+                }
+                v
+            }
+        };
+        if let Some(out) = out {
+            v.write_text(out);
+        }
+        Ok(())
+    }
+
+    /// The set artifact named `name`.
+    fn named_artifact(&self, name: &str) -> Option<&'a Artifact> {
+        let w = self.prog.m.workflow.as_ref()?;
+        let i = w
+            .artifacts
+            .iter()
+            .position(|n| self.prog.m.str(*n) == name)?;
+        self.artifacts.get(i)?.as_ref()
     }
 
     /// `{{artifacts}}`: the object of every set artifact.

@@ -154,6 +154,7 @@ macro_rules! ctx {
             budget: $run.budget,
             record_calls: $run.record_calls,
             max_host_calls: $run.max_host_calls,
+            max_built: $run.limits.max_built_bytes,
             start_ms: $run.wf.start_ms,
         }
     };

@@ -44,8 +44,8 @@ use crate::trace::TraceEvent;
 pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 
 /// The snapshot format version this VM writes and reads; other versions are refused.
-/// (2: the body carries the run's value and snapshot limits.)
-pub const FORMAT_VERSION: u16 = 2;
+/// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`.)
+pub const FORMAT_VERSION: u16 = 3;
 
 const HEADER: usize = 8 + 2 + 8;
 const TRAILER: usize = 8;

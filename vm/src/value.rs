@@ -18,6 +18,7 @@ use ir_spec::{Bind, Composition, Module, Part, PathSeg, Reduce, Ref, Root, StepI
 use serde_json::{Map, Value};
 
 pub use ir_spec::text_form::{text_form, write_text_form};
+use ir_spec::text_form::{write_json, write_json_string, Escaped, Meter, Sink};
 
 /// Objects up to this many members are searched linearly.
 const LINEAR: usize = 12;
@@ -249,9 +250,70 @@ impl<'a> VRef<'a> {
         }
     }
 
-    /// Appends the text form (`compositions.md` §3.6).
-    pub fn write_text(self, out: &mut String) {
-        write_text_form(out, &self.as_cow());
+    /// Appends the text form (`compositions.md` §3.6). A merged output is measured
+    /// without being built.
+    pub fn write_text<S: Sink + ?Sized>(self, out: &mut S) {
+        match self {
+            VRef::Val(v) => write_text_form(out, v),
+            // A merged output is an object or array: its text form is its JSON.
+            other => other.write_json(out),
+        }
+    }
+
+    /// Appends the value as compact JSON (a string quoted).
+    fn write_json<S: Sink + ?Sized>(self, out: &mut S) {
+        match (self, out.as_meter()) {
+            (VRef::Val(v), _) => write_json(out, v),
+            (other, Some(m)) => other.measure(m),
+            (other, None) => write_json(out, &other.to_value()),
+        }
+    }
+
+    /// Counts the JSON of a value, walking a merged output in place.
+    fn measure(self, m: &mut Meter) {
+        match self {
+            VRef::Val(v) => m.json(v),
+            VRef::Merged(p) => {
+                m.push('{');
+                write_json_string(m, p.into);
+                m.push(':');
+                p.reduced().measure(m);
+                m.push('}');
+            }
+            VRef::Reduced(p) => match p.strategy {
+                Reduce::Barrier => {
+                    m.push('{');
+                    for (i, b) in p.branches.iter().enumerate() {
+                        if i > 0 {
+                            m.push(',');
+                        }
+                        write_json_string(m, p.m.str(p.comp.steps[b.index()].id));
+                        m.push(':');
+                        m.json(p.branch(*b));
+                    }
+                    m.push('}');
+                }
+                Reduce::Append => {
+                    m.push('[');
+                    let mut first = true;
+                    for b in p.branches {
+                        let items = match p.branch(*b) {
+                            Value::Array(items) => items.as_slice(),
+                            other => std::slice::from_ref(other),
+                        };
+                        for item in items {
+                            if !first {
+                                m.push(',');
+                            }
+                            first = false;
+                            m.json(item);
+                        }
+                    }
+                    m.push(']');
+                }
+                Reduce::Replace => m.json(&self.to_value()),
+            },
+        }
     }
 }
 
@@ -439,17 +501,25 @@ impl<'a> Scope<'a> {
 
     fn interp(&self, parts: &[Part]) -> String {
         let mut s = String::new();
+        self.write_interp(parts, &mut s);
+        s
+    }
+
+    /// Appends the string an interpolation builds. Stops early once `out` is full.
+    fn write_interp<S: Sink + ?Sized>(&self, parts: &[Part], out: &mut S) {
         for p in parts {
+            if out.full() {
+                return;
+            }
             match p {
-                Part::Text(t) => s.push_str(t),
+                Part::Text(t) => out.push_str(t),
                 Part::Ref(r) => {
                     if let Some(v) = self.get(r) {
-                        v.write_text(&mut s);
+                        v.write_text(out);
                     }
                 }
             }
         }
-        s
     }
 }
 
@@ -519,12 +589,81 @@ impl<'a> BVal<'a> {
         }
     }
 
-    /// Appends the text form.
-    pub fn write_text(self, out: &mut String) {
+    /// Appends the text form, building nothing but the text (a binding's arrays and
+    /// objects are written as they are walked). Stops early once `out` is full.
+    pub fn write_text<S: Sink + ?Sized>(self, out: &mut S) {
         match self.norm() {
             Some(BVal::V(v)) => v.write_text(out),
-            Some(BVal::Bind(Bind::Interp(parts), s)) => out.push_str(&s.interp(parts)),
-            _ => write_text_form(out, &self.as_cow()),
+            Some(BVal::Bind(Bind::Interp(parts), s)) => s.write_interp(parts, out),
+            _ => self.write_json(out),
+        }
+    }
+
+    /// Appends the value as compact JSON with sorted object members, as
+    /// [`write_text_form`] writes the value [`BVal::as_cow`] builds.
+    fn write_json<S: Sink + ?Sized>(self, out: &mut S) {
+        if out.full() {
+            return;
+        }
+        match self.norm() {
+            None => out.push_str("null"),
+            Some(BVal::V(v)) => v.write_json(out),
+            Some(BVal::Bind(Bind::Interp(parts), s)) => {
+                out.push('"');
+                s.write_interp(parts, &mut Escaped(&mut *out));
+                out.push('"');
+            }
+            Some(BVal::Bind(Bind::Array(items), s)) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    BVal::Bind(item, s).write_json(out);
+                }
+                out.push(']');
+            }
+            Some(BVal::Bind(Bind::Object(items), s)) if out.as_meter().is_some() => {
+                // Measured in any order (equal keys, which no compiled pack has, count
+                // each time: a measure at least the length).
+                out.push('{');
+                for (i, (key, item)) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_json_string(out, key);
+                    out.push(':');
+                    BVal::Bind(item, s).write_json(out);
+                }
+                out.push('}');
+            }
+            Some(BVal::Bind(Bind::Object(items), s)) => {
+                // As a `Map` built from the members holds them: sorted, the last of
+                // equal keys winning.
+                let mut order: Vec<usize> = (0..items.len()).collect();
+                order.sort_by(|a, b| items[*a].0.cmp(&items[*b].0));
+                out.push('{');
+                let mut first = true;
+                for (n, i) in order.iter().enumerate() {
+                    let (key, item) = &items[*i];
+                    if order.get(n + 1).is_some_and(|j| items[*j].0 == *key) {
+                        continue;
+                    }
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    write_json_string(out, key);
+                    out.push(':');
+                    BVal::Bind(item, s).write_json(out);
+                }
+                out.push('}');
+            }
+            Some(BVal::Bind(Bind::Const(v), _)) => write_json(out, v),
+            Some(BVal::Bind(Bind::Whole(r), s)) => match s.get(r) {
+                Some(v) => v.write_json(out),
+                None => out.push_str("null"),
+            },
         }
     }
 }

@@ -43,6 +43,7 @@ impl Run {
             budget,
             record_calls,
             max_host_calls,
+            limits,
             ..
         } = self;
         let prog: &Program = prog;
@@ -67,6 +68,7 @@ impl Run {
                         budget: *budget,
                         record_calls: *record_calls,
                         max_host_calls: *max_host_calls,
+                        max_built: limits.max_built_bytes,
                         start_ms: wf.start_ms,
                     };
                     let pumped = match pump(&ctx, lanes, io) {

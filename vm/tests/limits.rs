@@ -420,3 +420,160 @@ fn both_value_limits_at_usize_max_walk_nothing() {
     let r = run.resume(Input::Turn(deep));
     assert_limit(&run, r, "max_value_depth");
 }
+
+fn built(max: usize) -> RunOptions {
+    RunOptions {
+        max_built_bytes: max,
+        ..RunOptions::default()
+    }
+}
+
+/// `composition:c` over prompts with `system_templates` and one step per `(id, kind,
+/// body)`.
+fn built_pack(templates: &[(&str, &str)], steps: &[&str]) -> Arc<Program> {
+    let mut yaml = format!("{HEAD}prompts:\n");
+    for (k, t) in templates {
+        yaml.push_str(&format!(
+            "  {k}: {{id: {k}, name: {k}, version: 1.0.0, system_template: '{t}'}}\n"
+        ));
+    }
+    yaml.push_str(&tool_defs(&["t"]));
+    yaml.push_str("compositions:\n  c:\n    version: 1\n    steps:\n");
+    for s in steps {
+        yaml.push_str(&format!("      - {s}\n"));
+    }
+    program(&yaml)
+}
+
+/// Runs `composition:c` on `input` answering every call with `{"ok": "yes"}`; returns
+/// the end and the system prompts and inputs the host built.
+fn run_built(
+    program: &Arc<Program>,
+    options: RunOptions,
+    input: Value,
+) -> (Result<Need, RunError>, Vec<String>, Vec<String>) {
+    let mut run = start(program, options);
+    let mut systems = Vec::new();
+    let mut inputs = Vec::new();
+    let mut r = run.resume(Input::Turn(input));
+    while let Ok(Need::Calls | Need::Wait) = r {
+        let ids: Vec<_> = run.pending().map(|c| c.id()).collect();
+        for call in run.pending() {
+            if call.is_model() {
+                systems.push(call.system());
+            }
+            let mut text = String::new();
+            call.input().write_text(&mut text);
+            inputs.push(text);
+        }
+        for id in ids {
+            r = run.resume(Input::Answer(id, out(json!({"ok": "yes"}))));
+        }
+    }
+    (r, systems, inputs)
+}
+
+#[test]
+fn built_system_prompt_bytes() {
+    let p = built_pack(
+        &[("w", "Read {{input}} and {{input.t}}; {{input}}")],
+        &["{id: s, kind: prompt, prompt_task: w, input: '${input}'}"],
+    );
+    let input = json!({"t": "abc\ndef", "n": [1, 2.5, -3e-7, null, true]});
+    let (r, systems, _) = run_built(&p, built(usize::MAX), input.clone());
+    assert_eq!(r.unwrap(), Need::Caller);
+    let len = systems[0].len();
+    assert!(len > 40, "{}", systems[0]);
+    // At the limit the call is made; one below it, the run fails before issuing it.
+    let (r, systems, _) = run_built(&p, built(len), input.clone());
+    assert_eq!(r.unwrap(), Need::Caller);
+    assert_eq!(systems[0].len(), len);
+    let (r, systems, _) = run_built(&p, built(len - 1), input);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+    assert!(e.message.contains("`max_built_bytes`"), "{e}");
+    assert!(e.message.contains("system prompt of `w`"), "{e}");
+    assert!(systems.is_empty());
+}
+
+#[test]
+fn built_system_prompt_without_placeholders() {
+    let p = built_pack(
+        &[("w", "Twelve bytes")],
+        &["{id: s, kind: prompt, prompt_task: w}"],
+    );
+    assert_eq!(run_built(&p, built(12), json!(1)).0.unwrap(), Need::Caller);
+    let e = run_built(&p, built(11), json!(1)).0.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+}
+
+#[test]
+fn built_input_bytes_of_interpolations_arrays_and_objects() {
+    for (what, step) in [
+        ("input", "{id: s, kind: prompt, prompt_task: w, input: '${input.t}-${input.t}'}"),
+        (
+            "input",
+            "{id: s, kind: prompt, prompt_task: w, input: ['${input}', '${input.t}!', 7, {z: '${input.n}', a: x}]}",
+        ),
+        ("args", "{id: s, kind: tool, tool: t, args: {q: '${input.t}', all: '${input}', k: 2.5}}"),
+    ] {
+        let p = built_pack(&[("w", "W")], &[step]);
+        let input = json!({"t": "a\"b\u{1}é", "n": [1, 1e21, {"k": false}]});
+        let (r, _, inputs) = run_built(&p, built(usize::MAX), input.clone());
+        assert_eq!(r.unwrap(), Need::Caller, "{step}");
+        let len = inputs[0].len();
+        let (r, _, inputs) = run_built(&p, built(len), input.clone());
+        assert_eq!(r.unwrap(), Need::Caller, "{step}");
+        assert_eq!(inputs[0].len(), len);
+        let (r, _, inputs) = run_built(&p, built(len - 1), input);
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::LimitExceeded, "{step}: {e}");
+        assert!(e.message.contains(&format!("the {what} of step `s`")), "{e}");
+        assert!(inputs.is_empty(), "{step}");
+    }
+}
+
+#[test]
+fn built_merged_parallel_output_is_measured_exactly() {
+    // A barrier and an append reducer, read whole by a template and a binding.
+    let p = built_pack(
+        &[("w", "W"), ("m", "All: {{input}}")],
+        &[
+            "{id: par, kind: parallel, branches: [{id: a, kind: prompt, prompt_task: w}, {id: b, kind: tool, tool: t}], reduce: {strategy: barrier, into: m}}",
+            "{id: par2, kind: parallel, branches: [{id: c, kind: prompt, prompt_task: w}, {id: d, kind: prompt, prompt_task: w}], reduce: {strategy: append, into: l}}",
+            "{id: s, kind: prompt, prompt_task: m, input: ['${par.output}', '${par2.output}']}",
+        ],
+    );
+    let (r, systems, inputs) = run_built(&p, built(usize::MAX), json!(0));
+    assert_eq!(r.unwrap(), Need::Caller);
+    let (system, input) = (systems.last().unwrap().len(), inputs.last().unwrap().len());
+    assert!(system > input, "{systems:?}");
+    assert_eq!(
+        run_built(&p, built(system), json!(0)).0.unwrap(),
+        Need::Caller
+    );
+    let e = run_built(&p, built(system - 1), json!(0)).0.unwrap_err();
+    assert!(e.message.contains("system prompt of `m`"), "{e}");
+}
+
+#[test]
+fn a_template_repeating_a_large_input_fails_without_building_it() {
+    // 10,000 copies of a 1 MiB input would be 10 GB of text.
+    let template = "{{input}}".repeat(10_000);
+    let p = built_pack(
+        &[("w", &template)],
+        &["{id: s, kind: prompt, prompt_task: w, input: '${input}'}"],
+    );
+    let (r, systems, _) = run_built(&p, RunOptions::default(), json!("x".repeat(1 << 20)));
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+    assert!(systems.is_empty());
+    // So does a binding repeating it.
+    let binding = format!("[{}]", vec!["'${input}'"; 10_000].join(", "));
+    let step = format!("{{id: s, kind: tool, tool: t, args: {{a: {binding}}}}}");
+    let p = built_pack(&[("w", "W")], &[&step]);
+    let e = run_built(&p, RunOptions::default(), json!("x".repeat(1 << 20)))
+        .0
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+}
