@@ -59,6 +59,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ..TransportConfig::default()
         },
         concurrency: args.concurrency.max(1),
+        record: args.record.is_some(),
         ..LiveConfig::default()
     });
     let cancel = host.cancel_flag();

@@ -16,6 +16,8 @@ pub struct Received {
     pub headers: Vec<(String, String)>,
     /// The body, parsed as JSON (`null` when it is not JSON).
     pub body: Value,
+    /// The client's address: requests on one kept-alive connection share it.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl Received {
@@ -127,6 +129,7 @@ impl MockServer {
                 let mut text = String::new();
                 let _ = request.as_reader().read_to_string(&mut text);
                 let got = Received {
+                    peer: request.remote_addr().copied(),
                     path: request.url().to_owned(),
                     headers: request
                         .headers()

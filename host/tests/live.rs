@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use packc_compiler::Options;
 use packc_host::live::TransportConfig;
-use packc_host::live::{Ended, LiveConfig, LiveHost, LiveRun, ModelEndpoint, ToolBindings};
+use packc_host::live::{Ended, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, ToolBindings};
 use packc_host::mock::{MockServer, Reply};
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
-use packc_vm::{Program, Run, RunOptions, Target};
+use packc_vm::{Answer, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 const HEAD: &str =
@@ -494,10 +494,49 @@ fn tools_bound_to_a_command_and_to_http_both_work() {
         &json!({"fetched": "https://example.test/A-17"})
     );
     assert_eq!(run.trace_lines(), ["step l", "step f"]);
+    // Not recording: no call was keyed or kept.
+    assert!(live.recording.answers.is_empty());
     assert_eq!(
         server.bodies(),
         [json!({"url": "https://example.test/A-17"})]
     );
+}
+
+#[test]
+fn an_http_tool_bindings_calls_reuse_one_connection() {
+    let peers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    let server = MockServer::start(move |_, req| {
+        seen.lock().unwrap().push(req.peer);
+        Reply::json(json!({"ok": req.body["n"]}))
+    });
+    let dir = scratch("http-reuse", TOOLS);
+    let bindings = format!(
+        "tools:\n  fetch: {{http: 'http://127.0.0.1:{}/fetch'}}\n",
+        server.port()
+    );
+    std::fs::write(dir.join("tools.yaml"), bindings).unwrap();
+    let mut cfg = config(None);
+    cfg.tools = ToolBindings::read(&dir.join("tools.yaml")).unwrap();
+    let host = LiveHost::new(cfg);
+    for n in 0..3 {
+        let job = Job::Tool {
+            key: "fetch".into(),
+            args: json!({"n": n}),
+        };
+        let (answer, _) = host.answer(&job);
+        assert_eq!(
+            answer,
+            Answer::Output {
+                output: json!({"ok": n}),
+                event: None
+            }
+        );
+    }
+    let peers = peers.lock().unwrap();
+    assert_eq!(peers.len(), 3);
+    assert!(peers[0].is_some());
+    assert!(peers.iter().all(|p| *p == peers[0]), "{peers:?}");
 }
 
 #[test]
@@ -586,6 +625,7 @@ fn a_recorded_run_replays_green() {
     let dir = scratch("record", &pack);
     let p = program(&dir);
     let mut cfg = config(Some(&server));
+    cfg.record = true;
     cfg.tools = ToolBindings::parse(
         "tools:\n  echo: {command: [sh, -c, cat]}\n",
         std::path::Path::new("."),

@@ -29,7 +29,7 @@ pub mod openai;
 pub mod tools;
 pub mod transport;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -91,6 +91,10 @@ pub struct LiveConfig {
     /// How many times a model that names an event outside the allowed list is asked
     /// again before the call fails.
     pub event_retries: u32,
+    /// Keep what a recording needs ([`LiveRun::recording`]: every answer keyed by its
+    /// call, and the clock readings); off (the default), the recording stays empty and no
+    /// call is keyed.
+    pub record: bool,
 }
 
 impl Default for LiveConfig {
@@ -101,6 +105,7 @@ impl Default for LiveConfig {
             transport: TransportConfig::default(),
             concurrency: 4,
             event_retries: 2,
+            record: false,
         }
     }
 }
@@ -191,7 +196,8 @@ pub struct LiveRun {
     pub ended: Ended,
     /// The counts.
     pub stats: Stats,
-    /// Every answer, keyed by the call it answered, and the clock readings.
+    /// Every answer, keyed by the call it answered, and the clock readings; empty unless
+    /// [`LiveConfig::record`] is on.
     pub recording: Recording,
 }
 
@@ -204,6 +210,8 @@ pub struct LiveHost {
 struct Inner {
     config: LiveConfig,
     transport: Transport,
+    /// One client per HTTP tool binding, so its calls reuse connections.
+    tool_clients: BTreeMap<String, Transport>,
     cancel: Arc<AtomicBool>,
     schemas: Mutex<HashMap<String, Result<Arc<jsonschema::Validator>, String>>>,
 }
@@ -215,6 +223,7 @@ impl LiveHost {
         LiveHost {
             inner: Arc::new(Inner {
                 transport: Transport::new(config.transport.clone(), cancel.clone()),
+                tool_clients: config.tools.http_clients(&config.transport, &cancel),
                 config,
                 cancel,
                 schemas: Mutex::new(HashMap::new()),
@@ -237,12 +246,12 @@ impl LiveHost {
         match job {
             Job::Model(req) => self.model_answer(req),
             Job::Tool { key, args } => (
-                match self
-                    .inner
-                    .config
-                    .tools
-                    .call(key, args, &self.inner.config.transport)
-                {
+                match self.inner.config.tools.call_via(
+                    key,
+                    args,
+                    &self.inner.config.transport,
+                    self.inner.tool_clients.get(key),
+                ) {
                     Ok(output) => Answer::Output {
                         output,
                         event: None,
@@ -432,6 +441,7 @@ impl LiveHost {
 
         let started = Instant::now();
         let mut stats = Stats::default();
+        let record = self.inner.config.record;
         let mut recording = Recording::default();
         let mut sent: HashSet<CallId> = HashSet::new();
         let mut keys: HashMap<CallId, String> = HashMap::new();
@@ -464,7 +474,9 @@ impl LiveHost {
                 }
                 Need::Clock => {
                     let ms = started.elapsed().as_millis() as u64;
-                    recording.clock.push(ms);
+                    if record {
+                        recording.clock.push(ms);
+                    }
                     Input::Clock(ms)
                 }
                 Need::Caller => match script.next() {
@@ -475,7 +487,9 @@ impl LiveHost {
                 Need::Calls | Need::Wait => {
                     for view in run.pending() {
                         if sent.insert(view.id()) {
-                            keys.insert(view.id(), record_key(&view));
+                            if record {
+                                keys.insert(view.id(), record_key(&view));
+                            }
                             if view.is_model() {
                                 stats.model_calls += 1;
                             } else {
@@ -514,9 +528,10 @@ impl LiveHost {
                     };
                     stats.in_flight -= 1;
                     stats.tokens += tokens;
-                    recording
-                        .answers
-                        .push((keys.remove(&id).unwrap_or_default(), answer_json(&answer)));
+                    if record {
+                        let key = keys.remove(&id).unwrap_or_default();
+                        recording.answers.push((key, answer_json(&answer)));
+                    }
                     Input::Answer(id, answer)
                 }
             };

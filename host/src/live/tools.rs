@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -144,12 +146,44 @@ impl ToolBindings {
     }
 
     /// Calls tool `key` with `args`: its JSON result, or the error the model (or the
-    /// step) gets.
+    /// step) gets. An HTTP binding gets a client of its own for this call; a host making
+    /// many calls uses [`ToolBindings::call_via`] with [`ToolBindings::http_clients`].
     pub fn call(
         &self,
         key: &str,
         args: &Value,
         transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        self.call_via(key, args, transport, None)
+    }
+
+    /// The clients of the HTTP bindings, one per binding (its timeout, no retries), made
+    /// once so that calls reuse their connections; waits end early when `cancel` is set.
+    pub fn http_clients(
+        &self,
+        transport: &TransportConfig,
+        cancel: &Arc<AtomicBool>,
+    ) -> BTreeMap<String, Transport> {
+        self.tools
+            .iter()
+            .filter_map(|(key, b)| match b {
+                Binding::Http { timeout, .. } => Some((
+                    key.clone(),
+                    Transport::new(http_config(*timeout, transport), cancel.clone()),
+                )),
+                Binding::Command { .. } => None,
+            })
+            .collect()
+    }
+
+    /// As [`ToolBindings::call`], POSTing an HTTP binding through `client` (from
+    /// [`ToolBindings::http_clients`]) when given.
+    pub fn call_via(
+        &self,
+        key: &str,
+        args: &Value,
+        transport: &TransportConfig,
+        client: Option<&Transport>,
     ) -> Result<Value, String> {
         match self.tools.get(key) {
             None => Err(format!(
@@ -163,19 +197,24 @@ impl ToolBindings {
                 headers,
                 timeout,
             }) => {
-                let config = TransportConfig {
-                    timeout: *timeout,
-                    retries: 0,
-                    ..transport.clone()
-                };
-                Transport::new(config, Default::default()).post_json(
-                    &format!("tool `{key}`"),
-                    url,
-                    headers,
-                    args,
-                )
+                let what = format!("tool `{key}`");
+                match client {
+                    Some(c) => c.post_json(&what, url, headers, args),
+                    None => Transport::new(http_config(*timeout, transport), Default::default())
+                        .post_json(&what, url, headers, args),
+                }
             }
         }
+    }
+}
+
+/// An HTTP binding's transport: its own timeout, no retries (a tool call may not be
+/// idempotent).
+fn http_config(timeout: Duration, transport: &TransportConfig) -> TransportConfig {
+    TransportConfig {
+        timeout,
+        retries: 0,
+        ..transport.clone()
     }
 }
 
