@@ -153,8 +153,8 @@ impl Program {
             .compositions
             .iter()
             .flat_map(|c| c.steps.iter())
-            .map(|s| s.evals.len())
-            .sum();
+            .filter(|s| !s.evals.is_empty())
+            .count();
         Ok(Program {
             m: module,
             patterns,

@@ -8,6 +8,7 @@
 //! [`Run::new`] from the program's static counts, so the way from a host answer to the
 //! next call allocates nothing beyond the answer itself.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use ir_spec::{
@@ -757,20 +758,19 @@ impl Run {
     pub fn evals(&self) -> Vec<EvalRequest> {
         let m = &self.prog.m;
         let scope = self.scope();
-        grouped(&self.io.evals)
-            .into_iter()
-            .map(|e| {
-                let step = &m.compositions[e.comp.index()].steps[e.step.index()];
-                let output = match &e.output {
-                    Some(v) => v.clone(),
-                    None => scope.step(e.step).map_or(Value::Null, VRef::to_value),
-                };
-                EvalRequest {
-                    step: m.str(step.id).to_owned(),
-                    eval: step.evals[e.eval as usize].clone(),
-                    output,
-                }
-            })
-            .collect()
+        let mut out = Vec::new();
+        for e in grouped(&self.io.evals) {
+            let step = &m.compositions[e.comp.index()].steps[e.step.index()];
+            let output = match &e.output {
+                Some(v) => Cow::Borrowed(v),
+                None => Cow::Owned(scope.step(e.step).map_or(Value::Null, VRef::to_value)),
+            };
+            out.extend(step.evals.iter().map(|eval| EvalRequest {
+                step: m.str(step.id).to_owned(),
+                eval: eval.clone(),
+                output: output.clone().into_owned(),
+            }));
+        }
+        out
     }
 }

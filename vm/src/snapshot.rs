@@ -44,7 +44,8 @@ use crate::trace::TraceEvent;
 pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 
 /// The snapshot format version this VM writes and reads; other versions are refused.
-/// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`.)
+/// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`,
+/// and one eval record per step completion.)
 pub const FORMAT_VERSION: u16 = 3;
 
 const HEADER: usize = 8 + 2 + 8;
@@ -401,10 +402,9 @@ fn check_fits(run: &Run) -> Result<(), &'static str> {
     };
     let eval_ok = |e: &crate::trace::EvalRec| {
         step_ok(e.comp, e.step)
-            && (e.eval as usize)
-                < m.compositions[e.comp.index()].steps[e.step.index()]
-                    .evals
-                    .len()
+            && !m.compositions[e.comp.index()].steps[e.step.index()]
+                .evals
+                .is_empty()
     };
     if !(run.lanes.iter().all(lane_ok)
         && run.lanes.len() <= run.prog.max_lanes

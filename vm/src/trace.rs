@@ -78,13 +78,14 @@ impl TraceEvent {
     }
 }
 
-/// An eval request as recorded: the output is read from the step's slot while the
-/// composition's slots live, and copied before they are reused.
+/// The eval requests of one completion of a step, one per id of its `modifiers.eval`
+/// (expanded by [`Run::evals`](crate::Run::evals)): the output is read from the step's
+/// slot while the composition's slots live, and copied once before they are reused, so
+/// repeating an eval id does not repeat the copy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct EvalRec {
     pub comp: CompId,
     pub step: StepId,
-    pub eval: u32,
     #[serde(with = "crate::snapshot::opt_value_text")]
     pub output: Option<Value>,
 }

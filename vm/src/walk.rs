@@ -203,8 +203,8 @@ pub(crate) fn finish_step(
             None => return Err(protocol("a step ended without a result")),
         },
     }
-    for i in 0..step.evals.len() {
-        io.evals.push((None, eval_rec(cid, sid, i)));
+    if !step.evals.is_empty() {
+        io.evals.push((None, eval_rec(cid, sid)));
     }
     walk.last = Some(sid);
     Ok(())
@@ -222,8 +222,8 @@ fn store_branch(
 ) {
     walk.slots[b.index()] = Some(v);
     let tag = io.tag(branch);
-    for i in 0..comp.steps[b.index()].evals.len() {
-        io.evals.push((tag, eval_rec(cid, b, i)));
+    if !comp.steps[b.index()].evals.is_empty() {
+        io.evals.push((tag, eval_rec(cid, b)));
     }
 }
 
@@ -263,11 +263,12 @@ pub(crate) fn set_lanes(
     lanes.truncate(n);
 }
 
-pub(crate) fn eval_rec(comp: CompId, step: StepId, i: usize) -> EvalRec {
+/// The eval requests of one completion of `step`: one record, whatever the number of
+/// its eval ids, so its output is copied once.
+pub(crate) fn eval_rec(comp: CompId, step: StepId) -> EvalRec {
     EvalRec {
         comp,
         step,
-        eval: i as u32,
         output: None,
     }
 }

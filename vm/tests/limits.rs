@@ -577,3 +577,41 @@ fn a_template_repeating_a_large_input_fails_without_building_it() {
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
 }
+
+#[test]
+fn a_repeated_eval_id_does_not_repeat_the_output_copy() {
+    // One step naming the same eval 2,000 times; its 20 KB output is kept once.
+    let ids = vec!["q"; 2_000].join(", ");
+    let p = program(&format!(
+        "{HEAD}{}evals:\n  - {{id: q, type: llm_judge, trigger: every_turn, params: {{judge_prompt: J}}}}\ncompositions:
+  c:
+    version: 1
+    steps:
+      - {{id: s, kind: prompt, prompt_task: w, modifiers: {{eval: [{ids}]}}}}
+      - {{id: t, kind: prompt, prompt_task: w}}
+",
+        prompts(&["w"], ""),
+    ));
+    let big = json!("x".repeat(20_000));
+    let mut run = start(&p, RunOptions::default());
+    assert_eq!(run.resume(Input::Turn(json!(1))).unwrap(), Need::Calls);
+    let s = the_call(&run);
+    assert_eq!(
+        run.resume(Input::Answer(s, out(big.clone()))).unwrap(),
+        Need::Calls
+    );
+    let t = the_call(&run);
+    assert_eq!(
+        run.resume(Input::Answer(t, out(json!("done")))).unwrap(),
+        Need::Caller
+    );
+    // The next turn reuses the slots: the eval output is copied out of them, once.
+    assert_eq!(run.resume(Input::Turn(json!(2))).unwrap(), Need::Calls);
+    let snapshot = run.try_snapshot().unwrap();
+    assert!(snapshot.len() < 2 * 20_000, "{} bytes", snapshot.len());
+    let evals = run.evals();
+    assert_eq!(evals.len(), 2_000);
+    assert!(evals
+        .iter()
+        .all(|e| e.step == "s" && e.eval == "q" && e.output == big));
+}
