@@ -414,22 +414,21 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
     }
     if let Some(prompt) = ctx.model_prompt(lane.job) {
         let p = prompt.index();
-        let Some(env) = ctx.model_env(lane.job) else {
-            return lane.done(Err(RunError::new(ErrorKind::Protocol, "no prompt")), None);
-        };
+        // Built only when a check or a measure needs it.
+        let env = || ctx.model_env(lane.job);
         let shape = ctx.prog.system_len[p];
         let len = match shape {
             SystemLen::Rendered if measuring => {
                 // The check and the measurement in one walk.
                 let mut m = Meter::new(ctx.max_built);
-                if let Err(e) = env.run(Some(&mut m)) {
+                if let Some(Err(e)) = env().map(|env| env.run(Some(&mut m))) {
                     return lane.done(Err(e), None);
                 }
                 Some(m.len())
             }
             _ => {
                 if !ctx.prog.render_infallible[p] {
-                    if let Err(e) = env.run(None::<&mut Meter>) {
+                    if let Some(Err(e)) = env().map(|env| env.run(None::<&mut Meter>)) {
                         return lane.done(Err(e), None);
                     }
                 }
@@ -438,7 +437,9 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                     SystemLen::Inputs { text, inputs } if measuring => {
                         let each = input_len.unwrap_or_else(|| {
                             let mut m = Meter::new(ctx.max_built);
-                            env.input.write_text(&mut m);
+                            if let Some(env) = env() {
+                                env.input.write_text(&mut m);
+                            }
                             m.len()
                         });
                         Some(text.saturating_add(inputs.saturating_mul(each)))
