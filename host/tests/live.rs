@@ -467,6 +467,15 @@ compositions:
       - {id: f, kind: tool, tool: fetch, args: {url: "${l.output.page}"}}
 "#;
 
+/// A config without a model whose tools are bound by `bindings`, written to
+/// `dir/tools.yaml` (so commands run relative to `dir`).
+fn bound(dir: &std::path::Path, bindings: &str) -> LiveConfig {
+    std::fs::write(dir.join("tools.yaml"), bindings).unwrap();
+    let mut cfg = config(None);
+    cfg.tools = ToolBindings::read(&dir.join("tools.yaml")).unwrap();
+    cfg
+}
+
 #[test]
 fn tools_bound_to_a_command_and_to_http_both_work() {
     let server = MockServer::start(|_, req| {
@@ -484,9 +493,7 @@ fn tools_bound_to_a_command_and_to_http_both_work() {
         "tools:\n  lookup: {{command: [sh, ./lookup.sh]}}\n  fetch: {{http: 'http://127.0.0.1:{}/fetch', headers: {{x-team: docs}}}}\n",
         server.port()
     );
-    std::fs::write(dir.join("tools.yaml"), bindings).unwrap();
-    let mut cfg = config(None);
-    cfg.tools = ToolBindings::read(&dir.join("tools.yaml")).unwrap();
+    let cfg = bound(&dir, &bindings);
     let p = program(&dir);
     let (live, run) = drive(&p, "composition:c", json!({"order": "A-17"}), cfg);
     assert_eq!(
@@ -515,9 +522,7 @@ fn an_http_tool_bindings_calls_reuse_one_connection() {
         "tools:\n  fetch: {{http: 'http://127.0.0.1:{}/fetch'}}\n",
         server.port()
     );
-    std::fs::write(dir.join("tools.yaml"), bindings).unwrap();
-    let mut cfg = config(None);
-    cfg.tools = ToolBindings::read(&dir.join("tools.yaml")).unwrap();
+    let cfg = bound(&dir, &bindings);
     let host = LiveHost::new(cfg);
     for n in 0..3 {
         let job = Job::Tool {
