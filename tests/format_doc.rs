@@ -8,6 +8,9 @@
 //!
 //! The Python parts are skipped, with a note, when `python3` is not on the `PATH`.
 
+#[path = "format_doc/errors.rs"]
+mod errors;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -218,7 +221,7 @@ fn the_format_doc_reader_refuses_damaged_files() {
     let mut flipped = bytes.clone();
     flipped[bytes.len() / 2] ^= 0x10;
     refused("flipped", &flipped, "corrupted");
-    refused("cut", &bytes[..bytes.len() - 1], "corrupted");
+    refused("cut", &bytes[..bytes.len() - 1], "truncated");
     let mut v2 = bytes.clone();
     v2[8] = 2;
     refused("major 2", &v2, "format 2.x not supported");
@@ -256,7 +259,7 @@ fn the_format_doc_reader_refuses_damaged_files() {
     // A module that decodes but points outside its tables (§3).
     let mut bad = artifact.clone();
     bad.module.events = vec![ir_spec::StrId(9999)];
-    refused("bad index", &bad.encode(), "invalid module");
+    refused("bad index", &bad.encode(), "invalid_module");
 }
 
 /// A module built by hand so that every variant of every enum, every optional field both

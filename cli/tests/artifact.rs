@@ -166,11 +166,16 @@ fn corrupt_artifacts_exit_two_with_one_line() {
 
     let mut flipped = bytes.clone();
     flipped[bytes.len() / 2] ^= 0x10;
-    let cases: [(&str, Vec<u8>, &str); 4] = [
+    let cases: [(&str, Vec<u8>, &str); 5] = [
         ("flipped.ppk", flipped, "corrupted .ppk file: checksum"),
-        ("cut.ppk", bytes[..bytes.len() - 9].to_vec(), "corrupted"),
+        (
+            "cut.ppk",
+            bytes[..bytes.len() - 9].to_vec(),
+            "truncated .ppk file",
+        ),
         ("short.ppk", bytes[..20].to_vec(), "truncated .ppk file"),
-        ("empty.ppk", Vec::new(), "not a .ppk file"),
+        ("empty.ppk", Vec::new(), "truncated .ppk file: 0 bytes"),
+        ("text.ppk", b"hello".to_vec(), "not a .ppk file"),
     ];
     for (name, content, message) in cases {
         let path = dir.join(name);

@@ -9,6 +9,10 @@
 //! without error paths. It never panics, whatever the bytes: postcard bounds every
 //! allocation by the bytes present, and the recursive IR types ([`Pred`](crate::Pred),
 //! [`Bind`](crate::Bind)) refuse nesting deeper than [`MAX_NESTING`].
+//!
+//! The checks run in the order of FORMAT.md §1 "Reading, in order", and the first that
+//! fails names the error ([`ArtifactError::name`]): a file cut short is `truncated` before
+//! its checksum is compared, a damaged one `corrupted`.
 
 use thiserror::Error;
 
@@ -37,18 +41,24 @@ pub struct Artifact {
 }
 
 /// Why bytes are not a loadable artifact.
+///
+/// Each variant has a stable name ([`ArtifactError::name`]), the one FORMAT.md §1
+/// "Reading, in order" gives it; `ir-spec/tools/ppk_dump.py` reports the same names.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArtifactError {
-    /// The container is unreadable: wrong magic, version, checksum or layout.
+    /// The container is unreadable: wrong magic, version, checksum or layout (named by
+    /// the [`ContainerError`]).
     #[error(transparent)]
     Container(#[from] ContainerError),
-    /// The `MODL` section is not a postcard-encoded module.
+    /// `malformed_module`: the `MODL` section is not exactly one postcard-encoded module
+    /// (FORMAT.md §2), or nests predicates or bindings too deeply.
     #[error("malformed .ppk file: section MODL does not decode as a module: {0}")]
     Decode(String),
-    /// The module decoded but its indices do not fit its tables.
+    /// `invalid_module`: the module decoded but fails verification (FORMAT.md §3).
     #[error("malformed .ppk file: {0}")]
     Invalid(#[from] InvalidModule),
-    /// The module holds more of something than the reader's [`DecodeLimits`] allow.
+    /// `limit_exceeded`: the module holds more of something than the reader's
+    /// [`DecodeLimits`] allow (a limit of this reader, not of the format).
     #[error("the artifact has more than {max} {what}, past the reader's limit `{limit}`")]
     Limit {
         /// The [`DecodeLimits`] field, e.g. `max_total_steps`.
@@ -58,6 +68,18 @@ pub enum ArtifactError {
         /// The limit's value.
         max: usize,
     },
+}
+
+impl ArtifactError {
+    /// The error's stable name, as FORMAT.md §1 "Reading, in order" lists it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ArtifactError::Container(e) => e.name(),
+            ArtifactError::Decode(_) => "malformed_module",
+            ArtifactError::Invalid(_) => "invalid_module",
+            ArtifactError::Limit { .. } => "limit_exceeded",
+        }
+    }
 }
 
 impl Artifact {

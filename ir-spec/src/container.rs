@@ -37,7 +37,9 @@ pub const FORMAT_MINOR: u16 = 0;
 /// The largest artifact [`Container::decode`] accepts by default (64 MiB).
 pub const DEFAULT_MAX_ARTIFACT_BYTES: usize = 64 << 20;
 
-const FIXED_HEADER: usize = 8 + 2 + 2 + 32 + 1;
+/// Magic and both version numbers: what a reader of any format version can read.
+const VERSION_END: usize = 8 + 2 + 2;
+const FIXED_HEADER: usize = VERSION_END + 32 + 1;
 const TRAILER: usize = 4;
 
 /// A four-letter section tag.
@@ -58,24 +60,27 @@ impl std::fmt::Display for Tag {
 }
 
 /// Why a byte string is not a loadable `.ppk` container.
+///
+/// Each variant has a stable name ([`ContainerError::name`]), the one FORMAT.md §1
+/// "Reading, in order" gives it; `ir-spec/tools/ppk_dump.py` reports the same names.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ContainerError {
-    /// The file does not start with [`MAGIC`].
+    /// `not_ppk`: the file's first bytes (up to 8) are not [`MAGIC`].
     #[error("not a .ppk file (bad magic)")]
     BadMagic,
-    /// The file ends before a field it announces.
-    #[error("truncated .ppk file: {what} needs bytes {start}..{end}, but the file has {len}")]
+    /// `truncated`: the file ends before the layout its header declares does, checked
+    /// before the checksum (a cut file is *truncated*, not *corrupted*).
+    #[error("truncated .ppk file: {len} bytes, but its {what} needs {need}")]
     Truncated {
-        /// The field being read.
+        /// The part that does not fit: `magic`, `format version`, `header`, `compiler
+        /// version`, `section count`, `section header` or `section payload`.
         what: &'static str,
-        /// Its first byte.
-        start: usize,
-        /// One past its last byte.
-        end: usize,
+        /// The least file length (trailer included) that part needs.
+        need: usize,
         /// The file's length.
         len: usize,
     },
-    /// Another major format version.
+    /// `unsupported_version`: another major format version.
     #[error("format {found}.x is not supported by this reader ({supported}.x); rebuild the artifact with a matching packc")]
     Version {
         /// The file's major version.
@@ -83,7 +88,7 @@ pub enum ContainerError {
         /// The major version this reader supports.
         supported: u16,
     },
-    /// The CRC-32 trailer does not match the bytes.
+    /// `corrupted`: the CRC-32 trailer does not match the bytes.
     #[error(
         "corrupted .ppk file: checksum {found:08x} does not match the contents ({expected:08x})"
     )]
@@ -93,25 +98,25 @@ pub enum ContainerError {
         /// CRC-32 stored in the trailer.
         found: u32,
     },
-    /// Bytes left between the last section and the trailer.
+    /// `trailing_bytes`: bytes left between the last section and the trailer.
     #[error("malformed .ppk file: {0} unexpected bytes after the last section")]
     TrailingBytes(usize),
-    /// A tag that is not four ASCII letters.
+    /// `bad_section_tag`: a tag that is not four ASCII letters.
     #[error("malformed .ppk file: section tag {0:?} is not four ASCII letters")]
     BadTag([u8; 4]),
-    /// The same tag twice.
+    /// `duplicate_section`: the same tag twice.
     #[error("malformed .ppk file: section {0} appears twice")]
     DuplicateSection(Tag),
-    /// A required section this reader does not know.
+    /// `unknown_required_section`: a required section this reader does not know.
     #[error("section {0} is required but unknown to this reader; a newer packc wrote this file")]
     UnknownRequiredSection(Tag),
-    /// A section the reader needs is absent.
+    /// `missing_section`: a section the reader needs is absent.
     #[error("malformed .ppk file: section {0} is missing")]
     MissingSection(Tag),
-    /// The compiler version string is not UTF-8.
+    /// `bad_compiler_version`: the compiler version string is not UTF-8.
     #[error("malformed .ppk file: the compiler version is not UTF-8")]
     BadCompilerVersion,
-    /// The file is larger than the configured limit.
+    /// `too_large`: the file is larger than the configured limit.
     #[error("artifact of {size} bytes exceeds the limit of {limit} bytes (`max_artifact_bytes`)")]
     TooLarge {
         /// The file's size.
@@ -119,6 +124,25 @@ pub enum ContainerError {
         /// The limit.
         limit: usize,
     },
+}
+
+impl ContainerError {
+    /// The error's stable name, as FORMAT.md §1 "Reading, in order" lists it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ContainerError::TooLarge { .. } => "too_large",
+            ContainerError::BadMagic => "not_ppk",
+            ContainerError::Truncated { .. } => "truncated",
+            ContainerError::Version { .. } => "unsupported_version",
+            ContainerError::Checksum { .. } => "corrupted",
+            ContainerError::BadCompilerVersion => "bad_compiler_version",
+            ContainerError::BadTag(_) => "bad_section_tag",
+            ContainerError::DuplicateSection(_) => "duplicate_section",
+            ContainerError::TrailingBytes(_) => "trailing_bytes",
+            ContainerError::UnknownRequiredSection(_) => "unknown_required_section",
+            ContainerError::MissingSection(_) => "missing_section",
+        }
+    }
 }
 
 /// A decoded container: header fields and section payloads, borrowed from the file bytes.
@@ -162,72 +186,84 @@ impl<'a> Container<'a> {
         out
     }
 
-    /// Decode and check a container: size limit, magic, major version, checksum, then
-    /// every section bound and tag. Never panics, whatever the bytes.
+    /// Decode and check a container, in the order of FORMAT.md §1 "Reading, in order":
+    /// size limit, magic, major version, the declared layout against the file's length,
+    /// checksum, then compiler version, tags and what follows the last section. Never
+    /// panics, whatever the bytes.
     pub fn decode(bytes: &'a [u8], max_bytes: usize) -> Result<Container<'a>, ContainerError> {
-        if bytes.len() > max_bytes {
+        let len = bytes.len();
+        if len > max_bytes {
             return Err(ContainerError::TooLarge {
-                size: bytes.len(),
+                size: len,
                 limit: max_bytes,
             });
         }
-        let mut r = Reader { bytes, pos: 0 };
-        if r.take(MAGIC.len(), "magic").ok() != Some(&MAGIC[..]) {
+        let head = &bytes[..len.min(MAGIC.len())];
+        if head != &MAGIC[..head.len()] {
             return Err(ContainerError::BadMagic);
         }
-        let major = r.u16("format version")?;
-        let minor = r.u16("format version")?;
+        let truncated = |what, need| ContainerError::Truncated { what, need, len };
+        if len < MAGIC.len() {
+            return Err(truncated("magic", MAGIC.len()));
+        }
+        if len < VERSION_END {
+            return Err(truncated("format version", VERSION_END));
+        }
+        let major = u16::from_le_bytes([bytes[8], bytes[9]]);
+        let minor = u16::from_le_bytes([bytes[10], bytes[11]]);
         if major != FORMAT_MAJOR {
             return Err(ContainerError::Version {
                 found: major,
                 supported: FORMAT_MAJOR,
             });
         }
-        if bytes.len() < FIXED_HEADER + 4 + TRAILER {
-            return Err(ContainerError::Truncated {
-                what: "header",
-                start: 0,
-                end: FIXED_HEADER + 4 + TRAILER,
-                len: bytes.len(),
-            });
+        if len < FIXED_HEADER + 4 + TRAILER {
+            return Err(truncated("header", FIXED_HEADER + 4 + TRAILER));
         }
-        let (content, trailer) = bytes.split_at(bytes.len() - TRAILER);
+        // The layout is walked by its lengths alone before the checksum is compared, so
+        // that a cut file says how long its header says it is; nothing read here is
+        // trusted until the checksum matches.
+        let (content, trailer) = bytes.split_at(len - TRAILER);
+        let mut r = Reader {
+            bytes: content,
+            pos: VERSION_END,
+        };
+        let source_hash = r.take(32, "header")?;
+        let n = r.take(1, "header")?[0] as usize;
+        let compiler = r.take(n, "compiler version")?;
+        let count = r.u32("section count")? as usize;
+        // Each section takes at least 8 bytes: bound the allocation by what the file can hold.
+        let mut sections: Vec<(Tag, &[u8])> = Vec::with_capacity(count.min(content.len() / 8));
+        for _ in 0..count {
+            let raw = r.take(4, "section header")?;
+            let tag = Tag([raw[0], raw[1], raw[2], raw[3]]);
+            let size = r.u32("section header")? as usize;
+            sections.push((tag, r.take(size, "section payload")?));
+        }
+
         let found = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let expected = crc32(content);
         if found != expected {
             return Err(ContainerError::Checksum { expected, found });
         }
-        let mut r = Reader {
-            bytes: content,
-            pos: r.pos,
-        };
-        let mut source_hash = [0; 32];
-        source_hash.copy_from_slice(r.take(32, "source hash")?);
-        let n = r.take(1, "compiler version")?[0] as usize;
-        let compiler = std::str::from_utf8(r.take(n, "compiler version")?)
-            .map_err(|_| ContainerError::BadCompilerVersion)?;
-        let count = r.u32("section count")? as usize;
-        // Each section takes at least 8 bytes: bound the allocation by what the file can hold.
-        let mut sections: Vec<(Tag, &[u8])> = Vec::with_capacity(count.min(content.len() / 8));
-        for _ in 0..count {
-            let raw = r.take(4, "section tag")?;
-            let tag = Tag([raw[0], raw[1], raw[2], raw[3]]);
+        let compiler =
+            std::str::from_utf8(compiler).map_err(|_| ContainerError::BadCompilerVersion)?;
+        for (i, (tag, _)) in sections.iter().enumerate() {
             if !tag.0.iter().all(u8::is_ascii_alphabetic) {
                 return Err(ContainerError::BadTag(tag.0));
             }
-            if sections.iter().any(|(t, _)| *t == tag) {
-                return Err(ContainerError::DuplicateSection(tag));
+            if sections[..i].iter().any(|(t, _)| t == tag) {
+                return Err(ContainerError::DuplicateSection(*tag));
             }
-            let len = r.u32("section length")? as usize;
-            let payload = r.take(len, "section payload")?;
-            sections.push((tag, payload));
         }
         if r.pos != content.len() {
             return Err(ContainerError::TrailingBytes(content.len() - r.pos));
         }
+        let mut hash = [0; 32];
+        hash.copy_from_slice(source_hash);
         Ok(Container {
             minor,
-            source_hash,
+            source_hash: hash,
             compiler,
             sections,
         })
@@ -259,6 +295,7 @@ impl<'a> Container<'a> {
     }
 }
 
+/// Reads the file's content (all but the trailer); what does not fit is *truncated*.
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -272,18 +309,12 @@ impl<'a> Reader<'a> {
             .filter(|&e| e <= self.bytes.len())
             .ok_or(ContainerError::Truncated {
                 what,
-                start: self.pos,
-                end: self.pos.saturating_add(n),
-                len: self.bytes.len(),
+                need: self.pos.saturating_add(n).saturating_add(TRAILER),
+                len: self.bytes.len() + TRAILER,
             })?;
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
-    }
-
-    fn u16(&mut self, what: &'static str) -> Result<u16, ContainerError> {
-        let b = self.take(2, what)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
     fn u32(&mut self, what: &'static str) -> Result<u32, ContainerError> {
@@ -386,6 +417,82 @@ mod tests {
                 assert!(Container::decode(&b, usize::MAX).is_err(), "flip {i}:{bit}");
             }
         }
+    }
+
+    #[test]
+    fn cut_files_are_truncated_before_the_checksum_is_read() {
+        let bytes = sample();
+        let len = bytes.len();
+        let truncated = |what, need, len| Err(ContainerError::Truncated { what, need, len });
+        // Every cut, whatever the checksum says, names what does not fit.
+        assert_eq!(Container::decode(b"", usize::MAX), truncated("magic", 8, 0));
+        assert_eq!(
+            Container::decode(&bytes[..5], usize::MAX),
+            truncated("magic", 8, 5)
+        );
+        assert_eq!(
+            Container::decode(&bytes[..10], usize::MAX),
+            truncated("format version", 12, 10)
+        );
+        assert_eq!(
+            Container::decode(&bytes[..12], usize::MAX),
+            truncated("header", 53, 12)
+        );
+        assert_eq!(
+            Container::decode(&bytes[..52], usize::MAX),
+            truncated("header", 53, 52)
+        );
+        // The sample ends with MODL's 12 payload bytes, then `note`'s 8-byte head and no payload.
+        assert_eq!(
+            Container::decode(&bytes[..len - 1], usize::MAX),
+            truncated("section header", len, len - 1)
+        );
+        assert_eq!(
+            Container::decode(&bytes[..len - 10], usize::MAX),
+            truncated("section payload", len - 8, len - 10)
+        );
+        let message = Container::decode(&bytes[..len - 1], usize::MAX)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "truncated .ppk file: {} bytes, but its section header needs {len}",
+                len - 1
+            )
+        );
+        // A file that is not a prefix of the magic is not a .ppk file, however short.
+        assert_eq!(
+            Container::decode(b"PK", usize::MAX),
+            Err(ContainerError::BadMagic)
+        );
+    }
+
+    #[test]
+    fn checksummed_defects_are_named_in_file_order() {
+        let fix_crc = |mut b: Vec<u8>| {
+            let n = b.len();
+            let crc = crc32(&b[..n - 4]);
+            b[n - 4..].copy_from_slice(&crc.to_le_bytes());
+            b
+        };
+        let mut bad_utf8 = sample();
+        bad_utf8[45] = 0xff;
+        assert_eq!(
+            Container::decode(&fix_crc(bad_utf8.clone()), usize::MAX),
+            Err(ContainerError::BadCompilerVersion)
+        );
+        // The same file with a bad checksum is corrupted: the checksum comes first.
+        assert!(matches!(
+            Container::decode(&bad_utf8, usize::MAX),
+            Err(ContainerError::Checksum { .. })
+        ));
+        let mut trailing = Container::encode([0; 32], "x", &[(MODL, b"m")]);
+        trailing.splice(trailing.len() - 4..trailing.len() - 4, [0, 0]);
+        assert_eq!(
+            Container::decode(&fix_crc(trailing), usize::MAX),
+            Err(ContainerError::TrailingBytes(2))
+        );
     }
 
     #[test]

@@ -15,16 +15,17 @@ that the document suffices to read an artifact. It
 Usage: ppk_dump.py FILE [--full | --serde | --both]
 
 `--full` prints the whole decoded module instead of the summary; `--serde` prints it with
-every `json` / `json?` field as its JSON text, which is exactly the JSON that serde_json
+every JSON field (§2.1) as its text, which is exactly the JSON that serde_json
 gives for the Rust `ir_spec::Module` (for cross-checking against the Rust reader);
 `--both` prints `{"summary": ..., "serde": ...}`, the two in one run. Exit
-status 0 on success, 1 when the file is refused (the reason goes to stderr), 2 on a usage
-error.
+status 0 on success, 1 when the file is refused, 2 on a usage error. A refused file's
+message on stderr is `FILE: NAME: why`, NAME being the error's stable name of FORMAT.md §1
+"Reading, in order" (`truncated`, `corrupted`, `malformed_module`, ...).
 
 Decoded values: a struct is a dict of its fields; an enum value is its variant name when
 the variant has no fields, else a one-member dict `{name: fields}` where `fields` is the
 one unnamed field or a dict of the named ones; `T?` is `None` or the value; a pair is a
-two-element list; a `json` / `json?` field is its parsed JSON (`None` for absent).
+two-element list; a JSON field is its parsed JSON (`None` for absent).
 """
 
 import json
@@ -45,7 +46,11 @@ KNOWN_SECTIONS = {b"MODL"}
 
 
 class Refused(Exception):
-    """The file is not a readable artifact."""
+    """The file is not a readable artifact: `name` (FORMAT.md §1) and why."""
+
+    def __init__(self, name, why):
+        super().__init__(f"{name}: {why}")
+        self.name = name
 
 
 # --- §1 Container -------------------------------------------------------------------
@@ -77,56 +82,68 @@ crc32.table = None
 
 
 def read_container(data):
-    """The header fields and the sections, checked in the order of §1 "Reading"."""
-    if len(data) > MAX_ARTIFACT_BYTES:
-        raise Refused(f"too large: {len(data)} bytes")
-    if data[:8] != MAGIC:
-        raise Refused("not a .ppk file")
-    if len(data) < 12:
-        raise Refused("truncated: no format version")
+    """The header fields and the sections, checked in the order of §1 "Reading, in order"."""
+    size = len(data)
+    if size > MAX_ARTIFACT_BYTES:
+        raise Refused("too_large", f"{size} bytes")
+    if data[:8] != MAGIC[:min(size, 8)]:
+        raise Refused("not_ppk", "the file does not start with the .ppk magic")
+
+    def truncated(what, need):
+        return Refused("truncated", f"{size} bytes, but its {what} needs {need}")
+
+    if size < 8:
+        raise truncated("magic", 8)
+    if size < 12:
+        raise truncated("format version", 12)
     major = int.from_bytes(data[8:10], "little")
     minor = int.from_bytes(data[10:12], "little")
     if major != FORMAT_MAJOR:
-        raise Refused(f"format {major}.x not supported")
-    if len(data) < 12 + 32 + 1 + 4 + 4:
-        raise Refused("truncated: header")
-    content, trailer = data[:-4], data[-4:]
-    found, expected = int.from_bytes(trailer, "little"), crc32(content)
-    if found != expected:
-        raise Refused(f"corrupted: CRC-32 {found:08x}, contents give {expected:08x}")
+        raise Refused("unsupported_version", f"format {major}.x not supported")
+    if size < 12 + 32 + 1 + 4 + 4:
+        raise truncated("header", 12 + 32 + 1 + 4 + 4)
 
+    # Step 5: the declared layout, by its lengths alone, before the checksum.
+    content, trailer = data[:-4], data[-4:]
     pos = 12
 
     def take(n, what):
         nonlocal pos
         if pos + n > len(content):
-            raise Refused(f"truncated: {what} needs bytes {pos}..{pos + n} of {len(content)}")
+            raise truncated(what, pos + n + 4)
         out = content[pos:pos + n]
         pos += n
         return out
 
-    source_hash = take(32, "source hash")
-    n = take(1, "compiler version")[0]
-    try:
-        compiler = take(n, "compiler version").decode("utf-8")
-    except UnicodeDecodeError:
-        raise Refused("compiler version is not UTF-8") from None
+    source_hash = take(32, "header")
+    n = take(1, "header")[0]
+    compiler = take(n, "compiler version")
     count = int.from_bytes(take(4, "section count"), "little")
     sections = []
     for _ in range(count):
-        tag = take(4, "section tag")
-        if not all(65 <= b <= 90 or 97 <= b <= 122 for b in tag):
-            raise Refused(f"section tag {tag!r} is not four ASCII letters")
-        if any(t == tag for t, _ in sections):
-            raise Refused(f"section {tag.decode()} appears twice")
-        length = int.from_bytes(take(4, "section length"), "little")
+        tag = take(4, "section header")
+        length = int.from_bytes(take(4, "section header"), "little")
         sections.append((tag, take(length, "section payload")))
+
+    found, expected = int.from_bytes(trailer, "little"), crc32(content)
+    if found != expected:
+        raise Refused("corrupted", f"CRC-32 {found:08x}, contents give {expected:08x}")
+    try:
+        compiler = compiler.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refused("bad_compiler_version", "the compiler version is not UTF-8") from None
+    for i, (tag, _) in enumerate(sections):
+        if not all(65 <= b <= 90 or 97 <= b <= 122 for b in tag):
+            raise Refused("bad_section_tag", f"section tag {tag!r} is not four ASCII letters")
+        if any(t == tag for t, _ in sections[:i]):
+            raise Refused("duplicate_section", f"section {tag.decode()} appears twice")
     if pos != len(content):
-        raise Refused(f"{len(content) - pos} unexpected bytes after the last section")
+        raise Refused("trailing_bytes", f"{len(content) - pos} bytes after the last section")
     for tag, _ in sections:
         optional = 97 <= tag[0] <= 122
         if not optional and tag not in KNOWN_SECTIONS:
-            raise Refused(f"section {tag.decode()} is required but unknown")
+            raise Refused("unknown_required_section",
+                          f"section {tag.decode()} is required but unknown")
     return {
         "major": major,
         "minor": minor,
@@ -138,8 +155,9 @@ def read_container(data):
 
 # --- §2 The MODL payload: type listings ---------------------------------------------
 #
-# Types: "u32", "u64", "bool", "f64", "str", "json", "json?", a typed index name (a u32),
-# ("opt", T), ("seq", T), ("pair", A, B), ("struct", Name), ("enum", Name).
+# Types: "u32", "u64", "bool", "f64", "str", the JSON kinds of §2.1 ("json", "json?",
+# "json-array?", "json-text", "json-text?"), a typed index name (a u32), ("opt", T),
+# ("seq", T), ("pair", A, B), ("struct", Name), ("enum", Name).
 
 IDS = {"StrId", "PromptId", "ToolId", "EventId", "AgentId", "CompId", "StateId",
        "ArtifactId", "StepId"}
@@ -181,7 +199,7 @@ STRUCTS = {
         ("key", "StrId"),
         ("name", "str"),
         ("description", "str"),
-        ("parameters", "json"),
+        ("parameters", "json-text"),
     ],
     "Agent": [
         ("key", "StrId"),
@@ -194,7 +212,7 @@ STRUCTS = {
         ("variables", seq(S("Variable"))),
         ("tools", seq(E("ToolRef"))),
         ("policy", S("ToolPolicy")),
-        ("parameters", "json"),
+        ("parameters", "json-text"),
     ],
     "ToolPolicy": [
         ("tool_choice_none", "bool"),
@@ -219,11 +237,11 @@ STRUCTS = {
         ("max_length", opt("u64")),
         ("minimum", opt("f64")),
         ("maximum", opt("f64")),
-        ("allowed", "json?"),
+        ("allowed", "json-array?"),
     ],
     "OutputSchema": [
         ("name", "str"),
-        ("schema", "json?"),
+        ("schema", "json-text?"),
     ],
     # §2.5
     "Workflow": [
@@ -321,7 +339,7 @@ ENUMS = {
     ],
     "Compare": [
         ("Equals", [("value", "json"), ("negate", "bool")]),
-        ("In", [("list", "json?"), ("negate", "bool")]),
+        ("In", [("list", "json-array?"), ("negate", "bool")]),
         ("Ordered", [("op", E("Ordering")), ("bound", opt("f64"))]),
     ],
     "Ordering": [("Lt", None), ("Le", None), ("Gt", None), ("Ge", None)],
@@ -341,6 +359,36 @@ class JsonText:
 def _not_json(name):
     """Python's parser accepts NaN and Infinity; RFC 8259 JSON does not."""
     raise ValueError(f"{name} is not JSON")
+
+
+def _json_int(literal):
+    """A number without fraction or exponent, as §2.1 reads it: an integer when it fits
+    an i64 (negative) or a u64, else (`-0` too) the nearest binary64. Long literals
+    never reach `int()`, which refuses more than 4300 digits."""
+    if literal == "-0":
+        return -0.0
+    if len(literal.lstrip("-")) <= 20:
+        n = int(literal)
+        if -(1 << 63) <= n < (1 << 64):
+            return n
+    return float(literal)
+
+
+def _model_problem(v):
+    """Why the JSON value `v` has no place in the IR's JSON model (§2.1), or None."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, float) and x in (float("inf"), float("-inf")):
+            return "number out of range"
+        if isinstance(x, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in x):
+            return "lone surrogate escape"
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return None
 
 
 def json_depth(v):
@@ -382,7 +430,8 @@ class Decoder:
         self.depth = 0
 
     def fail(self, why):
-        raise Refused(f"MODL does not decode as a module: {why} at byte {self.pos}")
+        raise Refused("malformed_module",
+                      f"MODL does not decode as a module: {why} at byte {self.pos}")
 
     def byte(self):
         if self.pos >= len(self.data):
@@ -419,14 +468,21 @@ class Decoder:
         except UnicodeDecodeError:
             self.fail("invalid UTF-8")
 
-    def json_text(self):
+    def json_text(self, kind):
+        """A `json` (value), `json-array` (a value, an array) or `json-text` (document)."""
         text = self.string()
         try:
-            value = json.loads(text, parse_constant=_not_json)
+            value = json.loads(text, parse_constant=_not_json, parse_int=_json_int)
         except (ValueError, RecursionError) as e:
             self.fail(f"bad JSON text: {e}")
         if json_depth(value) > MAX_JSON_DEPTH:
             self.fail(f"JSON text nested deeper than {MAX_JSON_DEPTH} levels")
+        if kind != "json-text":
+            problem = _model_problem(value)
+            if problem:
+                self.fail(f"JSON value: {problem}")
+        if kind == "json-array" and not isinstance(value, list):
+            self.fail("JSON value is not an array")
         return JsonText(text, value)
 
     def value(self, t):
@@ -444,15 +500,15 @@ class Decoder:
                 return struct.unpack("<d", self.take(8))[0]
             if t == "str":
                 return self.string()
-            if t == "json":
-                return self.json_text()
-            if t == "json?":
+            if t in ("json", "json-text"):
+                return self.json_text(t)
+            if t in ("json?", "json-array?", "json-text?"):
                 tag = self.byte()  # an option around the text: a present `null` stays present
                 if tag == 0:
                     return None
                 if tag != 1:
                     self.fail(f"option tag {tag}")
-                return self.json_text()
+                return self.json_text(t[:-1])
             raise AssertionError(t)
         kind = t[0]
         if kind == "opt":
@@ -502,7 +558,8 @@ def decode_module(payload):
     d = Decoder(payload)
     module = d.value(S("Module"))
     if d.pos != len(payload):
-        raise Refused(f"MODL: {len(payload) - d.pos} unexpected bytes after the module")
+        raise Refused("malformed_module",
+                      f"MODL: {len(payload) - d.pos} unexpected bytes after the module")
     return module
 
 
@@ -513,7 +570,7 @@ def verify(m):
 
     def need(ok, what):
         if not ok:
-            raise Refused(f"invalid module: {what}")
+            raise Refused("invalid_module", what)
 
     n_str = len(m["strings"])
     n_prompts, n_tools = len(m["prompts"]), len(m["tools"])
@@ -662,7 +719,7 @@ def read(data):
     header = read_container(data)
     modl = dict(header["sections"]).get(b"MODL")
     if modl is None:
-        raise Refused("section MODL is missing")
+        raise Refused("missing_section", "section MODL is missing")
     module = decode_module(modl)
     verify(module)
     return header, module
@@ -694,9 +751,13 @@ def main(argv):
         out = plain(module)
     else:
         out = summary(header, module)
+    text = json.dumps(out, indent=2, ensure_ascii=False)
     try:
-        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate kept in a `json-text` field
+        text = json.dumps(out, indent=2)
+    try:
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. piped into `head`
         sys.stderr.close()
