@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use ir_spec::Module;
 use packc_compiler::Options;
-use packc_host::{Case, RunSpec, ScriptedHost};
+use packc_host::{RunSpec, ScriptedHost};
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
@@ -196,21 +196,17 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
     Ok(Ok(packc_compiler::lower(&checked, &options)?))
 }
 
-/// Reads a host script: a case's `run` member on its own.
+/// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
 fn host_spec(path: &Path) -> Result<RunSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let wrapped = format!(
-        "about: host script\npack: {{}}\nexpect: {{}}\nrun:\n{}",
-        indent(&text)
-    );
-    let case = Case::parse(&wrapped, Path::new(".")).map_err(anyhow::Error::msg)?;
-    match case.run {
-        Some(spec) => Ok(spec),
-        None => bail!("{}: not a host script", path.display()),
-    }
-}
-
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("  {l}\n")).collect()
+    RunSpec::parse(&text).map_err(|problems| {
+        anyhow::Error::msg(
+            packc_host::CaseError {
+                path: path.display().to_string(),
+                problems,
+            }
+            .to_string(),
+        )
+    })
 }

@@ -149,9 +149,127 @@ fn test_command_reports_passes_and_failures() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.last(), Some(&"0 passed, 1 failed"), "{stdout}");
+    assert!(lines[0].starts_with("FAIL "), "{stdout}");
+    // The trace mismatch is a line diff: the expected line and the line run, each marked.
     assert!(
-        lines[0].starts_with("FAIL ") && lines[0].contains("skip extract_somethingelse"),
+        lines.contains(&"      - skip extract_somethingelse")
+            && lines.contains(&"      + skip extract_general")
+            && lines.contains(&"        step classify"),
         "{stdout}"
+    );
+}
+
+/// Every file of `tests/bad_cases` breaks the case format one way; each is a failure
+/// naming its file and the line of the mistake, and none is run as if it were fine.
+#[test]
+fn broken_case_files_fail_with_file_and_line() {
+    let dir = repo().join("tests/bad_cases");
+    let out = packc().arg("test").arg(&dir).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let expected = [
+        (
+            "call-member-misspelled",
+            22,
+            "unknown member `promt` in an `expect.calls` item; did you mean `prompt`?",
+        ),
+        (
+            "calls-misspelled",
+            21,
+            "unknown member `cals` in `expect`; did you mean `calls`?",
+        ),
+        (
+            "clock-wrong-type",
+            17,
+            "item 1 of `run.host.clock` must be a whole number",
+        ),
+        (
+            "expect-member-misspelled",
+            20,
+            "unknown member `ouput` in `expect`; did you mean `output`?",
+        ),
+        ("expects-nothing", 19, "`expect` expects nothing"),
+        ("not-yaml", 15, "not valid YAML"),
+        (
+            "queue-without-dash",
+            19,
+            "the answers for `reply` in `run.host.prompts` must be a list",
+        ),
+        (
+            "run-member-misspelled",
+            15,
+            "unknown member `inptu` in `run`; did you mean `input`?",
+        ),
+        (
+            "script-item-two-members",
+            16,
+            "a `run.script` item has exactly one member",
+        ),
+        (
+            "top-member-misspelled",
+            14,
+            "unknown member `expected` in the case; did you mean `expect`?",
+        ),
+        (
+            "trace-not-a-list",
+            21,
+            "`expect.trace` must be a list, not a string",
+        ),
+    ];
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files, expected.len(), "one expectation per broken file");
+    for (name, line, message) in expected {
+        let file = dir.join(format!("{name}.case.yaml"));
+        let located = format!("{}:{line}:", file.display());
+        assert!(
+            stdout.contains(&format!("FAIL {}", file.display()))
+                && stdout
+                    .lines()
+                    .any(|l| l.contains(&located) && l.contains(message)),
+            "{name}: expected {located} {message}\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.ends_with(&format!("0 passed, {} failed\n", expected.len())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn test_on_paths_without_cases_fails() {
+    let empty = std::env::temp_dir().join(format!("packc-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = packc().arg("test").arg(&empty).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no case files found"), "{stderr}");
+}
+
+#[test]
+fn run_host_script_is_checked_like_a_case() {
+    let host = write_temp(
+        "typo-host.yaml",
+        b"input: {text: hi}
+host:
+  promts:
+    doc_classifier: [{output: {type: general}}]
+",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:3: unknown member `promts` in `run.host`; did you mean `prompts`?",
+            host.display()
+        )),
+        "{stderr}"
     );
 }
 
