@@ -305,3 +305,44 @@ fn run_command_prints_the_output() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("host_error"));
 }
+
+/// A pack with a warning runs, and the warning is shown as `packc check` shows it.
+#[test]
+fn run_and_build_print_warnings() {
+    let pack = write_temp(
+        "warn.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi, tools: [lookup_custmer]}\ntools:\n  lookup_customer: {name: lookup_customer, description: x}\nworkflow:\n  version: 1\n  entry: s\n  states:\n    s: {prompt_task: p, terminal: true}\n",
+    );
+    let host = write_temp(
+        "warn-host.yaml",
+        b"host:\n  prompts:\n    p: [{output: done}]\n",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "\"done\"");
+    assert!(
+        stderr.contains("unresolved_tool") && stderr.contains("did you mean `lookup_customer`?"),
+        "{stderr}"
+    );
+    let ppk = pack.with_extension("ppk");
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("did you mean `lookup_customer`?"),
+        "{stderr}"
+    );
+}
