@@ -346,3 +346,63 @@ fn run_and_build_print_warnings() {
         "{stderr}"
     );
 }
+
+/// A `.json` pack is strict JSON: what the YAML reader would accept is a located error.
+#[test]
+fn json_packs_are_strict_json() {
+    let body = "{\n  \"id\": \"demo\",\n  \"name\": \"Demo\",\n  \"version\": \"1.0.0\",\n  \"template_engine\": {\"version\": \"v1\", \"syntax\": \"x\"},\n  \"prompts\": {\"p\": {\"id\": \"p\", \"name\": \"P\", \"version\": \"1.0.0\", \"system_template\": \"hi\"}}\n}\n";
+    let clean = write_temp("strict.pack.json", body.as_bytes());
+    let out = packc().arg("check").arg(&clean).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let broken = [
+        (
+            "trailing",
+            body.replace("\"hi\"}}\n", "\"hi\"}},\n"),
+            6,
+            "a trailing comma",
+        ),
+        (
+            "unquoted",
+            body.replace("\"name\"", "name"),
+            3,
+            "key must be a string",
+        ),
+        (
+            "comment",
+            body.replace("  \"name\"", "  # the name\n  \"name\""),
+            3,
+            "not valid JSON",
+        ),
+    ];
+    for (what, text, line, message) in broken {
+        let file = write_temp(&format!("{what}.pack.json"), text.as_bytes());
+        let out = packc()
+            .args(["check", "--format", "json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stdout}");
+        let d: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+        assert_eq!(d["kind"], "parse_error", "{what}: {stdout}");
+        assert_eq!(d["line"], line, "{what}: {stdout}");
+        assert!(
+            d["message"].as_str().unwrap().contains(message),
+            "{what}: {stdout}"
+        );
+        // The same text named `.yaml` is YAML, which allows all three.
+        let yaml = write_temp(&format!("{what}.pack.yaml"), text.as_bytes());
+        let out = packc().arg("check").arg(&yaml).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use packc_compiler::diag::Severity;
-use packc_compiler::{check_bytes, check_loaded, Checked, Options};
+use packc_compiler::{check_file_bytes, check_loaded, Checked, Options};
 use packc_vm::driver::{Host, ScriptItem};
 use packc_vm::value::json_eq;
 use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions, Target};
@@ -163,7 +163,7 @@ fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String>
                 base_dir: base_dir.clone(),
                 ..Options::default()
             };
-            (check_bytes(&bytes, &options), base_dir)
+            (check_file_bytes(path, &bytes, &options), base_dir)
         }
         PackSource::Inline(loaded) => (check_loaded(loaded.clone(), &Options::default()), None),
     })
