@@ -168,9 +168,9 @@ fn corrupt_artifacts_exit_two_with_one_line() {
     flipped[bytes.len() / 2] ^= 0x10;
     let cases: [(&str, Vec<u8>, &str); 4] = [
         ("flipped.ppk", flipped, "corrupted .ppk file: checksum"),
-        ("cut.ppk", bytes[..bytes.len() - 9].to_vec(), "corrupted"),
+        ("cut.ppk", bytes[..bytes.len() - 9].to_vec(), "truncated .ppk file"),
         ("short.ppk", bytes[..20].to_vec(), "truncated .ppk file"),
-        ("empty.ppk", Vec::new(), "not a .ppk file"),
+        ("empty.ppk", Vec::new(), "truncated .ppk file: 0 bytes"),
     ];
     for (name, content, message) in cases {
         let path = dir.join(name);
@@ -198,5 +198,39 @@ fn corrupt_artifacts_exit_two_with_one_line() {
         stderr(&res).contains("corrupted .ppk file"),
         "{}",
         stderr(&res)
+    );
+}
+
+/// A cut artifact is reported as truncated with both lengths, not as corrupted; an empty
+/// file named `.ppk` is an artifact too (not a pack that fails to parse).
+#[test]
+fn cut_and_empty_artifacts_are_truncated() {
+    let dir = temp_dir("cut");
+    let ppk = dir.join("ex2.ppk");
+    build(&repo().join("examples/rfc0010-ex2.pack.yaml"), &ppk);
+    let bytes = std::fs::read(&ppk).unwrap();
+    let cut = dir.join("cut.ppk");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    for command in ["inspect", "run"] {
+        let out = packc().arg(command).arg(&cut).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "truncated .ppk file: {} bytes, but its header and sections declare {}",
+                bytes.len() - 100,
+                bytes.len()
+            )),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+    let empty = dir.join("empty.ppk");
+    std::fs::write(&empty, b"").unwrap();
+    let out = packc().arg("run").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("truncated .ppk file: 0 bytes"),
+        "{}",
+        stderr(&out)
     );
 }

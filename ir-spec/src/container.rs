@@ -83,6 +83,18 @@ pub enum ContainerError {
         /// The major version this reader supports.
         supported: u16,
     },
+    /// The file ends before the length its header and section table declare: it was cut
+    /// (reported instead of [`ContainerError::Checksum`] when both hold).
+    #[error("truncated .ppk file: {len} bytes, but its header and sections declare {declared}{}", if *.at_least { " or more" } else { "" })]
+    Cut {
+        /// The file's length.
+        len: usize,
+        /// The length the header and the section lengths add up to, trailer included.
+        declared: usize,
+        /// Whether the file ends inside the section table, so that `declared` counts only
+        /// the sections it still lists.
+        at_least: bool,
+    },
     /// The CRC-32 trailer does not match the bytes.
     #[error(
         "corrupted .ppk file: checksum {found:08x} does not match the contents ({expected:08x})"
@@ -119,6 +131,32 @@ pub enum ContainerError {
         /// The limit.
         limit: usize,
     },
+}
+
+/// The length a file's header and section table declare, trailer included, read as far
+/// as the file goes; `true` when the file ends inside the section table (then the
+/// sections past its end are not counted). The header is known to be in the file.
+fn declared_len(bytes: &[u8]) -> (usize, bool) {
+    let le32 = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let n = bytes[FIXED_HEADER - 1] as usize;
+    let Some(count) = le32(FIXED_HEADER + n) else {
+        return (FIXED_HEADER + n + 4 + TRAILER, true);
+    };
+    let mut pos = FIXED_HEADER + n + 4;
+    for i in 0..count {
+        let Some(len) = le32(pos + 4) else {
+            return (pos.saturating_add(8 + TRAILER), true);
+        };
+        pos = pos.saturating_add(8).saturating_add(len);
+        if pos > bytes.len() {
+            return (pos.saturating_add(TRAILER), i + 1 < count);
+        }
+    }
+    (pos.saturating_add(TRAILER), false)
 }
 
 /// A decoded container: header fields and section payloads, borrowed from the file bytes.
@@ -172,6 +210,14 @@ impl<'a> Container<'a> {
             });
         }
         let mut r = Reader { bytes, pos: 0 };
+        if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
+            // Empty, or cut inside the magic: an artifact that did not finish writing.
+            return Err(ContainerError::Cut {
+                len: bytes.len(),
+                declared: FIXED_HEADER + 4 + TRAILER,
+                at_least: true,
+            });
+        }
         if r.take(MAGIC.len(), "magic").ok() != Some(&MAGIC[..]) {
             return Err(ContainerError::BadMagic);
         }
@@ -195,6 +241,14 @@ impl<'a> Container<'a> {
         let found = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let expected = crc32(content);
         if found != expected {
+            let (declared, at_least) = declared_len(bytes);
+            if declared > bytes.len() {
+                return Err(ContainerError::Cut {
+                    len: bytes.len(),
+                    declared,
+                    at_least,
+                });
+            }
             return Err(ContainerError::Checksum { expected, found });
         }
         let mut r = Reader {
@@ -386,6 +440,59 @@ mod tests {
                 assert!(Container::decode(&b, usize::MAX).is_err(), "flip {i}:{bit}");
             }
         }
+    }
+
+    /// A cut file says it is cut, with its length and the declared one, not that its
+    /// checksum is wrong; so does an empty one.
+    #[test]
+    fn a_cut_file_is_truncated_not_corrupted() {
+        let bytes = Container::encode(
+            [7; 32],
+            "packc",
+            &[(MODL, &[1; 40]), (Tag(*b"xtra"), &[2; 30])],
+        );
+        let full = bytes.len();
+        let cut = &bytes[..full - 10];
+        assert_eq!(
+            Container::decode(cut, usize::MAX),
+            Err(ContainerError::Cut {
+                len: full - 10,
+                declared: full,
+                at_least: false
+            })
+        );
+        assert_eq!(
+            Container::decode(cut, usize::MAX).unwrap_err().to_string(),
+            format!(
+                "truncated .ppk file: {} bytes, but its header and sections declare {full}",
+                full - 10
+            )
+        );
+        // Cut inside the first section: the second is not counted.
+        let early = &bytes[..80];
+        assert!(matches!(
+            Container::decode(early, usize::MAX),
+            Err(ContainerError::Cut {
+                len: 80,
+                at_least: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            Container::decode(b"", usize::MAX),
+            Err(ContainerError::Cut {
+                len: 0,
+                at_least: true,
+                ..
+            })
+        ));
+        // A flipped byte is still corrupted.
+        let mut flipped = bytes.clone();
+        flipped[full - 20] ^= 1;
+        assert!(matches!(
+            Container::decode(&flipped, usize::MAX),
+            Err(ContainerError::Checksum { .. })
+        ));
     }
 
     #[test]
