@@ -9,7 +9,7 @@ use clap::Args;
 use packc_compiler::diag::Severity;
 use packc_compiler::load::Limits;
 use packc_compiler::render::{self, RenderSource};
-use packc_compiler::{check_bytes, Checked, Options};
+use packc_compiler::{check_file_bytes, Checked, Options};
 
 use crate::{ColorChoice, Format};
 
@@ -147,7 +147,7 @@ pub fn check_file_with(path: &Path, limits: &Limits) -> Result<(Checked, Vec<u8>
         ));
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok((check_bytes(&bytes, &options), bytes))
+    Ok((check_file_bytes(path, &bytes, &options), bytes))
 }
 
 /// Print one file's diagnostics in the chosen format.

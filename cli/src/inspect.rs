@@ -35,8 +35,16 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether the file starts with the `.ppk` magic bytes.
+/// Whether the file is an artifact: named `*.ppk`, or starting with the `.ppk` magic bytes.
 pub fn is_artifact(path: &Path) -> Result<bool> {
+    // A file named `.ppk` is an artifact even when it is too short to show its magic (an
+    // empty or cut file gets the artifact error, not a pack parse error).
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ppk"))
+    {
+        return Ok(true);
+    }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut head = Vec::with_capacity(MAGIC.len());

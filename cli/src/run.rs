@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use ir_spec::Module;
 use packc_compiler::Options;
-use packc_host::{Case, RunSpec, ScriptedHost};
+use packc_host::{RunSpec, ScriptedHost};
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
@@ -168,7 +168,8 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
 }
 
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
-/// source. `Err(code)` when the source has errors (they are printed).
+/// source. Diagnostics are printed to stderr (warnings too); `Err(code)` when the source
+/// has errors.
 pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
     if crate::inspect::is_artifact(path)? {
         return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
@@ -177,7 +178,9 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
         path,
         packc_compiler::load::Limits::default().max_source_bytes,
     )?;
-    if checked.has_errors() {
+    // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
+    // checker found (a misspelled tool name) must not look clean.
+    if !checked.diagnostics.is_empty() {
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = packc_compiler::render::RenderSource {
@@ -187,7 +190,9 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
         };
         let color = crate::ColorChoice::Auto.for_stderr();
         crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
-        return Ok(Err(ExitCode::from(1)));
+        if checked.has_errors() {
+            return Ok(Err(ExitCode::from(1)));
+        }
     }
     let options = Options {
         base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
@@ -196,21 +201,17 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
     Ok(Ok(packc_compiler::lower(&checked, &options)?))
 }
 
-/// Reads a host script: a case's `run` member on its own.
+/// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
 fn host_spec(path: &Path) -> Result<RunSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let wrapped = format!(
-        "about: host script\npack: {{}}\nexpect: {{}}\nrun:\n{}",
-        indent(&text)
-    );
-    let case = Case::parse(&wrapped, Path::new(".")).map_err(anyhow::Error::msg)?;
-    match case.run {
-        Some(spec) => Ok(spec),
-        None => bail!("{}: not a host script", path.display()),
-    }
-}
-
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("  {l}\n")).collect()
+    RunSpec::parse(&text).map_err(|problems| {
+        anyhow::Error::msg(
+            packc_host::CaseError {
+                path: path.display().to_string(),
+                problems,
+            }
+            .to_string(),
+        )
+    })
 }

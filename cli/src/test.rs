@@ -14,11 +14,20 @@ pub struct TestArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// Run every case; one line per failure, then `N passed, N failed`; exit 1 on a failure.
+/// Run every case; each failure with what differed, then `N passed, N failed`; exit 1 on
+/// a failure, and when the paths hold no case at all (a mistyped path must not pass).
 pub fn run(args: &TestArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
     for path in &args.paths {
         collect(path, &mut files)?;
+    }
+    if files.is_empty() {
+        let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "error: no case files found in {} (case files are named `*.case.yaml`)",
+            paths.join(", ")
+        );
+        return Ok(ExitCode::from(1));
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in &files {
@@ -26,7 +35,10 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;
-                println!("FAIL {}: {}", file.display(), diff.replace('\n', " | "));
+                println!("FAIL {}", file.display());
+                for line in diff.lines() {
+                    println!("    {line}");
+                }
             }
         }
     }

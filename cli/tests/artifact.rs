@@ -205,3 +205,37 @@ fn corrupt_artifacts_exit_two_with_one_line() {
         stderr(&res)
     );
 }
+
+/// A cut artifact is reported as truncated with both lengths, not as corrupted; an empty
+/// file named `.ppk` is an artifact too (not a pack that fails to parse).
+#[test]
+fn cut_and_empty_artifacts_are_truncated() {
+    let dir = temp_dir("cut");
+    let ppk = dir.join("ex2.ppk");
+    build(&repo().join("examples/rfc0010-ex2.pack.yaml"), &ppk);
+    let bytes = std::fs::read(&ppk).unwrap();
+    let cut = dir.join("cut.ppk");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    for command in ["inspect", "run"] {
+        let out = packc().arg(command).arg(&cut).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "truncated .ppk file: {} bytes, but its header and sections declare {}",
+                bytes.len() - 100,
+                bytes.len()
+            )),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+    let empty = dir.join("empty.ppk");
+    std::fs::write(&empty, b"").unwrap();
+    let out = packc().arg("run").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("truncated .ppk file: 0 bytes"),
+        "{}",
+        stderr(&out)
+    );
+}

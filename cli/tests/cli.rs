@@ -149,9 +149,127 @@ fn test_command_reports_passes_and_failures() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.last(), Some(&"0 passed, 1 failed"), "{stdout}");
+    assert!(lines[0].starts_with("FAIL "), "{stdout}");
+    // The trace mismatch is a line diff: the expected line and the line run, each marked.
     assert!(
-        lines[0].starts_with("FAIL ") && lines[0].contains("skip extract_somethingelse"),
+        lines.contains(&"      - skip extract_somethingelse")
+            && lines.contains(&"      + skip extract_general")
+            && lines.contains(&"        step classify"),
         "{stdout}"
+    );
+}
+
+/// Every file of `tests/bad_cases` breaks the case format one way; each is a failure
+/// naming its file and the line of the mistake, and none is run as if it were fine.
+#[test]
+fn broken_case_files_fail_with_file_and_line() {
+    let dir = repo().join("tests/bad_cases");
+    let out = packc().arg("test").arg(&dir).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let expected = [
+        (
+            "call-member-misspelled",
+            22,
+            "unknown member `promt` in an `expect.calls` item; did you mean `prompt`?",
+        ),
+        (
+            "calls-misspelled",
+            21,
+            "unknown member `cals` in `expect`; did you mean `calls`?",
+        ),
+        (
+            "clock-wrong-type",
+            17,
+            "item 1 of `run.host.clock` must be a whole number",
+        ),
+        (
+            "expect-member-misspelled",
+            20,
+            "unknown member `ouput` in `expect`; did you mean `output`?",
+        ),
+        ("expects-nothing", 19, "`expect` expects nothing"),
+        ("not-yaml", 15, "not valid YAML"),
+        (
+            "queue-without-dash",
+            19,
+            "the answers for `reply` in `run.host.prompts` must be a list",
+        ),
+        (
+            "run-member-misspelled",
+            15,
+            "unknown member `inptu` in `run`; did you mean `input`?",
+        ),
+        (
+            "script-item-two-members",
+            16,
+            "a `run.script` item has exactly one member",
+        ),
+        (
+            "top-member-misspelled",
+            14,
+            "unknown member `expected` in the case; did you mean `expect`?",
+        ),
+        (
+            "trace-not-a-list",
+            21,
+            "`expect.trace` must be a list, not a string",
+        ),
+    ];
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files, expected.len(), "one expectation per broken file");
+    for (name, line, message) in expected {
+        let file = dir.join(format!("{name}.case.yaml"));
+        let located = format!("{}:{line}:", file.display());
+        assert!(
+            stdout.contains(&format!("FAIL {}", file.display()))
+                && stdout
+                    .lines()
+                    .any(|l| l.contains(&located) && l.contains(message)),
+            "{name}: expected {located} {message}\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.ends_with(&format!("0 passed, {} failed\n", expected.len())),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn test_on_paths_without_cases_fails() {
+    let empty = std::env::temp_dir().join(format!("packc-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = packc().arg("test").arg(&empty).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no case files found"), "{stderr}");
+}
+
+#[test]
+fn run_host_script_is_checked_like_a_case() {
+    let host = write_temp(
+        "typo-host.yaml",
+        b"input: {text: hi}
+host:
+  promts:
+    doc_classifier: [{output: {type: general}}]
+",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:3: unknown member `promts` in `run.host`; did you mean `prompts`?",
+            host.display()
+        )),
+        "{stderr}"
     );
 }
 
@@ -186,4 +304,105 @@ fn run_command_prints_the_output() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("host_error"));
+}
+
+/// A pack with a warning runs, and the warning is shown as `packc check` shows it.
+#[test]
+fn run_and_build_print_warnings() {
+    let pack = write_temp(
+        "warn.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi, tools: [lookup_custmer]}\ntools:\n  lookup_customer: {name: lookup_customer, description: x}\nworkflow:\n  version: 1\n  entry: s\n  states:\n    s: {prompt_task: p, terminal: true}\n",
+    );
+    let host = write_temp(
+        "warn-host.yaml",
+        b"host:\n  prompts:\n    p: [{output: done}]\n",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "\"done\"");
+    assert!(
+        stderr.contains("unresolved_tool") && stderr.contains("did you mean `lookup_customer`?"),
+        "{stderr}"
+    );
+    let ppk = pack.with_extension("ppk");
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("did you mean `lookup_customer`?"),
+        "{stderr}"
+    );
+}
+
+/// A `.json` pack is strict JSON: what the YAML reader would accept is a located error.
+#[test]
+fn json_packs_are_strict_json() {
+    let body = "{\n  \"id\": \"demo\",\n  \"name\": \"Demo\",\n  \"version\": \"1.0.0\",\n  \"template_engine\": {\"version\": \"v1\", \"syntax\": \"x\"},\n  \"prompts\": {\"p\": {\"id\": \"p\", \"name\": \"P\", \"version\": \"1.0.0\", \"system_template\": \"hi\"}}\n}\n";
+    let clean = write_temp("strict.pack.json", body.as_bytes());
+    let out = packc().arg("check").arg(&clean).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let broken = [
+        (
+            "trailing",
+            body.replace("\"hi\"}}\n", "\"hi\"}},\n"),
+            6,
+            "a trailing comma",
+        ),
+        (
+            "unquoted",
+            body.replace("\"name\"", "name"),
+            3,
+            "key must be a string",
+        ),
+        (
+            "comment",
+            body.replace("  \"name\"", "  # the name\n  \"name\""),
+            3,
+            "not valid JSON",
+        ),
+    ];
+    for (what, text, line, message) in broken {
+        let file = write_temp(&format!("{what}.pack.json"), text.as_bytes());
+        let out = packc()
+            .args(["check", "--format", "json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stdout}");
+        let d: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+        assert_eq!(d["kind"], "parse_error", "{what}: {stdout}");
+        assert_eq!(d["line"], line, "{what}: {stdout}");
+        assert!(
+            d["message"].as_str().unwrap().contains(message),
+            "{what}: {stdout}"
+        );
+        // The same text named `.yaml` is YAML, which allows all three.
+        let yaml = write_temp(&format!("{what}.pack.yaml"), text.as_bytes());
+        let out = packc().arg("check").arg(&yaml).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -43,7 +43,8 @@ macro_rules! diag_kinds {
 
 diag_kinds! {
     /// The source is malformed: not YAML / JSON, empty, not UTF-8, a duplicate key, an
-    /// alias bomb, or nesting past the depth limit.
+    /// alias bomb, or nesting past the depth limit; a file named `*.json` that is not
+    /// strict JSON (a trailing comma, an unquoted key, a comment: `load::strict_json`).
     /// Triggered by: cases/val-parse-error.case.yaml
     ParseError = "parse_error", Error;
     /// The source is past one of the embedder's [`Limits`](crate::load::Limits): larger

@@ -83,6 +83,27 @@ pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
     }
 }
 
+/// [`check_bytes`] for the file at `path` (only its name is read): a file named `*.json`
+/// is strict JSON (RFC 8259), so what other runtimes' JSON loaders refuse (a trailing
+/// comma, an unquoted key, a `# comment`) is a located `parse_error` here too; any other
+/// name is read as YAML 1.2, of which JSON is a subset.
+pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options) -> Checked {
+    let json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    if json && bytes.len() <= options.limits.max_source_bytes {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            if let Err(d) = load::strict_json::check(text) {
+                return Checked {
+                    loaded: None,
+                    diagnostics: vec![d],
+                };
+            }
+        }
+    }
+    check_bytes(bytes, options)
+}
+
 fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
     let text = std::str::from_utf8(bytes).ok()?;
     if !load::json_fast::looks_like_json(text) {

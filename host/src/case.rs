@@ -4,16 +4,46 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use packc_compiler::load::{self, Limits, Loaded};
+use packc_compiler::render::RenderSource;
 use packc_vm::driver::ScriptItem;
 use serde_json::{Map, Value};
 
+use crate::case_format::{self, Section};
+
 /// A case file that cannot be read or does not have the case shape.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
 pub struct CaseError {
     /// The case file.
     pub path: String,
-    /// What is wrong.
+    /// What is wrong, each at its place; at least one.
+    pub problems: Vec<Problem>,
+}
+
+impl std::fmt::Display for CaseError {
+    /// One line per problem: `path:line:column: message` (`path: message` when it has
+    /// no place).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            match p.line {
+                0 => write!(f, "{}: {}", self.path, p.message)?,
+                line => write!(f, "{}:{line}:{}: {}", self.path, p.column, p.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One thing wrong with a case file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line; 0 when the problem has no place (the file cannot be read).
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What is wrong and how to fix it.
     pub message: String,
 }
 
@@ -80,63 +110,93 @@ pub struct Expect {
 impl Case {
     /// Reads and parses a case file.
     pub fn read(path: &Path) -> Result<Case, CaseError> {
-        let err = |message: String| CaseError {
+        let err = |problems: Vec<Problem>| CaseError {
             path: path.display().to_string(),
-            message,
+            problems,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            err(vec![Problem {
+                line: 0,
+                column: 0,
+                message: e.to_string(),
+            }])
+        })?;
         Case::parse(&text, path.parent().unwrap_or(Path::new("."))).map_err(err)
     }
 
-    /// Parses a case from its text; `dir` is the folder `pack_file` is relative to.
-    pub fn parse(text: &str, dir: &Path) -> Result<Case, String> {
-        let loaded = load::load_str(text, &Limits::default()).map_err(|d| d.message)?;
+    /// Parses a case from its text; `dir` is the folder `pack_file` is relative to. Every
+    /// member is checked against the case format first (`Err`: each problem located).
+    pub fn parse(text: &str, dir: &Path) -> Result<Case, Vec<Problem>> {
+        let loaded = load_checked(text, Section::Case)?;
         let v = &loaded.value;
-        let about = v
-            .get("about")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let pack = if let Some(file) = v.get("pack_file").and_then(Value::as_str) {
-            PackSource::File(dir.join(file))
-        } else {
-            let pack = v
-                .get("pack")
-                .ok_or("case has neither `pack` nor `pack_file`")?;
-            PackSource::Inline(loaded.spans.subtree("/pack", pack.clone()))
+        let string = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let pack = match string(v, "pack_file") {
+            Some(file) => PackSource::File(dir.join(file)),
+            None => PackSource::Inline(loaded.spans.subtree("/pack", v["pack"].clone())),
         };
-        let run = v.get("run").map(parse_run).transpose()?;
-        let e = v.get("expect").ok_or("case has no `expect`")?;
-        let string = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
-        let expect = Expect {
-            compile_error: string("compile_error"),
-            at: string("at"),
-            warnings: e.get("warnings").and_then(Value::as_array).map(|w| {
-                w.iter()
+        let e = &v["expect"];
+        let strings = |k: &str| -> Option<Vec<String>> {
+            e.get(k).and_then(Value::as_array).map(|a| {
+                a.iter()
                     .filter_map(Value::as_str)
                     .map(str::to_owned)
                     .collect()
-            }),
-            error: string("error"),
+            })
+        };
+        let expect = Expect {
+            compile_error: string(e, "compile_error"),
+            at: string(e, "at"),
+            warnings: strings("warnings").map(|w| w.into_iter().collect()),
+            error: string(e, "error"),
             output: e.get("output").cloned(),
-            state: string("state"),
+            state: string(e, "state"),
             calls: e.get("calls").and_then(Value::as_array).cloned(),
-            trace: e.get("trace").and_then(Value::as_array).map(|t| {
-                t.iter()
-                    .map(|l| l.as_str().map_or_else(|| l.to_string(), str::to_owned))
-                    .collect()
-            }),
+            trace: strings("trace"),
         };
         Ok(Case {
-            about,
+            about: string(v, "about").unwrap_or_default(),
             pack,
-            run,
+            run: v.get("run").map(read_run),
             expect,
         })
     }
 }
 
-fn parse_run(run: &Value) -> Result<RunSpec, String> {
+impl RunSpec {
+    /// Parses a host script (`packc run --host`): a case's `run` member on its own,
+    /// checked against the case format as a case's `run` is.
+    pub fn parse(text: &str) -> Result<RunSpec, Vec<Problem>> {
+        let loaded = load_checked(text, Section::Run)?;
+        Ok(read_run(&loaded.value))
+    }
+}
+
+/// Loads `text` and checks it has the shape of `root`.
+fn load_checked(text: &str, root: Section) -> Result<Loaded, Vec<Problem>> {
+    let loaded = load::load_str(text, &Limits::default()).map_err(|d| {
+        let src = RenderSource {
+            name: "",
+            text,
+            spans: None,
+        };
+        let (line, column) = src.position(&d).unwrap_or((1, 1));
+        let help = d.help.map(|h| format!(" ({h})")).unwrap_or_default();
+        vec![Problem {
+            line,
+            column,
+            message: format!("{}{help}", d.message),
+        }]
+    })?;
+    let problems = case_format::check(text, &loaded.value, &loaded.spans, root);
+    if problems.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Reads a `run` member whose shape was checked.
+fn read_run(run: &Value) -> RunSpec {
     let target = run
         .get("target")
         .and_then(Value::as_str)
@@ -145,18 +205,14 @@ fn parse_run(run: &Value) -> Result<RunSpec, String> {
     let script = match (run.get("script"), run.get("input")) {
         (Some(s), _) => s
             .as_array()
-            .ok_or("`run.script` is not a list")?
-            .iter()
-            .map(|item| {
-                if let Some(t) = item.get("turn") {
-                    Ok(ScriptItem::Turn(t.clone()))
-                } else if let Some(e) = item.get("event").and_then(Value::as_str) {
-                    Ok(ScriptItem::Event(e.to_owned()))
-                } else {
-                    Err(format!("script item {item} is neither `turn` nor `event`"))
-                }
+            .into_iter()
+            .flatten()
+            .filter_map(|item| match (item.get("turn"), item.get("event")) {
+                (Some(t), _) => Some(ScriptItem::Turn(t.clone())),
+                (None, Some(Value::String(e))) => Some(ScriptItem::Event(e.clone())),
+                _ => None,
             })
-            .collect::<Result<_, _>>()?,
+            .collect(),
         (None, Some(input)) => vec![ScriptItem::Turn(input.clone())],
         (None, None) => vec![ScriptItem::Turn(Value::Null)],
     };
@@ -179,7 +235,7 @@ fn parse_run(run: &Value) -> Result<RunSpec, String> {
         .and_then(Value::as_array)
         .map(|c| c.iter().filter_map(Value::as_u64).collect())
         .unwrap_or_default();
-    Ok(RunSpec {
+    RunSpec {
         target,
         script,
         prompts: queues("prompts"),
@@ -190,5 +246,5 @@ fn parse_run(run: &Value) -> Result<RunSpec, String> {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default(),
-    })
+    }
 }

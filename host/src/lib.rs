@@ -1,6 +1,7 @@
 //! Hosts for the packc VM, and the conformance case runner behind `packc test`.
 //!
-//! - [`case`]: the case-file model (`shared/conformance/README.md`, "Shape of a case").
+//! - [`case`]: the case-file model (`shared/conformance/README.md`, "Shape of a case"),
+//!   read strictly: an unknown member or a member of the wrong type is a located error.
 //! - [`scripted`]: [`ScriptedHost`], which answers model and tool calls from a case's
 //!   `run.host` queues, reads `host.clock`, and supplies `host.variables`.
 //! - [`runner`]: compiles a case's pack, runs it with the scripted host, and compares
@@ -13,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod case;
+mod case_format;
 pub mod live;
 #[cfg(feature = "mock")]
 pub mod mock;
@@ -21,7 +23,7 @@ pub mod runner;
 pub mod scripted;
 pub mod yaml;
 
-pub use case::{Case, CaseError, Expect, PackSource, RunSpec};
+pub use case::{Case, CaseError, Expect, PackSource, Problem, RunSpec};
 pub use runner::{
     check_case, execute, run_case, run_case_file, run_case_file_with, run_case_with, Actual,
     CaseResult, RunCaseOptions,

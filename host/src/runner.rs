@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use packc_compiler::diag::Severity;
-use packc_compiler::{check_bytes, check_loaded, Checked, Options};
+use packc_compiler::{check_file_bytes, check_loaded, Checked, Options};
 use packc_vm::driver::{Host, ScriptItem};
 use packc_vm::value::json_eq;
 use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions, Target};
@@ -46,7 +46,7 @@ pub fn run_case_file(path: &Path) -> CaseResult {
 
 /// Reads and runs the case file at `path` with `options`.
 pub fn run_case_file_with(path: &Path, options: RunCaseOptions) -> CaseResult {
-    let case = Case::read(path).map_err(|e| e.message)?;
+    let case = Case::read(path).map_err(|e| e.to_string())?;
     run_case_with(&case, options)
 }
 
@@ -163,7 +163,7 @@ fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String>
                 base_dir: base_dir.clone(),
                 ..Options::default()
             };
-            (check_bytes(&bytes, &options), base_dir)
+            (check_file_bytes(path, &bytes, &options), base_dir)
         }
         PackSource::Inline(loaded) => (check_loaded(loaded.clone(), &Options::default()), None),
     })
@@ -262,12 +262,50 @@ fn compare(case: &Case, actual: &Actual, diffs: &mut Vec<String>) {
     }
     if let Some(trace) = &e.trace {
         if *trace != actual.trace {
-            diffs.push(format!("trace: expected {trace:?}, got {:?}", actual.trace));
+            diffs.push(format!(
+                "trace differs (- expected, + got):\n{}",
+                line_diff(trace, &actual.trace)
+            ));
         }
     }
     if let Some(calls) = &e.calls {
         compare_calls(calls, &actual.calls, diffs);
     }
+}
+
+/// A line diff of `expected` against `actual`: common lines indented, the others marked
+/// `- ` (expected only) and `+ ` (got only), from a longest common subsequence.
+fn line_diff(expected: &[String], actual: &[String]) -> String {
+    let (n, m) = (expected.len(), actual.len());
+    // Traces are short; past this size the plain lists are as readable as a diff.
+    if n.saturating_mul(m) > 4_000_000 {
+        return format!("  - {expected:?}\n  + {actual:?}");
+    }
+    // lcs[i][j]: the longest common subsequence of expected[i..] and actual[j..].
+    let mut lcs = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if expected[i] == actual[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < n || j < m {
+        if i < n && j < m && expected[i] == actual[j] {
+            out.push(format!("    {}", expected[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if j == m || (i < n && lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out.push(format!("  - {}", expected[i]));
+            i += 1;
+        } else {
+            out.push(format!("  + {}", actual[j]));
+            j += 1;
+        }
+    }
+    out.join("\n")
 }
 
 /// `calls`: same length; each expected member compared, members left out not compared.

@@ -132,8 +132,9 @@ fn type_of(v: &Value) -> &'static str {
     }
 }
 
-/// The closest name to `name` among `candidates`, for "did you mean" help lines.
-fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+/// The closest name to `name` among `candidates`, for "did you mean" help lines (also
+/// used by the case loader and the CLI).
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
         let d = edit_distance(name, c);

@@ -214,6 +214,20 @@ impl<'t> Builder<'t> {
                     "define the anchor (`&{name}`) on a node above this alias"
                 ));
         }
+        if info.contains("tab") {
+            // The scanner's mark is where it stopped, which for a tab starting a line is
+            // the end of the line before: blame the tab itself.
+            let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let tab = self.text[line_start..]
+                .find('\t')
+                .map_or(at, |i| line_start + i);
+            return self
+                .error(
+                    format!("the file is not valid YAML or JSON: {info}"),
+                    tab..tab + 1,
+                )
+                .help("YAML does not allow tabs for indentation; use spaces");
+        }
         self.error(
             format!("the file is not valid YAML or JSON: {info}"),
             at..at,

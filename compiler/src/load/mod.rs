@@ -24,6 +24,7 @@ mod limits;
 mod offsets;
 mod scalar;
 mod span_index;
+pub mod strict_json;
 #[cfg(test)]
 mod tests;
 

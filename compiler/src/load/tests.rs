@@ -648,3 +648,22 @@ mod properties {
         }
     }
 }
+
+/// A tab indenting a line is blamed on that line's tab, not on the end of the line
+/// before, with a help line saying what YAML wants.
+#[test]
+fn tab_indentation_is_blamed_on_the_tab() {
+    for text in [
+        "prompts:\n  p:\n\tid: p\n",
+        "prompts:\n  p:\n    id: p\n\tname: x\n",
+    ] {
+        let d = fail(text);
+        let tab = text.find('\t').unwrap();
+        assert_eq!(d.site, Site::Span(tab..tab + 1), "{text:?}: {d:?}");
+        assert_eq!(
+            d.help.as_deref(),
+            Some("YAML does not allow tabs for indentation; use spaces"),
+            "{text:?}"
+        );
+    }
+}

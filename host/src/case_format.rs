@@ -1,0 +1,355 @@
+//! The shape of a case file, checked before anything is read from it: every member is
+//! one the format defines (conformance README, "Shape of a case"), of the type it
+//! defines, and the case expects something. A test runner that skipped a misspelled
+//! `ouput:` would pass a test it never ran, so nothing unknown is ignored.
+
+use std::ops::Range;
+
+use packc_compiler::load::SpanIndex;
+use serde_json::Value;
+
+use crate::case::Problem;
+
+/// The objects of a case file whose members are fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Section {
+    /// The file itself.
+    Case,
+    /// `run` (and the whole of a `packc run --host` script).
+    Run,
+    /// `run.host`.
+    Host,
+    /// An item of `run.script`.
+    ScriptItem,
+    /// `expect`.
+    Expect,
+    /// An item of `expect.calls`.
+    Call,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Case => "the case",
+            Section::Run => "`run`",
+            Section::Host => "`run.host`",
+            Section::ScriptItem => "a `run.script` item",
+            Section::Expect => "`expect`",
+            Section::Call => "an `expect.calls` item",
+        }
+    }
+}
+
+/// What a member holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Any value.
+    Any,
+    /// A string.
+    String,
+    /// An object, members free (`pack`, `variables`).
+    Object,
+    /// An object with the members of a section.
+    Members(Section),
+    /// A list of strings.
+    Strings,
+    /// A list of objects with the members of a section.
+    ListOf(Section),
+    /// Scripted answers: an object whose every value is a list (the queue of one
+    /// prompt or tool). The answers themselves are read when called: a malformed one is
+    /// a `host_error` of the run (conformance README, "Settled details").
+    Queues,
+    /// A list of non-negative integers.
+    Clock,
+}
+
+/// Every member a case file may hold, by the object it belongs to. A new member of the
+/// format is one line here, then its reading in `Case::parse`.
+const MEMBERS: &[(Section, &str, Shape)] = &[
+    (Section::Case, "about", Shape::String),
+    (Section::Case, "pack", Shape::Object),
+    (Section::Case, "pack_file", Shape::String),
+    (Section::Case, "run", Shape::Members(Section::Run)),
+    (Section::Case, "expect", Shape::Members(Section::Expect)),
+    (Section::Run, "target", Shape::String),
+    (Section::Run, "input", Shape::Any),
+    (Section::Run, "script", Shape::ListOf(Section::ScriptItem)),
+    (Section::Run, "host", Shape::Members(Section::Host)),
+    (Section::Host, "prompts", Shape::Queues),
+    (Section::Host, "tools", Shape::Queues),
+    (Section::Host, "clock", Shape::Clock),
+    (Section::Host, "variables", Shape::Object),
+    (Section::ScriptItem, "turn", Shape::Any),
+    (Section::ScriptItem, "event", Shape::String),
+    (Section::Expect, "compile_error", Shape::String),
+    (Section::Expect, "at", Shape::String),
+    (Section::Expect, "warnings", Shape::Strings),
+    (Section::Expect, "error", Shape::String),
+    (Section::Expect, "output", Shape::Any),
+    (Section::Expect, "state", Shape::String),
+    (Section::Expect, "calls", Shape::ListOf(Section::Call)),
+    (Section::Expect, "trace", Shape::Strings),
+    (Section::Call, "prompt", Shape::String),
+    (Section::Call, "input", Shape::Any),
+    (Section::Call, "system", Shape::Any),
+    (Section::Call, "tool", Shape::String),
+    (Section::Call, "args", Shape::Any),
+];
+
+/// Finds the problems of a document that should be a `root` (a case file, or a host
+/// script for `Section::Run`), each located in `text`.
+pub(crate) fn check(text: &str, value: &Value, spans: &SpanIndex, root: Section) -> Vec<Problem> {
+    let mut c = Checker {
+        text,
+        spans,
+        problems: Vec::new(),
+    };
+    c.shape(value, "", Shape::Members(root), root.name());
+    if c.problems.is_empty() {
+        match root {
+            Section::Case => c.case_rules(value),
+            Section::Run => {}
+            _ => unreachable!("only a case or a run is a document"),
+        }
+    }
+    c.problems.sort_by_key(|p| (p.line, p.column));
+    c.problems
+}
+
+struct Checker<'a> {
+    text: &'a str,
+    spans: &'a SpanIndex,
+    problems: Vec<Problem>,
+}
+
+impl Checker<'_> {
+    fn at(&mut self, span: Option<Range<usize>>, message: String) {
+        let (line, column) = match span {
+            Some(span) => line_col(self.text, span.start),
+            None => (1, 1),
+        };
+        self.problems.push(Problem {
+            line,
+            column,
+            message,
+        });
+    }
+
+    /// A problem with the node at `ptr` (a member's key, an item's value).
+    fn blame(&mut self, ptr: &str, message: String) {
+        let span = self.spans.key_or_value(ptr);
+        self.at(span, message);
+    }
+
+    /// A problem with the value at `ptr` (for a member: its value, not its key).
+    fn blame_value(&mut self, ptr: &str, message: String) {
+        let span = self.spans.locate(ptr);
+        self.at(span, message);
+    }
+
+    fn shape(&mut self, v: &Value, ptr: &str, shape: Shape, what: &str) {
+        let wrong = |expected: &str| format!("{what} must be {expected}, not {}", kind(v));
+        match shape {
+            Shape::Any => {}
+            Shape::String if !v.is_string() => self.blame_value(ptr, wrong("a string")),
+            Shape::Object if !v.is_object() => self.blame_value(ptr, wrong("an object")),
+            Shape::Members(section) => match v.as_object() {
+                None => self.blame_value(ptr, wrong("an object")),
+                Some(map) => {
+                    for (key, child) in map {
+                        let child_ptr = format!("{ptr}/{}", escape(key));
+                        match MEMBERS.iter().find(|(s, k, _)| *s == section && k == key) {
+                            Some(&(_, _, shape)) => {
+                                let what = format!("`{}`", dotted(section, key));
+                                self.shape(child, &child_ptr, shape, &what);
+                            }
+                            None => {
+                                let message = unknown_member(section, key);
+                                self.blame(&child_ptr, message);
+                            }
+                        }
+                    }
+                    if section == Section::ScriptItem && map.len() != 1 {
+                        self.blame_value(
+                            ptr,
+                            "a `run.script` item has exactly one member: `turn: <input>` or `event: <name>`".into(),
+                        );
+                    }
+                }
+            },
+            Shape::Strings | Shape::ListOf(_) | Shape::Clock => {
+                let Some(items) = v.as_array() else {
+                    let hint = if v.is_string() && shape == Shape::Strings {
+                        " (write each line as a list item: `- enter main`)"
+                    } else {
+                        ""
+                    };
+                    return self.blame_value(ptr, format!("{}{hint}", wrong("a list")));
+                };
+                for (i, item) in items.iter().enumerate() {
+                    let item_ptr = format!("{ptr}/{i}");
+                    let item_what = format!("item {i} of {what}");
+                    match shape {
+                        Shape::Strings => self.shape(item, &item_ptr, Shape::String, &item_what),
+                        Shape::ListOf(section) => {
+                            self.shape(item, &item_ptr, Shape::Members(section), &item_what);
+                        }
+                        _ if item.as_u64().is_none() => self.blame_value(
+                            &item_ptr,
+                            format!(
+                                "{item_what} must be a whole number of milliseconds (0 or more), not {}",
+                                kind(item)
+                            ),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+            Shape::Queues => match v.as_object() {
+                None => self.blame_value(ptr, wrong("an object")),
+                Some(map) => {
+                    for (name, queue) in map {
+                        if !queue.is_array() {
+                            self.blame_value(
+                                &format!("{ptr}/{}", escape(name)),
+                                format!(
+                                    "the answers for `{name}` in {what} must be a list, not {}: write each answer as a list item (`- output: ...`)",
+                                    kind(queue)
+                                ),
+                            );
+                        }
+                    }
+                }
+            },
+            Shape::String | Shape::Object => {}
+        }
+    }
+
+    /// What a whole case must have: `about`, one pack, and something expected.
+    fn case_rules(&mut self, v: &Value) {
+        let has = |k: &str| v.get(k).is_some();
+        if !has("about") {
+            self.blame_value(
+                "",
+                "the case has no `about`: add a line saying what it checks".into(),
+            );
+        }
+        match (has("pack"), has("pack_file")) {
+            (false, false) => self.blame_value(
+                "",
+                "the case has neither `pack` (the pack inline) nor `pack_file` (a path relative to the case file)".into(),
+            ),
+            (true, true) => self.blame(
+                "/pack_file",
+                "the case has both `pack` and `pack_file`: keep one".into(),
+            ),
+            _ => {}
+        }
+        let Some(expect) = v.get("expect") else {
+            return self.blame_value(
+                "",
+                "the case has no `expect`: say what must come out (`output`, `error` or `compile_error`)".into(),
+            );
+        };
+        let e = |k: &str| expect.get(k).is_some();
+        if !e("output") && !e("error") && !e("compile_error") && !e("warnings") {
+            self.blame(
+                "/expect",
+                "`expect` expects nothing: give `output`, `error` or `compile_error` (or, for a case without `run`, `warnings`); a case that checks nothing would always pass".into(),
+            );
+        } else if has("run") && !e("output") && !e("error") && !e("compile_error") {
+            self.blame(
+                "/expect",
+                "the case runs its pack but `expect` says nothing of the result: give `output` or `error`".into(),
+            );
+        }
+        if e("compile_error") && (e("error") || e("output")) {
+            self.blame(
+                "/expect/compile_error",
+                "`expect` has `compile_error` and a run result (`output` or `error`): a pack that fails to compile does not run; keep one".into(),
+            );
+        }
+        if e("error") && e("output") {
+            self.blame(
+                "/expect/error",
+                "`expect` has both `error` and `output`: a run either fails or gives an output; keep one".into(),
+            );
+        }
+        if e("at") && !e("compile_error") {
+            self.blame(
+                "/expect/at",
+                "`expect.at` is the pointer of the expected `compile_error`, and there is none"
+                    .into(),
+            );
+        }
+    }
+}
+
+/// `section.key` for messages: `expect.ouput`, `run.host.prompts`.
+fn dotted(section: Section, key: &str) -> String {
+    let prefix = match section {
+        Section::Case => "",
+        Section::Run => "run.",
+        Section::Host => "run.host.",
+        Section::ScriptItem => "run.script[].",
+        Section::Expect => "expect.",
+        Section::Call => "expect.calls[].",
+    };
+    format!("{prefix}{key}")
+}
+
+fn unknown_member(section: Section, key: &str) -> String {
+    let members = MEMBERS
+        .iter()
+        .filter(|(s, _, _)| *s == section)
+        .map(|(_, k, _)| *k);
+    // Two letters swapped (`inptu`) are one slip, though the edit distance counts two.
+    let swapped = || {
+        let mut sorted: Vec<char> = key.chars().collect();
+        sorted.sort_unstable();
+        members.clone().find(|m| {
+            let mut m: Vec<char> = m.chars().collect();
+            m.sort_unstable();
+            m == sorted
+        })
+    };
+    let help = match packc_compiler::check::suggest(key, members.clone()).or_else(swapped) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => format!(
+            "its members are: {}",
+            members
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!("unknown member `{key}` in {}; {help}", section.name())
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A key as a JSON pointer segment (RFC 6901).
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// 1-based line and column (in characters) of a byte offset of `text`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
