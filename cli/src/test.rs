@@ -12,6 +12,10 @@ pub struct TestArgs {
     /// Case files (`*.case.yaml`) or folders holding them.
     #[arg(required = true, value_name = "CASE_OR_DIR")]
     pub paths: Vec<PathBuf>,
+    /// Let the cases' packs read files (schema files) from this folder too (repeatable).
+    /// By default a pack reads only from its own folder and below.
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
 }
 
 /// Run every case; one line per failure, then `N passed, N failed`; exit 1 on a failure.
@@ -20,9 +24,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     for path in &args.paths {
         collect(path, &mut files)?;
     }
+    let options = packc_host::RunCaseOptions {
+        allow_paths: crate::check::allowed_folders(&args.allow_paths)?,
+        ..Default::default()
+    };
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in &files {
-        match packc_host::run_case_file(file) {
+        match packc_host::run_case_file_with(file, options.clone()) {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;
