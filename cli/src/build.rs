@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use packc_compiler::diag::Severity;
 use packc_compiler::render::RenderSource;
-use packc_compiler::Options;
 
 use crate::Format;
 
@@ -29,7 +28,8 @@ pub struct BuildArgs {
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let limits = args.diagnostics.limits();
-    let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits)?;
+    let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;
+    let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits, &allow)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource {
@@ -55,16 +55,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(1));
     }
-    let mut options = Options {
-        limits,
-        ..Options::default()
-    };
-    options.base_dir = Some(
-        args.pack
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    );
+    let options = crate::check::options_for(&args.pack, &limits, &allow);
     let artifact = packc_compiler::artifact(&checked, &bytes, &options)?;
     let encoded = artifact.encode();
     let max = ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES;

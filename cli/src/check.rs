@@ -44,6 +44,10 @@ pub struct DiagnosticArgs {
     /// When to colour the output.
     #[arg(long, value_enum, default_value_t)]
     pub color: ColorChoice,
+    /// Let the pack read files (schema files) from this folder too (repeatable). By
+    /// default a pack reads only from its own folder and below.
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
 }
 
 impl DiagnosticArgs {
@@ -59,6 +63,19 @@ impl DiagnosticArgs {
         }
         limits
     }
+}
+
+/// The `--allow-path` folders, each checked to be a folder (a typo must not silently
+/// leave a pack's files unreadable, nor be taken for a file).
+pub fn allowed_folders(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    for dir in dirs {
+        let meta = std::fs::metadata(dir)
+            .with_context(|| format!("--allow-path {}: cannot read it", dir.display()))?;
+        if !meta.is_dir() {
+            anyhow::bail!("--allow-path {}: not a folder", dir.display());
+        }
+    }
+    Ok(dirs.to_vec())
 }
 
 /// `NAME=N` of `--limit`, with `NAME` one of [`Limits::NAMES`].
@@ -80,8 +97,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let d = &args.diagnostics;
     let color = d.color.for_stderr();
     let (mut errors, mut warnings) = (0usize, 0usize);
+    let allow = allowed_folders(&d.allow_paths)?;
     for path in &args.packs {
-        let (checked, bytes) = check_file_with(path, &d.limits())?;
+        let (checked, bytes) = check_file_with(path, &d.limits(), &allow)?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -116,25 +134,26 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     })
 }
 
-/// Read and check one pack file under the default limits but `max_source_bytes`.
-pub fn check_file(path: &Path, max_source_bytes: usize) -> Result<(Checked, Vec<u8>)> {
-    let limits = Limits {
-        max_source_bytes,
-        ..Limits::default()
-    };
-    check_file_with(path, &limits)
+/// The compiler options for the pack file at `path`: its folder is where the files it
+/// names are read from, and `allow` widens that.
+pub fn options_for(path: &Path, limits: &Limits, allow: &[PathBuf]) -> Options {
+    Options {
+        limits: limits.clone(),
+        base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
+        allow_paths: allow.to_vec(),
+    }
 }
 
-/// Read and check one pack file within `limits`.
-pub fn check_file_with(path: &Path, limits: &Limits) -> Result<(Checked, Vec<u8>)> {
+/// Read and check one pack file within `limits`; `allow` as [`options_for`].
+pub fn check_file_with(
+    path: &Path,
+    limits: &Limits,
+    allow: &[PathBuf],
+) -> Result<(Checked, Vec<u8>)> {
     let max_source_bytes = limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut options = Options {
-        limits: limits.clone(),
-        ..Options::default()
-    };
-    options.base_dir = Some(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let options = options_for(path, limits, allow);
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.
         let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);

@@ -33,6 +33,9 @@ pub struct GraphArgs {
     /// The graph language to print.
     #[arg(long, value_enum, default_value_t)]
     pub format: GraphFormat,
+    /// Let the pack read files (schema files) from this folder too (repeatable).
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
 }
 
 /// The graph language `packc graph` prints.
@@ -47,7 +50,7 @@ pub enum GraphFormat {
 
 /// Compile (or load) the pack and print its graph. Exit 1 when the pack has errors.
 pub fn run(args: &GraphArgs) -> Result<ExitCode> {
-    let module = match crate::run::load_module(&args.pack)? {
+    let module = match crate::run::load_module(&args.pack, &args.allow_paths)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use ir_spec::Module;
-use packc_compiler::Options;
 use packc_host::{RunSpec, ScriptedHost};
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{Program, Run, RunOptions, Target};
@@ -67,6 +66,10 @@ pub struct RunArgs {
     /// (repeatable): `--var NAME=VALUE`.
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub vars: Vec<String>,
+    /// Let the pack read files (schema files) from this folder too (repeatable). By
+    /// default a pack reads only from its own folder and below.
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
     /// Print only the result: no status line, no notes.
     #[arg(long, short)]
     pub quiet: bool,
@@ -82,7 +85,7 @@ pub enum Provider {
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
 /// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let module = match load_module(&args.pack)? {
+    let module = match load_module(&args.pack, &args.allow_paths)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
@@ -168,16 +171,16 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
 }
 
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
-/// source. Diagnostics are printed to stderr (warnings too); `Err(code)` when the source
-/// has errors.
-pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
+/// source, reading the files it names from its folder and the `allow` folders
+/// (`--allow-path`). Diagnostics are printed to stderr (warnings too); `Err(code)` when
+/// the source has errors.
+pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Module, ExitCode>> {
+    let allow = crate::check::allowed_folders(allow)?;
     if crate::inspect::is_artifact(path)? {
         return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
     }
-    let (checked, bytes) = crate::check::check_file(
-        path,
-        packc_compiler::load::Limits::default().max_source_bytes,
-    )?;
+    let limits = packc_compiler::load::Limits::default();
+    let (checked, bytes) = crate::check::check_file_with(path, &limits, &allow)?;
     // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
     // checker found (a misspelled tool name) must not look clean.
     if !checked.diagnostics.is_empty() {
@@ -194,10 +197,7 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
             return Ok(Err(ExitCode::from(1)));
         }
     }
-    let options = Options {
-        base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
-        ..Options::default()
-    };
+    let options = crate::check::options_for(path, &limits, &allow);
     Ok(Ok(packc_compiler::lower(&checked, &options)?))
 }
 

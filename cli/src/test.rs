@@ -12,6 +12,10 @@ pub struct TestArgs {
     /// Case files (`*.case.yaml`) or folders holding them.
     #[arg(required = true, value_name = "CASE_OR_DIR")]
     pub paths: Vec<PathBuf>,
+    /// Let the cases' packs read files (schema files) from this folder too (repeatable).
+    /// By default a pack reads only from its own folder and below.
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
 }
 
 /// Run every case; each failure with what differed, then `N passed, N failed`; exit 1 on
@@ -29,9 +33,13 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    let options = packc_host::RunCaseOptions {
+        allow_paths: crate::check::allowed_folders(&args.allow_paths)?,
+        ..Default::default()
+    };
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in &files {
-        match packc_host::run_case_file(file) {
+        match packc_host::run_case_file_with(file, options.clone()) {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;

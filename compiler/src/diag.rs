@@ -68,6 +68,13 @@ diag_kinds! {
     UnresolvedTool = "unresolved_tool", Error;
     /// A step's `output_schema` file cannot be found next to the pack.
     UnresolvedSchema = "unresolved_schema", Warning;
+    /// A file the pack names (a step's `output_schema`) is outside the pack's folder: an
+    /// absolute path, or a path that leaves the folder through `..` or a symbolic link
+    /// (checked on the opened file), and not inside a folder the embedder allowed
+    /// (`Options::allow_paths`, `--allow-path`). Reported whether or not the file exists;
+    /// nothing outside is read.
+    /// Triggered by: tests/cases/own-unsafe-path-parent.case.yaml
+    UnsafePath = "unsafe_path", Error;
     /// An `eval` modifier names no pack-level eval.
     /// Triggered by: cases/comp-err-unresolved-eval.case.yaml
     UnresolvedEval = "unresolved_eval", Error;

@@ -27,6 +27,7 @@ pub mod check;
 pub mod diag;
 pub mod load;
 pub mod lower;
+pub mod paths;
 pub mod render;
 pub mod schema;
 pub mod schema_files;
@@ -43,8 +44,12 @@ pub struct Options {
     /// counts of compositions, steps, states, prompts, tools and agents.
     pub limits: load::Limits,
     /// The folder of the pack file, for `output_schema` lookups; `None` for a pack that is
-    /// not a file.
+    /// not a file. Files a pack names are read from this folder and below only
+    /// ([`paths`]); a name that leads elsewhere is the error `unsafe_path`.
     pub base_dir: Option<PathBuf>,
+    /// Further folders the files a pack names may be read from, allowed deliberately by
+    /// the embedder (`packc --allow-path DIR`); absolute names may point into them.
+    pub allow_paths: Vec<PathBuf>,
 }
 
 /// The result of checking one pack: the loaded document (when it parsed) and every
@@ -148,6 +153,7 @@ fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagno
     schema::validate(value, out);
     let check_options = check::CheckOptions {
         base_dir: options.base_dir.clone(),
+        allow_paths: options.allow_paths.clone(),
     };
     check::check(value, &check_options, out);
 }
@@ -180,6 +186,7 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
         })?;
     let lower_options = lower::LowerOptions {
         base_dir: options.base_dir.clone(),
+        allow_paths: options.allow_paths.clone(),
     };
     lower::lower(&loaded.value, &lower_options)
 }

@@ -7,11 +7,12 @@
 //! loaded, by a parser that stops at 128 levels, so deeper schemas are refused here,
 //! where the author can be told.
 
-use std::path::Path;
+use std::io::Read;
 
 use serde_json::Value;
 
 use crate::load::{load_bytes, Limits};
+use crate::paths::{Folders, OpenError};
 
 /// The deepest nesting accepted in a schema file (the artifact reader parses embedded
 /// JSON with a limit of 128 levels).
@@ -20,16 +21,20 @@ pub const MAX_SCHEMA_DEPTH: usize = 100;
 /// The largest schema file accepted (1 MiB).
 pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
 
-/// Read and parse a schema file; the error says why it cannot be used.
-pub fn read(path: &Path) -> Result<Value, String> {
-    let meta = std::fs::metadata(path).map_err(|_| "not found".to_string())?;
-    if !meta.is_file() {
-        return Err("not a file".into());
+/// Read and parse the schema file `name`, resolved inside `folders` ([`crate::paths`]);
+/// the error says why it cannot be used, and whether the name leads outside.
+pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
+    let (file, _) = crate::paths::open(folders, name)?;
+    let unusable = OpenError::Unusable;
+    // Read one byte past the limit rather than trusting the size the file had when it
+    // was looked at.
+    let mut bytes = Vec::new();
+    file.take(MAX_SCHEMA_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unusable(e.to_string()))?;
+    if bytes.len() > MAX_SCHEMA_BYTES {
+        return Err(unusable(format!("larger than {MAX_SCHEMA_BYTES} bytes")));
     }
-    if meta.len() > MAX_SCHEMA_BYTES as u64 {
-        return Err(format!("larger than {MAX_SCHEMA_BYTES} bytes"));
-    }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let limits = Limits {
         max_source_bytes: MAX_SCHEMA_BYTES,
         max_depth: MAX_SCHEMA_DEPTH,
@@ -38,7 +43,7 @@ pub fn read(path: &Path) -> Result<Value, String> {
     };
     load_bytes(&bytes, &limits)
         .map(|loaded| loaded.value)
-        .map_err(|d| d.message)
+        .map_err(|d| unusable(d.message))
 }
 
 #[cfg(test)]
@@ -49,6 +54,12 @@ mod tests {
     fn reads_json_and_refuses_what_the_artifact_reader_could_not() {
         let dir = std::env::temp_dir().join(format!("packc-schema-files-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let folders = Folders {
+            base: dir.clone(),
+            allow: Vec::new(),
+        };
+        let read =
+            |path: &std::path::Path| read(&folders, path.file_name().unwrap().to_str().unwrap());
         let ok = dir.join("ok.json");
         std::fs::write(&ok, r#"{"type": "object"}"#).unwrap();
         assert_eq!(read(&ok).unwrap(), serde_json::json!({"type": "object"}));
@@ -71,6 +82,15 @@ mod tests {
         let broken = dir.join("broken.json");
         std::fs::write(&broken, "{").unwrap();
         assert!(read(&broken).is_err());
-        assert_eq!(read(&dir.join("missing.json")).unwrap_err(), "not found");
+        assert_eq!(
+            read(&dir.join("missing.json")).unwrap_err(),
+            OpenError::Unusable("not found".into())
+        );
+        let big = dir.join("big.json");
+        std::fs::write(&big, " ".repeat(MAX_SCHEMA_BYTES + 1)).unwrap();
+        assert_eq!(
+            read(&big).unwrap_err(),
+            OpenError::Unusable(format!("larger than {MAX_SCHEMA_BYTES} bytes"))
+        );
     }
 }

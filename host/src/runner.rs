@@ -30,13 +30,16 @@ pub struct Actual {
 pub type CaseResult = Result<(), String>;
 
 /// How a case is run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunCaseOptions {
     /// Also run the case a second time, snapshotting the run after every `resume` and
     /// continuing from a restored copy; it must end exactly as the uninterrupted run.
     /// (The test suite's check of `Run::snapshot` / `Run::restore`; `packc test` leaves
     /// it off.)
     pub check_snapshots: bool,
+    /// Further folders the files a pack names may be read from
+    /// (`packc_compiler::Options::allow_paths`; `packc test --allow-path`).
+    pub allow_paths: Vec<std::path::PathBuf>,
 }
 
 /// Reads and runs the case file at `path`.
@@ -57,7 +60,7 @@ pub fn run_case(case: &Case) -> CaseResult {
 
 /// [`run_case`] with `options`.
 pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
-    let Some((checked, base_dir)) = compile_half(case)? else {
+    let Some((checked, base_dir)) = compile_half(case, &run_options.allow_paths)? else {
         return Ok(());
     };
     let Some(spec) = &case.run else {
@@ -65,6 +68,7 @@ pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
     };
     let options = Options {
         base_dir,
+        allow_paths: run_options.allow_paths.clone(),
         ..Options::default()
     };
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
@@ -91,13 +95,16 @@ pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
 /// the exact set of `warnings` when given, and no error at all when no `compile_error`
 /// is expected (every run case).
 pub fn check_case(case: &Case) -> CaseResult {
-    compile_half(case).map(|_| ())
+    compile_half(case, &[]).map(|_| ())
 }
 
 /// The compile half; `Some` with the checked pack when the case goes on to run.
 #[allow(clippy::type_complexity)]
-fn compile_half(case: &Case) -> Result<Option<(Checked, Option<std::path::PathBuf>)>, String> {
-    let (checked, base_dir) = compile(case)?;
+fn compile_half(
+    case: &Case,
+    allow_paths: &[std::path::PathBuf],
+) -> Result<Option<(Checked, Option<std::path::PathBuf>)>, String> {
+    let (checked, base_dir) = compile(case, allow_paths)?;
     let expect = &case.expect;
     let errors: Vec<(String, String)> = checked
         .diagnostics
@@ -154,13 +161,17 @@ fn verdict(diffs: Vec<String>) -> CaseResult {
 }
 
 /// Checks the case's pack; also returns the folder schema files are read from.
-fn compile(case: &Case) -> Result<(Checked, Option<std::path::PathBuf>), String> {
+fn compile(
+    case: &Case,
+    allow_paths: &[std::path::PathBuf],
+) -> Result<(Checked, Option<std::path::PathBuf>), String> {
     Ok(match &case.pack {
         PackSource::File(path) => {
             let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let base_dir = path.parent().map(Path::to_path_buf);
             let options = Options {
                 base_dir: base_dir.clone(),
+                allow_paths: allow_paths.to_vec(),
                 ..Options::default()
             };
             (check_file_bytes(path, &bytes, &options), base_dir)

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{did_you_mean, is_ident, members, type_of, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
+use crate::paths::OpenError;
 use crate::syntax::{
     parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
 };
@@ -500,18 +501,30 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str)
     match obj.get("output_schema") {
         None => {}
         Some(Value::String(name)) => {
-            if let Some(dir) = &cx.options.base_dir {
-                let path = dir.join(name);
-                if let Err(why) = crate::schema_files::read(&path) {
-                    cx.push(
-                        Diagnostic::new(
-                            DiagKind::UnresolvedSchema,
-                            format!("schema file `{name}` cannot be used ({why}); the step will have no output schema"),
-                        )
-                        .at(optr)
-                        .help(format!("create or fix `{}` (the path is relative to the pack file)", path.display())),
-                    );
-                }
+            let Some(folders) = cx.options.folders() else {
+                return;
+            };
+            match crate::schema_files::read(&folders, name) {
+                Ok(_) => {}
+                Err(OpenError::Outside(how)) => cx.push(
+                    Diagnostic::new(
+                        DiagKind::UnsafePath,
+                        format!("schema file `{name}` is outside the pack's folder ({how}); it was not read"),
+                    )
+                    .at(optr)
+                    .help("a pack reads files from its own folder and below: move the file there and name it relative to the pack file, or allow its folder with `--allow-path DIR`"),
+                ),
+                Err(OpenError::Unusable(why)) => cx.push(
+                    Diagnostic::new(
+                        DiagKind::UnresolvedSchema,
+                        format!("schema file `{name}` cannot be used ({why}); the step will have no output schema"),
+                    )
+                    .at(optr)
+                    .help(format!(
+                        "create or fix `{}` (the path is relative to the pack file)",
+                        folders.base.join(name).display()
+                    )),
+                ),
             }
         }
         Some(v) => cx.push(schema(

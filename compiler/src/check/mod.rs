@@ -24,6 +24,19 @@ pub struct CheckOptions {
     /// `None` for a pack that is not a file (inline in a case file): schema names are
     /// then not looked up and no `unresolved_schema` is reported.
     pub base_dir: Option<PathBuf>,
+    /// Further folders the files a pack names may be read from (see
+    /// [`crate::paths::Folders::allow`]).
+    pub allow_paths: Vec<PathBuf>,
+}
+
+impl CheckOptions {
+    /// Where the files the pack names may be read from; `None` when they are not looked up.
+    pub fn folders(&self) -> Option<crate::paths::Folders> {
+        self.base_dir.as_ref().map(|base| crate::paths::Folders {
+            base: base.clone(),
+            allow: self.allow_paths.clone(),
+        })
+    }
 }
 
 /// Run every semantic check on `pack`, pushing diagnostics to `out` (unsorted).

@@ -265,11 +265,12 @@ fn lower_one(
 /// an inline pack.
 fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
     let name = v?.as_str()?.to_owned();
-    match &cx.options.base_dir {
+    match cx.options.folders() {
         None => Some(OutputSchema { name, schema: None }),
-        Some(dir) => {
-            // A file the check warned about (`unresolved_schema`) makes a step with no schema.
-            let schema = crate::schema_files::read(&dir.join(&name)).ok()?;
+        Some(folders) => {
+            // A file the check warned about (`unresolved_schema`) makes a step with no
+            // schema; one it refused (`unsafe_path`) never gets here.
+            let schema = crate::schema_files::read(&folders, &name).ok()?;
             Some(OutputSchema {
                 name,
                 schema: Some(ir_spec::JsonText::from_value(&schema)),

@@ -26,6 +26,19 @@ pub struct LowerOptions {
     /// embedded. `None` for a pack that is not a file (inline in a case file): schema
     /// names are kept without a schema.
     pub base_dir: Option<PathBuf>,
+    /// Further folders the files a pack names may be read from (see
+    /// [`crate::paths::Folders::allow`]).
+    pub allow_paths: Vec<PathBuf>,
+}
+
+impl LowerOptions {
+    /// Where the files the pack names may be read from; `None` when they are not read.
+    pub fn folders(&self) -> Option<crate::paths::Folders> {
+        self.base_dir.as_ref().map(|base| crate::paths::Folders {
+            base: base.clone(),
+            allow: self.allow_paths.clone(),
+        })
+    }
 }
 
 /// A pack shape lowering cannot handle. The checks reject every such pack first, so this

@@ -1,0 +1,213 @@
+//! The `packc` binary against hostile packs and paths: files a pack names stay inside its
+//! folder, diagnostics stay bounded, terminal output is escaped, files are written safely.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+/// A fresh folder for one test: `pack/` (the pack's folder) and `secret/` beside it,
+/// holding a schema file whose text must never reach an artifact or the output.
+fn folder(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("packc-security-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("pack/schemas")).unwrap();
+    std::fs::create_dir_all(dir.join("secret")).unwrap();
+    std::fs::write(
+        dir.join("secret/s.json"),
+        r#"{"type": "object", "description": "TOPSECRET-7f3a"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("pack/schemas/ok.json"), r#"{"type": "object"}"#).unwrap();
+    dir
+}
+
+const SECRET: &str = "TOPSECRET-7f3a";
+
+/// A pack whose one step names `schema` as its `output_schema`.
+fn pack_naming(dir: &Path, schema: &str) -> PathBuf {
+    let text = format!(
+        r#"id: demo
+name: Demo
+version: 1.0.0
+template_engine: {{version: v1, syntax: "{{{{variable}}}}"}}
+prompts:
+  p: {{id: p, name: P, version: 1.0.0, system_template: "Hi."}}
+workflow:
+  version: 1
+  entry: main
+  states:
+    main: {{orchestration: composition, composition: c, terminal: true}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {{id: a, kind: prompt, prompt_task: p, output_schema: "{schema}"}}
+"#
+    );
+    let path = dir.join("pack/demo.pack.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `packc build` refuses with `unsafe_path` at the reference, writes nothing and shows
+/// nothing of the file.
+fn assert_build_refused(dir: &Path, pack: &Path) {
+    let out_file = dir.join("out.ppk");
+    let out = packc()
+        .args(["build", "--format", "json", "-o"])
+        .arg(&out_file)
+        .arg(pack)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let d: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .expect("one diagnostic"),
+    )
+    .unwrap();
+    assert_eq!(d["kind"], "unsafe_path", "{all}");
+    assert_eq!(d["pointer"], "/compositions/c/steps/0/output_schema");
+    assert_eq!(d["line"], 16);
+    assert!(!out_file.exists(), "nothing is written");
+    assert!(!all.contains(SECRET), "{all}");
+}
+
+#[test]
+fn a_parent_path_is_refused() {
+    let dir = folder("parent");
+    let pack = pack_naming(&dir, "../secret/s.json");
+    assert_build_refused(&dir, &pack);
+}
+
+#[test]
+fn an_absolute_path_is_refused_whether_or_not_it_exists() {
+    let dir = folder("absolute");
+    for target in [
+        dir.join("secret/s.json"),
+        dir.join("secret/missing.json"),
+        PathBuf::from("/etc/passwd"),
+    ] {
+        let pack = pack_naming(&dir, target.to_str().unwrap());
+        assert_build_refused(&dir, &pack);
+    }
+}
+
+#[test]
+fn a_missing_outside_file_is_refused_like_a_present_one() {
+    let dir = folder("oracle");
+    let check = |name: &str| {
+        let pack = pack_naming(&dir, &format!("../secret/{name}"));
+        let out = packc()
+            .args(["check", "--format", "json"])
+            .arg(&pack)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        // The same answer but for the name itself.
+        String::from_utf8_lossy(&out.stdout).replace(name, "X")
+    };
+    assert_eq!(check("s.json"), check("missing.json"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_out_of_the_folder_is_refused_by_every_command() {
+    let dir = folder("symlink");
+    std::os::unix::fs::symlink(dir.join("secret/s.json"), dir.join("pack/schemas/out.json"))
+        .unwrap();
+    std::os::unix::fs::symlink(dir.join("secret"), dir.join("pack/schemas/outdir")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.join("secret/missing.json"),
+        dir.join("pack/schemas/dangling.json"),
+    )
+    .unwrap();
+    for name in [
+        "schemas/out.json",
+        "schemas/outdir/s.json",
+        "schemas/dangling.json",
+    ] {
+        let pack = pack_naming(&dir, name);
+        assert_build_refused(&dir, &pack);
+        for args in [&["check"][..], &["graph"], &["run", "--input", "{}"]] {
+            let out = packc().args(args).arg(&pack).output().unwrap();
+            let all = text(&out);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {all}");
+            assert!(all.contains("[unsafe_path]"), "{args:?}: {all}");
+            assert!(!all.contains(SECRET), "{all}");
+        }
+        let case = dir.join("pack/demo.case.yaml");
+        std::fs::write(
+            &case,
+            "about: a run\npack_file: demo.pack.yaml\nrun: {input: {}}\nexpect: {output: null}\n",
+        )
+        .unwrap();
+        let out = packc().arg("test").arg(&case).output().unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(all.contains("unsafe_path"), "{all}");
+    }
+    // A link that stays inside the folder is followed.
+    std::os::unix::fs::symlink("ok.json", dir.join("pack/schemas/alias.json")).unwrap();
+    let pack = pack_naming(&dir, "schemas/alias.json");
+    let out = packc().arg("check").arg(&pack).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn allow_path_widens_the_reach_deliberately() {
+    let dir = folder("allow");
+    let pack = pack_naming(&dir, "../secret/s.json");
+    let out_file = dir.join("out.ppk");
+    let out = packc()
+        .arg("build")
+        .arg("--allow-path")
+        .arg(dir.join("secret"))
+        .arg("-o")
+        .arg(&out_file)
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let bytes = std::fs::read(&out_file).unwrap();
+    let embedded = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
+    assert!(embedded, "the allowed schema is embedded");
+    let host = dir.join("host.yaml");
+    std::fs::write(&host, "host: {prompts: {p: [{output: {}}]}}\n").unwrap();
+    for cmd in [
+        &["check"][..],
+        &["graph"],
+        &["run", "--host", host.to_str().unwrap()],
+    ] {
+        let out = packc()
+            .args(cmd)
+            .arg("--allow-path")
+            .arg(dir.join("secret"))
+            .arg(&pack)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out));
+    }
+    // A folder that does not exist is a usage error, not a silent no-op.
+    let out = packc()
+        .args(["check", "--allow-path"])
+        .arg(dir.join("nowhere"))
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--allow-path"), "{}", text(&out));
+}

@@ -1,0 +1,336 @@
+//! Files a pack names stay inside the pack's folder.
+//!
+//! A pack may name files (a step's `output_schema`); the compiler reads them and embeds
+//! what it reads in the artifact, and the live host sends an embedded schema to the model
+//! server. A pack from a third party must therefore not be able to name a file outside
+//! its own folder: `/etc/passwd`, `../secret/.env`, or a symbolic link in the folder that
+//! points out of it. [`open`] is the one door every such read goes through:
+//!
+//! - the name is resolved one component at a time from the pack's folder (its real path),
+//!   following `..` and symbolic links as the operating system would. As soon as the
+//!   path would leave the folder (and every folder the embedder allowed, see
+//!   [`Folders::allow`]), the name is refused as [`OpenError::Outside`] *before* anything
+//!   outside is looked at, so whether an outside file exists, or is a schema, is never
+//!   revealed: an outside name gets the same answer either way;
+//! - an absolute name is refused unless it lies in an allowed folder (a pack's own files
+//!   are named relative to the pack file);
+//! - the file is then opened, and the opened file is checked again: its real path must be
+//!   inside an allowed folder and be the very file that was opened (same device and
+//!   inode), so swapping a component for a symbolic link while the compiler runs does not
+//!   get past the check.
+//!
+//! Errors that concern a file inside the folder (not found, not a regular file) are
+//! [`OpenError::Unusable`]; the check reports them as warnings (`unresolved_schema`), an
+//! outside name as the error `unsafe_path`.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Component, Path, PathBuf};
+
+/// The most symbolic links followed while resolving one name (as Linux's `ELOOP`).
+pub const MAX_SYMLINKS: usize = 40;
+
+/// Where the files a pack names may be read from: the pack's folder, plus the folders
+/// an embedder allows deliberately (`packc --allow-path DIR`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Folders {
+    /// The pack's folder; relative names are resolved from it. An empty path is the
+    /// current folder.
+    pub base: PathBuf,
+    /// Further folders files may be read from (and absolute names may point into).
+    pub allow: Vec<PathBuf>,
+}
+
+/// Why a file a pack names was not opened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The name leads outside the pack's folder and every allowed folder; what follows
+    /// says how (an absolute path, `..`, a symbolic link). Nothing outside was read.
+    #[error("{0}")]
+    Outside(String),
+    /// A file inside the folder that cannot be used: not found, not a regular file, a
+    /// loop of symbolic links, an I/O error.
+    #[error("{0}")]
+    Unusable(String),
+}
+
+/// Resolve `name` as [`Folders`] allows and open it for reading.
+///
+/// Returns the open file and its real path. See the module documentation for what is
+/// refused.
+pub fn open(folders: &Folders, name: &str) -> Result<(File, PathBuf), OpenError> {
+    let base_dir = if folders.base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folders.base.as_path()
+    };
+    let base = std::fs::canonicalize(base_dir).map_err(|e| {
+        OpenError::Unusable(format!(
+            "the pack's folder {} cannot be resolved: {e}",
+            base_dir.display()
+        ))
+    })?;
+    let allowed: Vec<PathBuf> = folders
+        .allow
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
+    let absolute = Path::new(name).has_root();
+    // An absolute name may only point into a folder allowed deliberately.
+    let roots: Vec<&Path> = if absolute {
+        allowed.iter().map(PathBuf::as_path).collect()
+    } else {
+        std::iter::once(base.as_path())
+            .chain(allowed.iter().map(PathBuf::as_path))
+            .collect()
+    };
+    let outside = |how: &str| {
+        if absolute {
+            OpenError::Outside(
+                "it is an absolute path, and a pack names its files relative to its own folder"
+                    .into(),
+            )
+        } else {
+            OpenError::Outside(how.into())
+        }
+    };
+    let (path, is_file) = resolve(&base, name, &roots, &outside)?;
+    if !is_file {
+        return Err(OpenError::Unusable("not a file".into()));
+    }
+    let file = File::open(&path).map_err(|e| OpenError::Unusable(e.to_string()))?;
+    // Check the file that was opened, not the name: a component swapped for a symbolic
+    // link since `resolve` looked at it shows up here.
+    let real = std::fs::canonicalize(&path).map_err(|_| outside("it changed while being read"))?;
+    if !roots.iter().any(|r| real.starts_with(r)) {
+        return Err(outside("a symbolic link leads out of it"));
+    }
+    let opened = file
+        .metadata()
+        .map_err(|e| OpenError::Unusable(e.to_string()))?;
+    let named = std::fs::metadata(&real).map_err(|e| OpenError::Unusable(e.to_string()))?;
+    if !same_file(&opened, &named) {
+        return Err(outside("it changed while being read"));
+    }
+    if !opened.is_file() {
+        return Err(OpenError::Unusable("not a file".into()));
+    }
+    Ok((file, real))
+}
+
+/// Walk `name` from `base` component by component, following `..` and symbolic links,
+/// never looking at a path that is neither inside a root nor an ancestor of one. Returns
+/// the resolved path and whether it is a regular file.
+fn resolve(
+    base: &Path,
+    name: &str,
+    roots: &[&Path],
+    outside: &dyn Fn(&str) -> OpenError,
+) -> Result<(PathBuf, bool), OpenError> {
+    let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
+    let on_the_way = |p: &Path| inside(p) || roots.iter().any(|r| r.starts_with(p));
+    let mut queue: VecDeque<OsString> = components(Path::new(name));
+    let mut cur = base.to_path_buf();
+    let mut is_file = false;
+    let mut through_link = false;
+    let mut links = 0usize;
+    while let Some(c) = queue.pop_front() {
+        let comp = Path::new(&c);
+        match comp.components().next() {
+            None | Some(Component::CurDir) => continue,
+            Some(Component::Prefix(_)) => {
+                cur = comp.to_path_buf();
+                continue;
+            }
+            Some(Component::RootDir) => {
+                cur.push(comp);
+                continue;
+            }
+            Some(Component::ParentDir) => {
+                cur.pop();
+                is_file = false;
+            }
+            Some(Component::Normal(part)) => {
+                let next = cur.join(part);
+                if !on_the_way(&next) {
+                    return Err(outside(if through_link {
+                        "a symbolic link leads out of it"
+                    } else {
+                        "`..` leads out of it"
+                    }));
+                }
+                let meta = std::fs::symlink_metadata(&next)
+                    .map_err(|e| OpenError::Unusable(not_found(&e)))?;
+                if meta.file_type().is_symlink() {
+                    links += 1;
+                    if links > MAX_SYMLINKS {
+                        return Err(OpenError::Unusable("too many symbolic links".into()));
+                    }
+                    let target = std::fs::read_link(&next)
+                        .map_err(|e| OpenError::Unusable(e.to_string()))?;
+                    through_link = true;
+                    let mut front = components(&target);
+                    front.extend(queue);
+                    queue = front;
+                    is_file = false;
+                } else {
+                    is_file = meta.is_file();
+                    cur = next;
+                }
+            }
+        }
+        if !on_the_way(&cur) {
+            return Err(outside(if through_link {
+                "a symbolic link leads out of it"
+            } else {
+                "`..` leads out of it"
+            }));
+        }
+    }
+    if !inside(&cur) {
+        return Err(outside(if through_link {
+            "a symbolic link leads out of it"
+        } else {
+            "`..` leads out of it"
+        }));
+    }
+    Ok((cur, is_file))
+}
+
+fn components(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .map(|c| c.as_os_str().to_os_string())
+        .collect()
+}
+
+fn not_found(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "not found".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    a.len() == b.len() && a.file_type() == b.file_type()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("packc-paths-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("pack/sub")).unwrap();
+        std::fs::create_dir_all(dir.join("secret")).unwrap();
+        std::fs::write(dir.join("pack/in.json"), "{}").unwrap();
+        std::fs::write(dir.join("pack/sub/deep.json"), "{}").unwrap();
+        std::fs::write(dir.join("secret/s.json"), "{}").unwrap();
+        dir
+    }
+
+    fn at(dir: &Path) -> Folders {
+        Folders {
+            base: dir.join("pack"),
+            allow: Vec::new(),
+        }
+    }
+
+    fn outside(r: Result<(File, PathBuf), OpenError>) -> bool {
+        matches!(r, Err(OpenError::Outside(_)))
+    }
+
+    #[test]
+    fn names_inside_the_folder_open() {
+        let dir = folder("inside");
+        let f = at(&dir);
+        for name in [
+            "in.json",
+            "./in.json",
+            "sub/deep.json",
+            "sub/../in.json",
+            "../pack/in.json",
+        ] {
+            assert!(open(&f, name).is_ok(), "{name}");
+        }
+        assert_eq!(
+            open(&f, "missing.json").unwrap_err(),
+            OpenError::Unusable("not found".into())
+        );
+        assert_eq!(
+            open(&f, "sub").unwrap_err(),
+            OpenError::Unusable("not a file".into())
+        );
+    }
+
+    #[test]
+    fn names_outside_are_refused_whether_or_not_they_exist() {
+        let dir = folder("outside");
+        let f = at(&dir);
+        for name in [
+            "../secret/s.json",
+            "../secret/missing.json",
+            "../../../../../../etc/passwd",
+            "sub/../../secret/s.json",
+            "..",
+        ] {
+            assert!(outside(open(&f, name)), "{name}");
+        }
+        let abs = dir.join("secret/s.json");
+        assert!(outside(open(&f, abs.to_str().unwrap())));
+        assert!(outside(open(&f, "/nonexistent/x.json")));
+        // An absolute path into the pack's own folder is refused too: not portable.
+        assert!(outside(open(
+            &f,
+            dir.join("pack/in.json").to_str().unwrap()
+        )));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_are_followed_and_checked() {
+        let dir = folder("links");
+        let f = at(&dir);
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, dir.join("pack").join(name)).unwrap()
+        };
+        link(&dir.join("secret/s.json"), "out.json");
+        link(&dir.join("secret/missing.json"), "dangling.json");
+        link(&dir.join("secret"), "outdir");
+        link(Path::new("in.json"), "alias.json");
+        link(Path::new("sub"), "subdir");
+        link(Path::new("loop.json"), "loop.json");
+        assert!(outside(open(&f, "out.json")));
+        assert!(outside(open(&f, "dangling.json")));
+        assert!(outside(open(&f, "outdir/s.json")));
+        assert!(outside(open(&f, "outdir/missing.json")));
+        assert!(open(&f, "alias.json").is_ok());
+        assert!(open(&f, "subdir/deep.json").is_ok());
+        assert_eq!(
+            open(&f, "loop.json").unwrap_err(),
+            OpenError::Unusable("too many symbolic links".into())
+        );
+    }
+
+    #[test]
+    fn allowed_folders_widen_the_reach() {
+        let dir = folder("allow");
+        let mut f = at(&dir);
+        f.allow.push(dir.join("secret"));
+        assert!(open(&f, "../secret/s.json").is_ok());
+        assert!(open(&f, dir.join("secret/s.json").to_str().unwrap()).is_ok());
+        assert_eq!(
+            open(&f, "../secret/missing.json").unwrap_err(),
+            OpenError::Unusable("not found".into())
+        );
+        assert!(outside(open(&f, "../../../../../../etc/passwd")));
+    }
+}
