@@ -125,10 +125,10 @@ pub fn drive(u: &mut Unstructured<'_>, program: &Arc<Program>, pool: &Pool) -> R
                 misuse(u, &mut run, need, &words)?;
             }
             if u.ratio(1u8, 8u8)? {
-                run = round_trip(run, options.max_snapshot_bytes);
+                run = round_trip(run, &options);
             }
             if u.ratio(1u8, 32u8)? {
-                damaged_restore(u, &run)?;
+                damaged_restore(u, &run, &options)?;
             }
         }
         let next = match run.resume(input) {
@@ -309,7 +309,9 @@ fn misuse(u: &mut Unstructured<'_>, run: &mut Run, need: Need, words: &[&str]) -
 
 /// Snapshots and restores `run`; the restored run must snapshot to the same bytes. A
 /// snapshot past the run's `max_snapshot_bytes` is refused, and the run goes on as it was.
-fn round_trip(run: Run, limit: usize) -> Run {
+/// The restore takes the run's own options, as its embedder would.
+fn round_trip(run: Run, options: &RunOptions) -> Run {
+    let limit = options.max_snapshot_bytes;
     let Ok(bytes) = run.try_snapshot() else {
         let len = run.snapshot().len();
         assert!(
@@ -323,7 +325,7 @@ fn round_trip(run: Run, limit: usize) -> Run {
         "a snapshot of {} bytes past a limit of {limit}",
         bytes.len()
     );
-    let restored = Run::restore(run.program().clone(), &bytes)
+    let restored = Run::restore_with(run.program().clone(), &bytes, options)
         .unwrap_or_else(|e| panic!("a fresh snapshot does not restore: {e}"));
     assert!(
         restored.snapshot() == bytes,
@@ -335,11 +337,11 @@ fn round_trip(run: Run, limit: usize) -> Run {
 /// Damages a snapshot of `run` (a flipped byte, a cut, a spliced range), fixes its
 /// checksum so that the damage reaches the decoder, and restores it: an error or a run,
 /// never a panic. A damaged snapshot that restores is then driven a little.
-fn damaged_restore(u: &mut Unstructured<'_>, run: &Run) -> Result<()> {
+fn damaged_restore(u: &mut Unstructured<'_>, run: &Run, options: &RunOptions) -> Result<()> {
     let mut bytes = run.snapshot();
     crate::mutate::damage(u, &mut bytes, 18, 8)?;
     crate::mutate::fix_fnv_trailer(&mut bytes);
-    if let Ok(mut restored) = Run::restore(run.program().clone(), &bytes) {
+    if let Ok(mut restored) = Run::restore_with(run.program().clone(), &bytes, options) {
         for _ in 0..8 {
             let pending: Vec<CallId> = restored.pending().map(|c| c.id()).collect();
             let input = match pending.first() {
@@ -355,7 +357,7 @@ fn damaged_restore(u: &mut Unstructured<'_>, run: &Run) -> Result<()> {
             if restored.resume(input).is_err() {
                 break;
             }
-            // A damaged snapshot may carry other limits.
+            // A damaged snapshot may hold calls issued before their text was measured.
             observe_calls(&restored, Need::Calls, usize::MAX);
         }
     }

@@ -204,14 +204,15 @@ fn execute_program(
         // The value and snapshot limits keep their defaults, far above any case's values.
         ..RunOptions::default()
     };
-    let mut run = Run::new(program.clone(), target, options).map_err(|e| e.to_string())?;
+    let mut run = Run::new(program.clone(), target, options.clone()).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(spec);
     let mut script = spec.script.iter();
     let mut input = Input::Start;
     let result = loop {
         if restore {
             let bytes = run.snapshot();
-            run = Run::restore(program.clone(), &bytes).map_err(|e| format!("restore: {e}"))?;
+            run = Run::restore_with(program.clone(), &bytes, &options)
+                .map_err(|e| format!("restore: {e}"))?;
         }
         let need = match run.resume(input) {
             Ok(need) => need,

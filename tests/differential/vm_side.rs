@@ -67,16 +67,17 @@ pub fn run(module: ir_spec::Module, g: &Generated) -> Result<Actual, String> {
     };
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
     let target = Target::parse(program.module(), &g.target).map_err(|e| e.to_string())?;
-    let restore = |run: Run| -> Result<Run, String> {
-        Run::restore(program.clone(), &run.snapshot()).map_err(|e| format!("restore: {e}"))
-    };
     let options = RunOptions {
         host_variables: g.variables.clone(),
         max_host_calls: g.max_host_calls,
         record_calls: true,
         ..RunOptions::default()
     };
-    let mut run = Run::new(program.clone(), target, options).map_err(|e| e.to_string())?;
+    let restore = |run: Run| -> Result<Run, String> {
+        Run::restore_with(program.clone(), &run.snapshot(), &options)
+            .map_err(|e| format!("restore: {e}"))
+    };
+    let mut run = Run::new(program.clone(), target, options.clone()).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(&spec);
     let mut script = g.script.iter();
     let mut input = Input::Start;

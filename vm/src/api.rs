@@ -77,9 +77,8 @@ pub struct RunOptions {
     /// this well below that.
     pub max_value_depth: usize,
     /// The largest snapshot [`Run::try_snapshot`](crate::Run::try_snapshot) writes (64
-    /// MiB by default); [`Run::restore`](crate::Run::restore) refuses larger bytes by the
-    /// same default ([`Run::restore_with_limit`](crate::Run::restore_with_limit) takes
-    /// another).
+    /// MiB by default); [`Run::restore_with`](crate::Run::restore_with) refuses larger
+    /// bytes by the restorer's own value of it.
     pub max_snapshot_bytes: usize,
     /// The most text a call's input or system prompt may build (16 MiB by default,
     /// [`DEFAULT_MAX_BUILT_BYTES`](crate::limits::DEFAULT_MAX_BUILT_BYTES)): the bytes of
@@ -91,6 +90,14 @@ pub struct RunOptions {
     /// limit the run fails with `limit_exceeded` before the call is issued, so a host
     /// never builds more. `usize::MAX` measures nothing.
     pub max_built_bytes: usize,
+    /// The most tool calls one model answer may start in an agent step or a prompt
+    /// state's tool loop (64 by default,
+    /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`](crate::limits::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER)).
+    /// The requests of an answer past this many are not issued: each gets an error
+    /// result the model reads on its next turn, so one answer asking for thousands of
+    /// calls starts at most this many. The pack's own `max_tool_calls_per_turn` and
+    /// `max_tool_calls` budgets apply as well.
+    pub max_tool_calls_per_answer: usize,
     /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
     /// tool, its materialized input and rendered system prompt. Off, a run records
     /// nothing per call (what benchmarks and production hosts want).
@@ -107,6 +114,7 @@ impl Default for RunOptions {
             max_value_depth: DEFAULT_MAX_VALUE_DEPTH,
             max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
             max_built_bytes: DEFAULT_MAX_BUILT_BYTES,
+            max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
             record_calls: false,
         }
     }

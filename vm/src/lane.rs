@@ -203,6 +203,8 @@ pub(crate) struct Ctx<'a> {
     pub max_host_calls: Option<u64>,
     /// [`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes).
     pub max_built: usize,
+    /// [`RunOptions::max_tool_calls_per_answer`](crate::RunOptions::max_tool_calls_per_answer).
+    pub max_answer_tools: usize,
     pub start_ms: u64,
 }
 
@@ -685,6 +687,10 @@ fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
             .iter()
             .find(|t| ctx.prog.tool_key(t) == r.name.as_str());
         let result = match offered {
+            _ if req as usize >= ctx.max_answer_tools => ToolResult::Error(format!(
+                "not called: the answer asked for more than {} tool calls (max_tool_calls_per_answer)",
+                ctx.max_answer_tools
+            )),
             None => ToolResult::NotAvailable,
             Some(_) if spec.max_tool_calls.is_some_and(|cap| lane.lp.made >= cap) => {
                 ToolResult::LimitReached

@@ -37,9 +37,11 @@
 //! # Snapshots
 //!
 //! Between two resumes a run can be saved to bytes ([`Run::snapshot`]) and continued
-//! later, on another machine, from the program plus those bytes ([`Run::restore`]). A
+//! later, on another machine, from the program plus those bytes ([`Run::restore_with`],
+//! given the embedder's [`RunOptions`]; [`Run::restore`] uses the defaults). A
 //! snapshot is the run's state (O(state), not O(history)): restoring decodes it and
-//! replays nothing. The restored run has the same trace, call log and outstanding calls,
+//! replays nothing. It carries no options: the limits, `max_host_calls` and
+//! `record_calls` of a restored run are the restorer's, never the snapshot writer's. The restored run has the same trace, call log and outstanding calls,
 //! under the same call ids, so the host answers them as if nothing happened;
 //! [`Run::pending`] tells a host that kept no state of its own what the run waits for.
 //! Damaged bytes, a snapshot of another module or of another format version are a
@@ -49,8 +51,8 @@
 //!
 //! A run guards itself against a misbehaving host with the embedder's limits in
 //! [`RunOptions`]: the size and nesting of every value handed in (turns, answers, events,
-//! host variables), the number of host calls, and the size of a snapshot
-//! ([`Run::try_snapshot`], [`Run::restore_with_limit`]). Past one the run fails with
+//! host variables), the number of host calls, the tool calls one model answer starts, and
+//! the size of a snapshot ([`Run::try_snapshot`], [`Run::restore_with`]). Past one the run fails with
 //! `limit_exceeded` naming it; see [`limits`] for how values are measured. Protocol
 //! misuse (an answer to a call that is not outstanding, a turn while calls are out, any
 //! input to a finished run…) is a `protocol` error that leaves the run exactly as it was.

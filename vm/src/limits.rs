@@ -14,7 +14,6 @@
 //! embedder's, not the pack's, so retry modifiers and tool loops must not spend more
 //! calls on it, and the value is never stored.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::{Answer, ErrorKind, RunError, RunOptions};
@@ -27,14 +26,19 @@ pub const DEFAULT_MAX_VALUE_DEPTH: usize = 64;
 pub const DEFAULT_MAX_BUILT_BYTES: usize = 16 << 20;
 /// The default of [`RunOptions::max_snapshot_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 64 << 20;
+/// The default of [`RunOptions::max_tool_calls_per_answer`]: 64.
+pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 64;
 
-/// The limits a run keeps (and its snapshot carries): those of its [`RunOptions`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The limits a run keeps: those of its [`RunOptions`]. They are the embedder's, so a
+/// snapshot does not carry them: [`Run::restore_with`](crate::Run::restore_with) takes
+/// them from the restorer's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Limits {
     pub max_value_bytes: usize,
     pub max_value_depth: usize,
     pub max_snapshot_bytes: usize,
     pub max_built_bytes: usize,
+    pub max_tool_calls_per_answer: usize,
 }
 
 impl Limits {
@@ -44,6 +48,7 @@ impl Limits {
             max_value_depth: options.max_value_depth,
             max_snapshot_bytes: options.max_snapshot_bytes,
             max_built_bytes: options.max_built_bytes,
+            max_tool_calls_per_answer: options.max_tool_calls_per_answer,
         }
     }
 
@@ -246,6 +251,7 @@ mod tests {
             max_value_depth: 2,
             max_snapshot_bytes: 0,
             max_built_bytes: 0,
+            max_tool_calls_per_answer: 0,
         };
         assert!(limits.value(&json!([[1]]), "v").is_ok());
         assert!(limits.value(&json!([{"a": 1}]), "v").is_ok());

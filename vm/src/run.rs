@@ -156,6 +156,7 @@ macro_rules! ctx {
             record_calls: $run.record_calls,
             max_host_calls: $run.max_host_calls,
             max_built: $run.limits.max_built_bytes,
+            max_answer_tools: $run.limits.max_tool_calls_per_answer,
             start_ms: $run.wf.start_ms,
         }
     };

@@ -17,9 +17,13 @@
 //! end-8   8     FNV-1a 64 of every byte before it
 //! ```
 //!
-//! The body carries the run's options, its limits included, so a restored run keeps
-//! them. [`Run::restore`] reads at most 64 MiB ([`Run::restore_with_limit`] takes another
-//! limit), and decoding allocates no more than the bytes justify.
+//! The body carries the run's state only: the target, the host variables and what the
+//! run did. The limits, `max_host_calls` and `record_calls` are the embedder's and are
+//! not in it: [`Run::restore_with`] takes them from the restorer's [`RunOptions`]
+//! ([`Run::restore`]: the defaults), so a snapshot cannot switch a limit off. Restore
+//! reads at most the options' `max_snapshot_bytes`, and decoding allocates no more than
+//! the bytes justify. Format 3 snapshots, which did carry the options, still load; the
+//! options they hold are read and ignored.
 //!
 //! The fingerprint and the checksum catch mistakes (another module, a damaged file), not
 //! an adversary: a snapshot is as trusted as the answers it holds.
@@ -33,8 +37,9 @@ use serde_json::{Map, Value};
 use crate::api::{RunError, Target};
 use ir_spec::{CompId, StepId};
 
+use crate::api::RunOptions;
 use crate::lane::{Call, Job, Lane, Phase, TEntry};
-use crate::limits::{Limits, DEFAULT_MAX_SNAPSHOT_BYTES};
+use crate::limits::Limits;
 use crate::program::Program;
 use crate::run::{Run, Top, Walk, Wf};
 use crate::trace::Io;
@@ -43,10 +48,16 @@ use crate::trace::TraceEvent;
 /// The eight bytes every snapshot starts with.
 pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 
-/// The snapshot format version this VM writes and reads; other versions are refused.
-/// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`,
-/// and one eval record per step completion.)
-pub const FORMAT_VERSION: u16 = 3;
+/// The snapshot format version this VM writes. It reads this one and format 3; others
+/// are refused. (2: the body carries the run's value and snapshot limits; 3: and
+/// `max_built_bytes`, and one eval record per step completion; 4: the body no longer
+/// carries the run's options (limits, `max_host_calls`, `record_calls`), which restore
+/// takes from the embedder, so a snapshot cannot raise or lift them.)
+pub const FORMAT_VERSION: u16 = 4;
+
+/// The oldest snapshot format this VM reads: 3, whose body also holds the options of
+/// the run that wrote it (ignored on restore).
+pub const OLDEST_FORMAT_VERSION: u16 = 3;
 
 const HEADER: usize = 8 + 2 + 8;
 const TRAILER: usize = 8;
@@ -101,9 +112,6 @@ struct Body {
     target: Target,
     #[serde(with = "map_text")]
     host_vars: Map<String, Value>,
-    record_calls: bool,
-    max_host_calls: Option<u64>,
-    limits: Limits,
     workflow_run: bool,
     top: Top,
     #[serde(with = "value_text")]
@@ -112,6 +120,51 @@ struct Body {
     walk: Walk,
     lanes: Vec<Lane>,
     io: Io,
+}
+
+/// The options a format 3 body holds between the host variables and the state; read
+/// and dropped.
+#[derive(Serialize, Deserialize)]
+struct OptionsV3 {
+    record_calls: bool,
+    max_host_calls: Option<u64>,
+    max_value_bytes: usize,
+    max_value_depth: usize,
+    max_snapshot_bytes: usize,
+    max_built_bytes: usize,
+}
+
+/// A format 3 body: [`Body`] with the writer's options inside.
+#[derive(Serialize, Deserialize)]
+struct BodyV3 {
+    target: Target,
+    #[serde(with = "map_text")]
+    host_vars: Map<String, Value>,
+    options: OptionsV3,
+    workflow_run: bool,
+    top: Top,
+    #[serde(with = "value_text")]
+    input: Value,
+    wf: Wf,
+    walk: Walk,
+    lanes: Vec<Lane>,
+    io: Io,
+}
+
+impl BodyV3 {
+    fn into_body(self) -> Body {
+        Body {
+            target: self.target,
+            host_vars: self.host_vars,
+            workflow_run: self.workflow_run,
+            top: self.top,
+            input: self.input,
+            wf: self.wf,
+            walk: self.walk,
+            lanes: self.lanes,
+            io: self.io,
+        }
+    }
 }
 
 /// FNV-1a, 64 bits: tiny and stable across platforms and Rust versions.
@@ -211,9 +264,6 @@ impl Run {
         let body = Body {
             target: self.target,
             host_vars: self.host_vars.clone(),
-            record_calls: self.record_calls,
-            max_host_calls: self.max_host_calls,
-            limits: self.limits,
             workflow_run: self.workflow_run,
             top: self.top,
             input: self.input.clone(),
@@ -235,24 +285,43 @@ impl Run {
         Some(out)
     }
 
-    /// Continues a run saved by [`Run::snapshot`], given the program it ran. Bytes that
-    /// are not an intact snapshot of a run of this program are an error, never a panic;
-    /// so are more than 64 MiB
-    /// ([`DEFAULT_MAX_SNAPSHOT_BYTES`](crate::limits::DEFAULT_MAX_SNAPSHOT_BYTES); see
-    /// [`Run::restore_with_limit`]). The restored run keeps the options it was started
-    /// with, limits included.
+    /// Continues a run saved by [`Run::snapshot`], given the program it ran, under the
+    /// default [`RunOptions`]: [`Run::restore_with`] with `RunOptions::default()`.
     pub fn restore(program: Arc<Program>, bytes: &[u8]) -> Result<Run, SnapshotError> {
-        Run::restore_with_limit(program, bytes, DEFAULT_MAX_SNAPSHOT_BYTES)
+        Run::restore_with(program, bytes, &RunOptions::default())
     }
 
-    /// [`Run::restore`], refusing more than `max_bytes` bytes with
-    /// [`SnapshotError::TooLarge`] before reading any. The memory a restore takes is
-    /// bounded by the bytes given.
+    /// [`Run::restore`] under the default options, refusing more than `max_bytes` bytes
+    /// with [`SnapshotError::TooLarge`] before reading any.
     pub fn restore_with_limit(
         program: Arc<Program>,
         bytes: &[u8],
         max_bytes: usize,
     ) -> Result<Run, SnapshotError> {
+        let options = RunOptions {
+            max_snapshot_bytes: max_bytes,
+            ..RunOptions::default()
+        };
+        Run::restore_with(program, bytes, &options)
+    }
+
+    /// Continues a run saved by [`Run::snapshot`], given the program it ran and the
+    /// embedder's options. The snapshot holds the run's state (the target, the host
+    /// variables, what the run did); the limits, `max_host_calls` and `record_calls`
+    /// come from `options`, whatever the run that wrote the snapshot had, and
+    /// `options.host_variables` is not read (the run keeps the ones it started with).
+    /// The call cap counts the calls made before the snapshot too.
+    ///
+    /// Bytes that are not an intact snapshot of a run of this program are an error,
+    /// never a panic; so are more than `options.max_snapshot_bytes`
+    /// ([`SnapshotError::TooLarge`], before any is read). The memory a restore takes is
+    /// bounded by the bytes given.
+    pub fn restore_with(
+        program: Arc<Program>,
+        bytes: &[u8],
+        options: &RunOptions,
+    ) -> Result<Run, SnapshotError> {
+        let max_bytes = options.max_snapshot_bytes;
         if bytes.len() > max_bytes {
             return Err(SnapshotError::TooLarge { limit: max_bytes });
         }
@@ -272,7 +341,7 @@ impl Run {
             u64::from_le_bytes(b)
         };
         let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(SnapshotError::Version {
                 found: version,
                 supported: FORMAT_VERSION,
@@ -288,8 +357,13 @@ impl Run {
             return Err(SnapshotError::OtherModule { expected, found });
         }
         let decode = |e: postcard::Error| SnapshotError::Decode(e.to_string());
-        let (body, rest) =
-            postcard::take_from_bytes::<Body>(&bytes[HEADER..end]).map_err(decode)?;
+        let body_bytes = &bytes[HEADER..end];
+        let (body, rest) = if version == FORMAT_VERSION {
+            postcard::take_from_bytes::<Body>(body_bytes).map_err(decode)?
+        } else {
+            let (old, rest) = postcard::take_from_bytes::<BodyV3>(body_bytes).map_err(decode)?;
+            (old.into_body(), rest)
+        };
         if !rest.is_empty() {
             return Err(SnapshotError::Decode(format!(
                 "{} bytes after the body",
@@ -301,9 +375,9 @@ impl Run {
             prog: program,
             target: body.target,
             host_vars: body.host_vars,
-            record_calls: body.record_calls,
-            max_host_calls: body.max_host_calls,
-            limits: body.limits,
+            record_calls: options.record_calls,
+            max_host_calls: options.max_host_calls,
+            limits: Limits::of(options),
             workflow_run: body.workflow_run,
             top: body.top,
             input: body.input,
@@ -639,6 +713,94 @@ pub(crate) mod artifacts_text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes `run` as a format 3 snapshot would have: the body with the writer's
+    /// options between the host variables and the state.
+    fn v3_bytes(run: &Run, options: OptionsV3) -> Vec<u8> {
+        let bytes = run.snapshot();
+        let end = bytes.len() - TRAILER;
+        let body: Body = postcard::from_bytes(&bytes[HEADER..end]).unwrap();
+        let old = BodyV3 {
+            target: body.target,
+            host_vars: body.host_vars,
+            options,
+            workflow_run: body.workflow_run,
+            top: body.top,
+            input: body.input,
+            wf: body.wf,
+            walk: body.walk,
+            lanes: body.lanes,
+            io: body.io,
+        };
+        let mut out = bytes[..HEADER].to_vec();
+        out[8..10].copy_from_slice(&3u16.to_le_bytes());
+        out.extend_from_slice(&postcard::to_allocvec(&old).unwrap());
+        let sum = fnv(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn format_3_snapshots_load_and_their_options_are_ignored() {
+        use crate::{Input, Need, Target};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/rfc0010-ex3.pack.yaml"
+        );
+        let options = packc_compiler::Options {
+            base_dir: std::path::Path::new(path).parent().map(Into::into),
+            ..Default::default()
+        };
+        let checked = packc_compiler::check_bytes(&std::fs::read(path).unwrap(), &options);
+        let module = packc_compiler::lower(&checked, &options).unwrap();
+        let program = Arc::new(Program::new(module).unwrap());
+        let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
+        assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+        let turn = serde_json::json!({"text": "doc"});
+        assert_eq!(run.resume(Input::Turn(turn)).unwrap(), Need::Calls);
+        // A format 3 snapshot whose writer lifted every limit.
+        let lifted = OptionsV3 {
+            record_calls: true,
+            max_host_calls: Some(u64::MAX),
+            max_value_bytes: usize::MAX,
+            max_value_depth: usize::MAX,
+            max_snapshot_bytes: usize::MAX,
+            max_built_bytes: usize::MAX,
+        };
+        let old = v3_bytes(&run, lifted);
+        assert_eq!(u16::from_le_bytes([old[8], old[9]]), 3);
+        let tight = RunOptions {
+            max_value_bytes: 3,
+            ..RunOptions::default()
+        };
+        let mut restored = Run::restore_with(program.clone(), &old, &tight).unwrap();
+        // The same state, written again in the current format.
+        assert_eq!(restored.snapshot(), run.snapshot());
+        assert_eq!(restored.limits, Limits::of(&tight));
+        assert_eq!(
+            (restored.record_calls, restored.max_host_calls),
+            (false, None)
+        );
+        let id = restored.pending().next().unwrap().id();
+        let answer = crate::Answer::Output {
+            output: serde_json::json!("longer than three"),
+            event: None,
+        };
+        let e = restored.resume(Input::Answer(id, answer)).unwrap_err();
+        assert!(e.message.contains("max_value_bytes"), "{e}");
+        // Format 2 and format 5 are refused by name.
+        for v in [2u16, FORMAT_VERSION + 1] {
+            let mut b = old.clone();
+            b[8..10].copy_from_slice(&v.to_le_bytes());
+            assert_eq!(
+                Run::restore(program.clone(), &b).unwrap_err(),
+                SnapshotError::Version {
+                    found: v,
+                    supported: FORMAT_VERSION
+                }
+            );
+        }
+    }
 
     #[test]
     fn fnv_matches_the_reference_vectors() {

@@ -69,6 +69,7 @@ impl Run {
                         record_calls: *record_calls,
                         max_host_calls: *max_host_calls,
                         max_built: limits.max_built_bytes,
+                        max_answer_tools: limits.max_tool_calls_per_answer,
                         start_ms: wf.start_ms,
                     };
                     let pumped = match pump(&ctx, lanes, io) {

@@ -383,22 +383,167 @@ fn snapshot_bytes() {
     ));
 }
 
+/// Every limit of `RunOptions` lifted, as an attacker writing a snapshot would set them.
+fn unlimited() -> RunOptions {
+    RunOptions {
+        max_host_calls: Some(u64::MAX),
+        max_value_bytes: usize::MAX,
+        max_value_depth: usize::MAX,
+        max_snapshot_bytes: usize::MAX,
+        max_built_bytes: usize::MAX,
+        max_tool_calls_per_answer: usize::MAX,
+        record_calls: true,
+        ..RunOptions::default()
+    }
+}
+
 #[test]
-fn a_restored_run_keeps_its_limits() {
+fn a_restored_run_takes_the_restorers_limits() {
     let output = json!("four");
     let n = size(&output);
-    let run = suspended(bytes(n - 1), 1);
-    let mut restored = Run::restore(pack(), &run.snapshot()).unwrap();
+    // A snapshot written by a run with every limit lifted...
+    let snapshot = suspended(unlimited(), 1).snapshot();
+    // ...restored under tight limits: the restorer's hold.
+    let mut restored = Run::restore_with(pack(), &snapshot, &bytes(n - 1)).unwrap();
     let id = the_call(&restored);
     let r = restored.resume(Input::Answer(id, out(output.clone())));
     assert_limit(&restored, r, "max_value_bytes");
-    let run = suspended(bytes(n), 1);
-    let mut restored = Run::restore(pack(), &run.snapshot()).unwrap();
+    let mut restored = Run::restore_with(pack(), &snapshot, &bytes(n)).unwrap();
     let id = the_call(&restored);
     assert_eq!(
-        restored.resume(Input::Answer(id, out(output))).unwrap(),
+        restored
+            .resume(Input::Answer(id, out(output.clone())))
+            .unwrap(),
         Need::Calls
     );
+    // `restore` takes the defaults, not the snapshot's: the log of the calls made so
+    // far is state and stays, but no further call is logged; the default limits hold.
+    let mut restored = Run::restore(pack(), &snapshot).unwrap();
+    assert_eq!(restored.calls().len(), 1);
+    let id = the_call(&restored);
+    let r = restored.resume(Input::Answer(id, out(json!("s"))));
+    assert_eq!(r.unwrap(), Need::Calls);
+    assert_eq!(restored.calls().len(), 1);
+    let mut deep = json!(1);
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    let mut restored = Run::restore(pack(), &snapshot).unwrap();
+    let id = the_call(&restored);
+    let r = restored.resume(Input::Answer(id, out(deep)));
+    assert_limit(&restored, r, "max_value_depth");
+
+    // The host-call cap counts the calls made before the snapshot: `s` is outstanding,
+    // so a cap of 1 lets its answer in and refuses `g`'s call.
+    let capped = RunOptions {
+        max_host_calls: Some(1),
+        ..RunOptions::default()
+    };
+    let mut restored = Run::restore_with(pack(), &snapshot, &capped).unwrap();
+    let id = the_call(&restored);
+    let r = restored.resume(Input::Answer(id, out(output)));
+    assert_limit(&restored, r, "max_host_calls");
+
+    // The snapshot's own size limit is the restorer's too.
+    let small = RunOptions {
+        max_snapshot_bytes: snapshot.len() - 1,
+        ..RunOptions::default()
+    };
+    assert_eq!(
+        Run::restore_with(pack(), &snapshot, &small).unwrap_err(),
+        SnapshotError::TooLarge {
+            limit: snapshot.len() - 1
+        }
+    );
+    // The snapshot of a run is the same whatever its limits: it holds state only.
+    let logged = RunOptions {
+        record_calls: true,
+        ..RunOptions::default()
+    };
+    assert_eq!(suspended(logged, 1).snapshot(), snapshot);
+}
+
+/// `composition:c`: one agent step `g` offered tools `t` and `u`, up to 3 model turns.
+fn agent_pack() -> Arc<Program> {
+    program(&format!(
+        "{HEAD}{}{}compositions:
+  c:
+    version: 1
+    steps:
+      - {{id: g, kind: agent, prompt_task: a, input: '${{input}}', tools: [t, u], termination: {{max_steps: 3}}}}
+",
+        prompts(&["a"], ""),
+        tool_defs(&["t", "u"])
+    ))
+}
+
+/// Runs `agent_pack` with `options`: the model asks for `asked` calls of `t` in one
+/// answer, then answers "done". Returns the tool calls issued and the tool results the
+/// model read on its second turn.
+fn one_answer_asking(options: RunOptions, asked: usize) -> (usize, Vec<Value>) {
+    let program = agent_pack();
+    let mut run = start(&program, options);
+    let mut r = run.resume(Input::Turn(json!("x")));
+    let requests: Vec<ToolRequest> = (0..asked)
+        .map(|i| ToolRequest {
+            name: if i % 2 == 0 { "t" } else { "u" }.into(),
+            args: json!({"i": i}),
+        })
+        .collect();
+    let mut tool_calls = 0;
+    let mut history = Vec::new();
+    let mut turns = 0;
+    while let Ok(Need::Calls | Need::Wait) = r {
+        let call = run.pending().next().unwrap();
+        let (id, answer) = if call.is_model() {
+            turns += 1;
+            if turns == 2 {
+                history = call.history();
+            }
+            let a = if turns == 1 {
+                Answer::ToolCalls(requests.clone())
+            } else {
+                out(json!("done"))
+            };
+            (call.id(), a)
+        } else {
+            tool_calls += 1;
+            (call.id(), out(json!("ok")))
+        };
+        r = run.resume(Input::Answer(id, answer));
+    }
+    assert_eq!(r.unwrap(), Need::Caller);
+    let results = history
+        .into_iter()
+        .filter_map(|e| e.get("tool_result").cloned())
+        .collect();
+    (tool_calls, results)
+}
+
+#[test]
+fn tool_calls_per_answer() {
+    // 5,000 requests in one answer start 64 calls by default; the rest read an error.
+    let (made, results) = one_answer_asking(RunOptions::default(), 5000);
+    assert_eq!(made, 64);
+    assert_eq!(results.len(), 5000);
+    assert!(results[..64].iter().all(|r| r["output"] == "ok"));
+    let e = results[64]["error"].as_str().unwrap();
+    assert!(e.contains("more than 64 tool calls"), "{e}");
+    assert!(e.contains("max_tool_calls_per_answer"), "{e}");
+    assert!(results[64..].iter().all(|r| r.get("error").is_some()));
+    // At the edge: exactly the cap are all made; one past, the last is refused.
+    let cap = |n| RunOptions {
+        max_tool_calls_per_answer: n,
+        ..RunOptions::default()
+    };
+    assert_eq!(one_answer_asking(cap(3), 3).0, 3);
+    let (made, results) = one_answer_asking(cap(3), 4);
+    assert_eq!(made, 3);
+    assert!(results[3]["error"]
+        .as_str()
+        .unwrap()
+        .contains("more than 3"));
+    assert_eq!(one_answer_asking(cap(0), 2).0, 0);
 }
 
 #[test]

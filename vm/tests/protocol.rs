@@ -163,7 +163,11 @@ fn try_misuses(program: &Arc<Program>, run: &mut Run, at: At, answered: &[CallId
         assert_eq!(seen(run), before, "{shown} at {at:?} changed the run");
     }
     let bytes = run.snapshot();
-    *run = Run::restore(program.clone(), &bytes).expect("restores");
+    let options = RunOptions {
+        record_calls: true,
+        ..RunOptions::default()
+    };
+    *run = Run::restore_with(program.clone(), &bytes, &options).expect("restores");
     assert_eq!(run.snapshot(), bytes);
 }
 

@@ -239,9 +239,14 @@ impl<H: Host> Driver<'_, H> {
 /// is indistinguishable from it. `known`: the calls the host knows to be outstanding;
 /// `None` while the run wants the clock (calls issued before the clock request are
 /// announced after it).
-fn round_trip(run: &Run, program: &Arc<Program>, known: Option<&BTreeMap<CallId, Shown>>) -> Run {
+fn round_trip(
+    run: &Run,
+    program: &Arc<Program>,
+    options: &RunOptions,
+    known: Option<&BTreeMap<CallId, Shown>>,
+) -> Run {
     let bytes = run.snapshot();
-    let restored = Run::restore(program.clone(), &bytes).expect("restores");
+    let restored = Run::restore_with(program.clone(), &bytes, options).expect("restores");
     assert_eq!(restored.trace_lines(), run.trace_lines());
     assert_eq!(restored.calls(), run.calls());
     assert_eq!(restored.evals(), run.evals());
@@ -284,7 +289,7 @@ fn record<H: Host>(
         record_calls: true,
         ..options.clone()
     };
-    let mut run = Run::new(original, target, options).expect("run");
+    let mut run = Run::new(original, target, options.clone()).expect("run");
     let mut driver = Driver {
         host,
         order,
@@ -293,7 +298,7 @@ fn record<H: Host>(
         script: script.iter().cloned().collect(),
     };
     if snapshots {
-        run = round_trip(&run, &restore_into, Some(&driver.outstanding));
+        run = round_trip(&run, &restore_into, &options, Some(&driver.outstanding));
     }
     let mut needs = Vec::new();
     let mut input = Input::Start;
@@ -315,12 +320,12 @@ fn record<H: Host>(
             .extend(issued.into_iter().map(|c| (c.0, c)));
         if snapshots {
             let known = (need != Need::Clock).then_some(&driver.outstanding);
-            run = round_trip(&run, &restore_into, known);
+            run = round_trip(&run, &restore_into, &options, known);
         }
         input = driver.next(&run, need);
     };
     if snapshots {
-        run = round_trip(&run, &restore_into, Some(&BTreeMap::new()));
+        run = round_trip(&run, &restore_into, &options, Some(&BTreeMap::new()));
     }
     Record {
         needs,
@@ -575,7 +580,7 @@ fn restored_run_answers_outstanding_parallel_calls() {
         record_calls: true,
         ..who()
     };
-    let mut run = Run::new(program_of(&m), target, options).expect("run");
+    let mut run = Run::new(program_of(&m), target, options.clone()).expect("run");
     assert_eq!(run.resume(Input::Start), Ok(Need::Caller));
     assert_eq!(run.resume(Input::Turn(json!(7))), Ok(Need::Calls));
     let issued: Vec<Shown> = run.issued().map(|c| shown(&c)).collect();
@@ -583,7 +588,7 @@ fn restored_run_answers_outstanding_parallel_calls() {
     let bytes = run.snapshot();
     drop(run);
 
-    let mut run = Run::restore(elsewhere(&m), &bytes).expect("restores");
+    let mut run = Run::restore_with(elsewhere(&m), &bytes, &options).expect("restores");
     let pending: Vec<Shown> = run.pending().map(|c| shown(&c)).collect();
     assert_eq!(pending, issued);
     let mut answers = vec![
