@@ -133,11 +133,13 @@ def read_container(data):
         compiler = compiler.decode("utf-8")
     except UnicodeDecodeError:
         raise Refused("bad_compiler_version", "the compiler version is not UTF-8") from None
-    for i, (tag, _) in enumerate(sections):
+    seen = set()
+    for tag, _ in sections:
         if not all(65 <= b <= 90 or 97 <= b <= 122 for b in tag):
             raise Refused("bad_section_tag", f"section tag {tag!r} is not four ASCII letters")
-        if any(t == tag for t, _ in sections[:i]):
+        if tag in seen:
             raise Refused("duplicate_section", f"section {tag.decode()} appears twice")
+        seen.add(tag)
     if pos != len(content):
         raise Refused("trailing_bytes", f"{len(content) - pos} bytes after the last section")
     for tag, _ in sections:
