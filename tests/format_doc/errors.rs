@@ -157,7 +157,7 @@ impl Marked {
     }
 }
 
-/// Item: `allowed` and `list` are `json-array?`: an array, or malformed.
+/// §2.1: `allowed` and `list` are `json-array?`: an array, or malformed.
 #[test]
 fn allowed_and_in_lists_must_be_arrays() {
     let python = python_available();
@@ -181,7 +181,7 @@ fn allowed_and_in_lists_must_be_arrays() {
     }
 }
 
-/// Item: JSON values refuse what the IR's JSON model cannot hold; JSON documents keep any
+/// §2.1: JSON values refuse what the IR's JSON model cannot hold; JSON documents keep any
 /// RFC 8259 text.
 #[test]
 fn json_values_are_strict_and_json_documents_are_kept_as_text() {
@@ -255,7 +255,7 @@ fn json_values_are_strict_and_json_documents_are_kept_as_text() {
     }
 }
 
-/// Item: how a JSON value's numbers are read: integers that fit i64 / u64 stay integers,
+/// §2.1: how a JSON value's numbers are read: integers that fit i64 / u64 stay integers,
 /// others (and `-0`) are the nearest binary64. Compared on the values both readers give.
 #[test]
 fn json_value_numbers_read_as_the_format_says() {
@@ -305,7 +305,7 @@ fn json_value_numbers_read_as_the_format_says() {
     }
 }
 
-/// Item: the reading order of §1 — declared lengths before the checksum, then the
+/// §1: the reading order — declared lengths before the checksum, then the
 /// checksummed defects in file order.
 #[test]
 fn the_reading_order_is_the_documented_one() {
@@ -358,7 +358,7 @@ fn the_reading_order_is_the_documented_one() {
     }
 }
 
-/// Item: each container error has its name, and with two defects the first in file
+/// §1: each container error has its name, and with two defects the first in file
 /// order is the one named.
 #[test]
 fn every_container_error_has_its_name() {
