@@ -4,8 +4,9 @@
 This reader is written from FORMAT.md alone (Python 3 standard library only), as a check
 that the document suffices to read an artifact. It
 
-- checks the container (FORMAT.md §1): size, magic, major version, CRC-32, header and
-  section bounds, tags, no unknown required section, nothing after the last section;
+- checks the container in the order of FORMAT.md §1 "Reading, in order": size, magic,
+  major version, the declared lengths, CRC-32, compiler version, tags, nothing after the
+  last section, no unknown required section, a `MODL` section;
 - decodes the `MODL` section completely (§2) into Python dicts and lists, and checks that
   the decoding consumes the section exactly;
 - verifies the module's indices (§3);
@@ -15,8 +16,8 @@ that the document suffices to read an artifact. It
 Usage: ppk_dump.py FILE [--full | --serde | --both]
 
 `--full` prints the whole decoded module instead of the summary; `--serde` prints it with
-every JSON field (§2.1) as its text, which is exactly the JSON that serde_json
-gives for the Rust `ir_spec::Module` (for cross-checking against the Rust reader);
+every JSON field (§2.1) as its text, which for a file packc wrote is exactly the JSON
+that serde_json gives for the Rust `ir_spec::Module` (for cross-checking the readers);
 `--both` prints `{"summary": ..., "serde": ...}`, the two in one run. Exit
 status 0 on success, 1 when the file is refused, 2 on a usage error. A refused file's
 message on stderr is `FILE: NAME: why`, NAME being the error's stable name of FORMAT.md §1
@@ -132,11 +133,13 @@ def read_container(data):
         compiler = compiler.decode("utf-8")
     except UnicodeDecodeError:
         raise Refused("bad_compiler_version", "the compiler version is not UTF-8") from None
-    for i, (tag, _) in enumerate(sections):
+    seen = set()
+    for tag, _ in sections:
         if not all(65 <= b <= 90 or 97 <= b <= 122 for b in tag):
             raise Refused("bad_section_tag", f"section tag {tag!r} is not four ASCII letters")
-        if any(t == tag for t, _ in sections[:i]):
+        if tag in seen:
             raise Refused("duplicate_section", f"section {tag.decode()} appears twice")
+        seen.add(tag)
     if pos != len(content):
         raise Refused("trailing_bytes", f"{len(content) - pos} bytes after the last section")
     for tag, _ in sections:
@@ -483,6 +486,8 @@ class Decoder:
                 self.fail(f"JSON value: {problem}")
         if kind == "json-array" and not isinstance(value, list):
             self.fail("JSON value is not an array")
+        if kind == "json-text":
+            text = text.strip(" \t\n\r")  # kept as written, less the whitespace around it
         return JsonText(text, value)
 
     def value(self, t):

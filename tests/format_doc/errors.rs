@@ -16,7 +16,7 @@ use ir_spec::container::{crc32, Container, Tag, DEFAULT_MAX_ARTIFACT_BYTES};
 use ir_spec::*;
 use serde_json::{json, Value};
 
-use super::{dump, every_variant, python_available};
+use super::{check_agrees, dump, every_variant, python_available};
 
 /// What a reader makes of a file: accepted, or refused with the error named.
 type Verdict = Result<(), String>;
@@ -139,8 +139,7 @@ impl Marked {
         } else {
             format!("\"{marker}\"")
         };
-        // Both texts are short: a one-byte length, then the text.
-        assert!(old_text.len() < 128 && text.len() < 128, "{text}");
+        // A `str`: its length as a varint (one byte for the marker's), then the text.
         let mut old = vec![old_text.len() as u8];
         old.extend_from_slice(old_text.as_bytes());
         let at: Vec<usize> = (0..self.modl.len())
@@ -148,8 +147,7 @@ impl Marked {
             .collect();
         assert_eq!(at.len(), 1, "{marker} occurs once in the payload");
         let mut modl = self.modl[..at[0]].to_vec();
-        modl.push(text.len() as u8);
-        modl.extend_from_slice(text.as_bytes());
+        modl.extend(postcard::to_allocvec(&text).unwrap());
         modl.extend_from_slice(&self.modl[at[0] + old.len()..]);
         Container::encode(
             self.artifact.source_hash,
@@ -159,7 +157,7 @@ impl Marked {
     }
 }
 
-/// Item: `allowed` and `list` are `json-array?`: an array, or malformed.
+/// §2.1: `allowed` and `list` are `json-array?`: an array, or malformed.
 #[test]
 fn allowed_and_in_lists_must_be_arrays() {
     let python = python_available();
@@ -183,7 +181,7 @@ fn allowed_and_in_lists_must_be_arrays() {
     }
 }
 
-/// Item: JSON values refuse what the IR's JSON model cannot hold; JSON documents keep any
+/// §2.1: JSON values refuse what the IR's JSON model cannot hold; JSON documents keep any
 /// RFC 8259 text.
 #[test]
 fn json_values_are_strict_and_json_documents_are_kept_as_text() {
@@ -231,6 +229,17 @@ fn json_values_are_strict_and_json_documents_are_kept_as_text() {
             );
         }
     }
+    // Both kinds nest at most 127 levels.
+    let nested = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    for (field, marker) in [VALUE_FIELDS[0], VALUE_FIELDS[3], TEXT_FIELDS[0]] {
+        agree(field, &marked.with(marker, &nested(127)), Ok(()), python);
+        agree(
+            field,
+            &marked.with(marker, &nested(128)),
+            Err("malformed_module"),
+            python,
+        );
+    }
     // Whitespace RFC 8259 allows is accepted in both kinds; a valid surrogate pair too.
     agree(
         "Bind::Const with spaces",
@@ -238,15 +247,15 @@ fn json_values_are_strict_and_json_documents_are_kept_as_text() {
         Ok(()),
         python,
     );
-    agree(
-        "Tool.parameters with spaces",
-        &marked.with("@tool@", "\t{ }\n"),
-        Ok(()),
-        python,
-    );
+    let spaced = marked.with("@tool@", "\t{ }\n");
+    agree("Tool.parameters with spaces", &spaced, Ok(()), python);
+    if python {
+        // A document is kept as written, less the whitespace around it: `{ }`.
+        check_agrees("Tool.parameters with spaces", &spaced);
+    }
 }
 
-/// Item: how a JSON value's numbers are read: integers that fit i64 / u64 stay integers,
+/// §2.1: how a JSON value's numbers are read: integers that fit i64 / u64 stay integers,
 /// others (and `-0`) are the nearest binary64. Compared on the values both readers give.
 #[test]
 fn json_value_numbers_read_as_the_format_says() {
@@ -296,7 +305,7 @@ fn json_value_numbers_read_as_the_format_says() {
     }
 }
 
-/// Item: the reading order of §1 — declared lengths before the checksum, then the
+/// §1: the reading order — declared lengths before the checksum, then the
 /// checksummed defects in file order.
 #[test]
 fn the_reading_order_is_the_documented_one() {
@@ -349,7 +358,7 @@ fn the_reading_order_is_the_documented_one() {
     }
 }
 
-/// Item: each container error has its name, and with two defects the first in file
+/// §1: each container error has its name, and with two defects the first in file
 /// order is the one named.
 #[test]
 fn every_container_error_has_its_name() {
