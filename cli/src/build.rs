@@ -42,6 +42,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         &checked,
         args.diagnostics.format,
         args.diagnostics.color.for_stderr(),
+        args.diagnostics.max_diagnostics,
     )?;
     let errors = checked
         .diagnostics
@@ -71,7 +72,12 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| default_output(&args.pack));
     write_atomically(&out, &encoded)?;
-    eprintln!("wrote {} ({} bytes)", out.display(), encoded.len());
+    let shown = out.display().to_string();
+    eprintln!(
+        "wrote {} ({} bytes)",
+        packc_compiler::render::escape_control(&shown),
+        encoded.len()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -47,7 +47,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     if !unbound.is_empty() && !args.quiet {
         eprintln!(
             "warning: the pack may call tools that are not bound: {} (bind them with --tools FILE; a call to one fails as a host_error)",
-            unbound.join(", ")
+            packc_compiler::render::escape_control(&unbound.join(", "))
         );
     }
     let host = LiveHost::new(LiveConfig {
@@ -93,7 +93,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
 
     if args.trace {
         for line in run.trace_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
     }
     let stats = result.stats;
@@ -103,13 +103,17 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ExitCode::SUCCESS
         }
         Ended::Failed(e) => {
-            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            eprintln!(
+                "error[{}]: {}",
+                e.kind.as_str(),
+                packc_compiler::render::escape_control(&e.message)
+            );
             ExitCode::from(1)
         }
         Ended::Interrupted => {
             eprintln!(
                 "interrupted {} after {} ({} still in flight)",
-                whereabouts(&run),
+                packc_compiler::render::escape_control(&whereabouts(&run)),
                 calls_text(&stats),
                 stats.in_flight
             );
@@ -290,7 +294,7 @@ impl Observer for Status {
         if stats.tokens > 0 {
             line.push_str(&format!(", {} tokens", stats.tokens));
         }
-        eprint!("\r\x1b[2K{line}");
+        eprint!("\r\x1b[2K{}", packc_compiler::render::escape_control(&line));
         let _ = std::io::stderr().flush();
         self.shown = true;
     }

@@ -128,7 +128,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let result = drive(&mut run, &mut host, &spec.script);
     if args.trace {
         for line in run.trace_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
     }
     match result {
@@ -137,7 +137,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            eprintln!(
+                "error[{}]: {}",
+                e.kind.as_str(),
+                packc_compiler::render::escape_control(&e.message)
+            );
             Ok(ExitCode::from(1))
         }
     }
@@ -189,7 +193,13 @@ pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Modul
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         let color = crate::ColorChoice::Auto.for_stderr();
-        crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
+        crate::check::print_diagnostics(
+            &src,
+            &checked,
+            crate::Format::Human,
+            color,
+            crate::check::DEFAULT_MAX_DIAGNOSTICS,
+        )?;
         return Ok(Err(ExitCode::from(1)));
     }
     let options = crate::check::options_for(path, &limits, &allow);

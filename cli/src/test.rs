@@ -34,7 +34,8 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;
-                println!("FAIL {}: {}", file.display(), diff.replace('\n', " | "));
+                let line = format!("FAIL {}: {}", file.display(), diff.replace('\n', " | "));
+                println!("{}", packc_compiler::render::escape_control(&line));
             }
         }
     }
