@@ -38,7 +38,8 @@ pub struct DiagnosticArgs {
     pub max_source_bytes: usize,
     /// Set a compiler limit (repeatable): max_depth, max_nodes, max_string_bytes,
     /// max_total_template_bytes, max_compositions, max_steps_per_composition,
-    /// max_total_steps, max_states, max_prompts, max_tools, max_agents (README, "Limits").
+    /// max_total_steps, max_states, max_prompts, max_tools, max_agents, max_attempts,
+    /// max_patterns, max_pattern_size (README, "Limits").
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     pub limits: Vec<(String, usize)>,
     /// When to colour the output.
