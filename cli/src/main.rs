@@ -5,6 +5,7 @@
 
 mod build;
 mod check;
+mod files;
 mod graph;
 mod inspect;
 mod live;

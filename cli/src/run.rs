@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// Write the live run as a case file that `packc test` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
     pub record: Option<PathBuf>,
+    /// Overwrite the `--record` file if it exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
     /// The longest one model or HTTP call may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub timeout: f64,

@@ -320,3 +320,142 @@ fn pack_text_never_reaches_the_terminal_raw() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("boom\\u{1b}[2J"));
 }
+
+/// The example pack copied into `dir`, and a mock model server answering its calls.
+fn live_pack(dir: &Path) -> (PathBuf, packc_host::mock::MockServer) {
+    use packc_host::mock::{MockServer, Reply};
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pack = dir.join("pack/ex1.pack.yaml");
+    std::fs::copy(repo.join("examples/rfc0010-ex1.pack.yaml"), &pack).unwrap();
+    let server = MockServer::start(|_, _| Reply::text(r#"{"summary": "s"}"#));
+    (pack, server)
+}
+
+fn live_run(
+    pack: &Path,
+    server: &packc_host::mock::MockServer,
+    extra: &[&std::ffi::OsStr],
+) -> Output {
+    packc()
+        .env_remove("OPENAI_API_KEY")
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(pack)
+        .args(["--input", r#"{"text": "x"}"#])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn record_is_checked_before_any_call_and_never_clobbers() {
+    let dir = folder("record");
+    let (pack, server) = live_pack(&dir);
+    let original = std::fs::read(&pack).unwrap();
+    fn record(p: &Path) -> [&std::ffi::OsStr; 2] {
+        [std::ffi::OsStr::new("--record"), p.as_os_str()]
+    }
+    // A folder that does not exist: refused before the run, not after it.
+    let out = live_run(&pack, &server, &record(&dir.join("nodir/x.case.yaml")));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("nodir"), "{}", text(&out));
+    // The pack itself, however it is spelled.
+    let out = live_run(
+        &pack,
+        &server,
+        &record(&dir.join("pack/../pack/ex1.pack.yaml")),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("itself"), "{}", text(&out));
+    let out = live_run(
+        &pack,
+        &server,
+        &[
+            std::ffi::OsStr::new("--force"),
+            std::ffi::OsStr::new("--record"),
+            pack.as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read(&pack).unwrap(), original);
+    // An existing file, without --force.
+    let case = dir.join("run.case.yaml");
+    std::fs::write(&case, "old").unwrap();
+    let out = live_run(&pack, &server, &record(&case));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--force"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&case).unwrap(), "old");
+    assert_eq!(server.received().len(), 0, "no call was made");
+    // With --force it is replaced; a link there is replaced, not written through.
+    #[cfg(unix)]
+    {
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::remove_file(&case).unwrap();
+        std::os::unix::fs::symlink(&victim, &case).unwrap();
+    }
+    let mut args = vec![std::ffi::OsStr::new("--force")];
+    args.extend(record(&case));
+    let out = live_run(&pack, &server, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(std::fs::read_to_string(&case)
+        .unwrap()
+        .contains("pack_file: pack/ex1.pack.yaml"));
+    #[cfg(unix)]
+    assert_eq!(
+        std::fs::read_to_string(dir.join("victim.txt")).unwrap(),
+        "keep"
+    );
+}
+
+#[test]
+fn build_never_writes_over_its_own_pack() {
+    let dir = folder("build-self");
+    let pack = pack_naming(&dir, "schemas/ok.json");
+    let original = std::fs::read(&pack).unwrap();
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(dir.join("pack/./demo.pack.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("itself"), "{}", text(&out));
+    assert_eq!(std::fs::read(&pack).unwrap(), original);
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(dir.join("nodir/x.ppk"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_pack_name_that_is_not_utf8_keeps_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = folder("bytes");
+    let named = pack_naming(&dir, "schemas/ok.json");
+    let pack = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml"));
+    std::fs::rename(&named, &pack).unwrap();
+    let out = packc().arg("build").arg(&pack).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let built = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml.ppk"));
+    assert!(built.exists(), "{}", text(&out));
+    // `--record` cannot name such a pack in a case file: refused before the run.
+    let server = packc_host::mock::MockServer::start(|_, _| packc_host::mock::Reply::text("x"));
+    let out = live_run(
+        &pack,
+        &server,
+        &[
+            std::ffi::OsStr::new("--record"),
+            dir.join("r.case.yaml").as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("not UTF-8"), "{}", text(&out));
+    assert_eq!(server.received().len(), 0);
+}
