@@ -415,7 +415,9 @@ fn compiler_and_reader_defaults_agree() {
             c.max_states,
             c.max_prompts,
             c.max_tools,
-            c.max_agents
+            c.max_agents,
+            c.max_attempts,
+            c.max_patterns,
         ),
         (
             r.max_compositions,
@@ -424,7 +426,9 @@ fn compiler_and_reader_defaults_agree() {
             r.max_states,
             r.max_prompts,
             r.max_tools,
-            r.max_agents
+            r.max_agents,
+            r.max_attempts,
+            r.max_patterns,
         )
     );
     assert_eq!(c.max_total_template_bytes, r.max_artifact_bytes);
@@ -435,4 +439,115 @@ fn compiler_and_reader_defaults_agree() {
         assert_ne!(l, Limits::default(), "{name}");
     }
     assert!(Limits::default().set("max_everything", 1).is_err());
+}
+
+/// A pack whose composition `c` has a prompt step and a parallel step whose second
+/// branch retries `attempts` times.
+fn retrying(attempts: u64) -> Value {
+    let mut p = pack(Shape {
+        prompts: 1,
+        comps: 1,
+        steps: 4,
+        ..Shape::default()
+    });
+    p["compositions"]["c0"]["steps"][1]["branches"][1]["modifiers"] =
+        json!({"retry": {"max_attempts": attempts}});
+    p
+}
+
+#[test]
+fn retry_attempts() {
+    let at = "/compositions/c0/steps/1/branches/1/modifiers/retry/max_attempts";
+    edge(&retrying(7), "max_attempts", 7, at);
+    // The attack: four billion attempts, each a model call. Refused under the defaults.
+    let d = the_error(
+        &retrying(4_000_000_000),
+        &Limits::default(),
+        DiagKind::LimitExceeded,
+        "max_attempts",
+    );
+    assert_eq!(d.pointer(), Some(at));
+    // An artifact built under a raised limit does not load under the default.
+    let mut limits = Limits::default();
+    limits.set("max_attempts", usize::MAX).unwrap();
+    let options = Options {
+        limits,
+        ..Options::default()
+    };
+    let source = serde_json::to_vec(&retrying(4_000_000_000)).unwrap();
+    let artifact = build_artifact(&source, &options).unwrap().1.unwrap();
+    let bytes = artifact.encode();
+    artifact_edge(
+        &bytes,
+        |l, n| l.max_attempts = n,
+        "max_attempts",
+        4_000_000_000,
+    );
+    assert!(Artifact::decode(&bytes, bytes.len()).is_err());
+}
+
+/// A pack whose prompt `p0` declares one string variable per pattern.
+fn with_patterns(patterns: &[&str]) -> Value {
+    let mut p = pack(Shape {
+        prompts: 1,
+        ..Shape::default()
+    });
+    let vars: Vec<Value> = patterns
+        .iter()
+        .enumerate()
+        .map(|(i, pat)| json!({"name": format!("v{i}"), "type": "string", "required": false, "validation": {"pattern": pat}}))
+        .collect();
+    p["prompts"]["p0"]["variables"] = Value::Array(vars);
+    p
+}
+
+#[test]
+fn pattern_count_and_compiled_size() {
+    let p = with_patterns(&["^a+$", "b", "[0-9]{3}"]);
+    edge(
+        &p,
+        "max_patterns",
+        3,
+        "/prompts/p0/variables/2/validation/pattern",
+    );
+    let (_, bytes) = built(&p);
+    artifact_edge(&bytes, |l, n| l.max_patterns = n, "max_patterns", 3);
+
+    // The attack: 300 patterns of `\w{500}` (a 6.9 KB artifact) took 25 s to load. Each
+    // is refused at compile time under the default size, quickly.
+    let start = std::time::Instant::now();
+    let big = with_patterns(&[r"\w{500}"; 300]);
+    let d = the_error(
+        &big,
+        &Limits::default(),
+        DiagKind::LimitExceeded,
+        "max_pattern_size",
+    );
+    assert_eq!(
+        d.pointer(),
+        Some("/prompts/p0/variables/0/validation/pattern")
+    );
+    // A pattern within the size compiles, at the edge and in the VM alike.
+    let small = with_patterns(&[r"\w{5}"]);
+    assert_clean(&small, &Limits::default());
+    let mut limits = Limits::default();
+    limits.set("max_pattern_size", 1_000).unwrap();
+    let d = the_error(&small, &limits, DiagKind::LimitExceeded, "max_pattern_size");
+    assert_eq!(
+        d.pointer(),
+        Some("/prompts/p0/variables/0/validation/pattern")
+    );
+
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+
+    // At load: the VM's loader compiles within the same limit, and refuses past it.
+    let small_module = built(&small).0.module;
+    assert!(packc_vm::Program::new(small_module.clone()).is_ok());
+    let err = packc_vm::Program::with_max_pattern_size(small_module, 1_000).unwrap_err();
+    assert_eq!(err.kind.as_str(), "limit_exceeded");
+    assert!(
+        err.message.contains("`max_pattern_size`"),
+        "{}",
+        err.message
+    );
 }

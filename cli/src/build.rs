@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use packc_compiler::diag::Severity;
 use packc_compiler::render::RenderSource;
@@ -27,6 +27,11 @@ pub struct BuildArgs {
 
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&args.pack));
+    crate::files::check_target(&out, &args.pack, "-o")?;
     let limits = args.diagnostics.limits();
     let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;
     let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits, &allow)?;
@@ -42,6 +47,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         &checked,
         args.diagnostics.format,
         args.diagnostics.color.for_stderr(),
+        args.diagnostics.max_diagnostics,
     )?;
     let errors = checked
         .diagnostics
@@ -66,22 +72,28 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| default_output(&args.pack));
-    write_atomically(&out, &encoded)?;
-    eprintln!("wrote {} ({} bytes)", out.display(), encoded.len());
+    crate::files::write_atomically(&out, &encoded, true)?;
+    let shown = out.display().to_string();
+    eprintln!(
+        "wrote {} ({} bytes)",
+        packc_compiler::render::escape_control(&shown),
+        encoded.len()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// `dir/x.pack.yaml` → `dir/x.ppk`; also `.pack.yml`, `.pack.json`, `.yaml`, `.yml`,
-/// `.json`; any other name gets `.ppk` appended.
+/// `.json`; any other name gets `.ppk` appended. A name that is not UTF-8 keeps its
+/// bytes and gets `.ppk` appended.
 pub fn default_output(pack: &Path) -> PathBuf {
-    let name = pack
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let Some(name) = pack.file_name().map(|n| n.to_str().map(str::to_owned)) else {
+        return pack.with_file_name("pack.ppk");
+    };
+    let Some(name) = name else {
+        let mut bytes = pack.file_name().unwrap_or_default().to_os_string();
+        bytes.push(".ppk");
+        return pack.with_file_name(bytes);
+    };
     let suffixes = [
         ".pack.yaml",
         ".pack.yml",
@@ -96,21 +108,6 @@ pub fn default_output(pack: &Path) -> PathBuf {
         .filter(|stem| !stem.is_empty())
         .unwrap_or(&name);
     pack.with_file_name(format!("{stem}.ppk"))
-}
-
-/// Write through a temporary file beside `path`, so a reader never sees half an artifact.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -38,7 +38,8 @@ pub struct DiagnosticArgs {
     pub max_source_bytes: usize,
     /// Set a compiler limit (repeatable): max_depth, max_nodes, max_string_bytes,
     /// max_total_template_bytes, max_compositions, max_steps_per_composition,
-    /// max_total_steps, max_states, max_prompts, max_tools, max_agents (README, "Limits").
+    /// max_total_steps, max_states, max_prompts, max_tools, max_agents, max_attempts,
+    /// max_patterns, max_pattern_size (README, "Limits").
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     pub limits: Vec<(String, usize)>,
     /// When to colour the output.
@@ -48,7 +49,15 @@ pub struct DiagnosticArgs {
     /// default a pack reads only from its own folder and below.
     #[arg(long = "allow-path", value_name = "DIR")]
     pub allow_paths: Vec<PathBuf>,
+    /// Print at most N diagnostics per pack in the human format, then `… and M more`
+    /// (0: all). The counts and the exit code still cover every diagnostic;
+    /// `--format json` prints them all.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DIAGNOSTICS)]
+    pub max_diagnostics: usize,
 }
+
+/// How many diagnostics of one pack the human format prints by default.
+pub const DEFAULT_MAX_DIAGNOSTICS: usize = 200;
 
 impl DiagnosticArgs {
     /// The compiler limits: the defaults, `--max-source-bytes`, then each `--limit`.
@@ -107,7 +116,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             text: &text,
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
-        print_diagnostics(&src, &checked, d.format, color)?;
+        print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
         let e = checked
             .diagnostics
             .iter()
@@ -169,23 +178,35 @@ pub fn check_file_with(
     Ok((check_file_bytes(path, &bytes, &options), bytes))
 }
 
-/// Print one file's diagnostics in the chosen format.
+/// Print one file's diagnostics in the chosen format; the human format stops after `max`
+/// of them (0: no cap) and says how many more there are.
 pub fn print_diagnostics(
     src: &RenderSource<'_>,
     checked: &Checked,
     format: Format,
     color: bool,
+    max: usize,
 ) -> Result<()> {
+    let all = &checked.diagnostics;
     match format {
         Format::Human => {
+            let shown = if max == 0 {
+                all.len()
+            } else {
+                max.min(all.len())
+            };
             let mut err = std::io::stderr().lock();
-            render::human(src, &checked.diagnostics, color, &mut err)?;
+            render::human(src, &all[..shown], color, &mut err)?;
+            if shown < all.len() {
+                writeln!(
+                    err,
+                    "… and {} more diagnostic(s) (`--max-diagnostics 0` prints them all)",
+                    all.len() - shown
+                )?;
+            }
         }
         Format::Json => {
-            let mut out = std::io::stdout().lock();
-            for d in &checked.diagnostics {
-                writeln!(out, "{}", render::json(src, d))?;
-            }
+            render::json_lines(src, all, &mut std::io::stdout().lock())?;
         }
     }
     Ok(())

@@ -28,10 +28,9 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     // `read_artifact` succeeded, so the container decodes.
     let container = Container::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES)
         .with_context(|| format!("cannot load {}", args.artifact.display()))?;
-    print!(
-        "{}",
-        describe(&args.artifact, &bytes, &container, &artifact)
-    );
+    // Artifact strings are untrusted: no control character reaches the terminal.
+    let text = describe(&args.artifact, &bytes, &container, &artifact);
+    print!("{}", packc_compiler::render::escape_control(&text));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -29,6 +29,24 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             args.pack.display()
         );
     }
+    // Everything about the record file is checked before any call is made: a live run
+    // is not lost to a missing folder, and never overwrites the pack or a file unasked.
+    let record_pack_file = match &args.record {
+        Some(out) => {
+            crate::files::check_target(out, &args.pack, "--record")?;
+            if !args.force && std::fs::symlink_metadata(out).is_ok() {
+                bail!(
+                    "--record {} exists; pass --force to overwrite it",
+                    out.display()
+                );
+            }
+            Some(relative_to(
+                &args.pack,
+                out.parent().unwrap_or(Path::new(".")),
+            )?)
+        }
+        None => None,
+    };
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         bail!("--timeout must be a positive number of seconds");
     }
@@ -47,7 +65,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     if !unbound.is_empty() && !args.quiet {
         eprintln!(
             "warning: the pack may call tools that are not bound: {} (bind them with --tools FILE; a call to one fails as a host_error)",
-            unbound.join(", ")
+            packc_compiler::render::escape_control(&unbound.join(", "))
         );
     }
     let host = LiveHost::new(LiveConfig {
@@ -93,7 +111,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
 
     if args.trace {
         for line in run.trace_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
     }
     let stats = result.stats;
@@ -103,13 +121,17 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ExitCode::SUCCESS
         }
         Ended::Failed(e) => {
-            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            eprintln!(
+                "error[{}]: {}",
+                e.kind.as_str(),
+                packc_compiler::render::escape_control(&e.message)
+            );
             ExitCode::from(1)
         }
         Ended::Interrupted => {
             eprintln!(
                 "interrupted {} after {} ({} still in flight)",
-                whereabouts(&run),
+                packc_compiler::render::escape_control(&whereabouts(&run)),
                 calls_text(&stats),
                 stats.in_flight
             );
@@ -138,7 +160,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
                 "a live run of {} recorded by packc run --record",
                 args.pack.display()
             ),
-            pack_file: relative_to(&args.pack, out.parent().unwrap_or(Path::new(".")))?,
+            pack_file: record_pack_file.unwrap_or_default(),
             target: &target_text,
             script: &script,
             variables: &variables,
@@ -150,7 +172,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             out.display(),
             packc_host::yaml::to_yaml(&case)
         );
-        std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+        crate::files::write_atomically(out, text.as_bytes(), args.force)?;
         if !agrees {
             eprintln!(
                 "warning: replaying the recording does not give the live result (a call was answered twice alike, or the run read the clock); check {}",
@@ -185,7 +207,8 @@ fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
     })
 }
 
-/// `path` relative to `dir`, with `/` separators (for `pack_file`).
+/// `path` relative to `dir`, with `/` separators (for `pack_file`). A path that is not
+/// UTF-8 cannot be written in a case file, and is refused.
 fn relative_to(path: &Path, dir: &Path) -> Result<String> {
     let abs = |p: &Path| -> Result<PathBuf> {
         let p = if p.as_os_str().is_empty() {
@@ -202,11 +225,15 @@ fn relative_to(path: &Path, dir: &Path) -> Result<String> {
         .take_while(|(a, b)| a == b)
         .count();
     let mut parts: Vec<String> = dir.components().skip(common).map(|_| "..".into()).collect();
-    parts.extend(
-        path.components()
-            .skip(common)
-            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
-    );
+    for c in path.components().skip(common) {
+        let Some(part) = c.as_os_str().to_str() else {
+            bail!(
+                "--record: the pack's path {} is not UTF-8, so a case file cannot name it; rename the pack",
+                path.display()
+            );
+        };
+        parts.push(part.to_owned());
+    }
     Ok(parts.join("/"))
 }
 
@@ -290,7 +317,7 @@ impl Observer for Status {
         if stats.tokens > 0 {
             line.push_str(&format!(", {} tokens", stats.tokens));
         }
-        eprint!("\r\x1b[2K{line}");
+        eprint!("\r\x1b[2K{}", packc_compiler::render::escape_control(&line));
         let _ = std::io::stderr().flush();
         self.shown = true;
     }

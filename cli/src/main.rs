@@ -5,6 +5,7 @@
 
 mod build;
 mod check;
+mod files;
 mod graph;
 mod inspect;
 mod live;
@@ -152,7 +153,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Errors quote pack text, server answers and paths: escape what a terminal
+            // would interpret.
+            let text = format!("{err:#}");
+            eprintln!("error: {}", packc_compiler::render::escape_control(&text));
             ExitCode::from(2)
         }
     }

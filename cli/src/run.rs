@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// Write the live run as a case file that `packc test` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
     pub record: Option<PathBuf>,
+    /// Overwrite the `--record` file if it exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
     /// The longest one model or HTTP call may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120.0)]
     pub timeout: f64,
@@ -128,7 +131,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let result = drive(&mut run, &mut host, &spec.script);
     if args.trace {
         for line in run.trace_lines() {
-            eprintln!("{line}");
+            eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
     }
     match result {
@@ -137,7 +140,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            eprintln!(
+                "error[{}]: {}",
+                e.kind.as_str(),
+                packc_compiler::render::escape_control(&e.message)
+            );
             Ok(ExitCode::from(1))
         }
     }
@@ -192,7 +199,13 @@ pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Modul
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         let color = crate::ColorChoice::Auto.for_stderr();
-        crate::check::print_diagnostics(&src, &checked, crate::Format::Human, color)?;
+        crate::check::print_diagnostics(
+            &src,
+            &checked,
+            crate::Format::Human,
+            color,
+            crate::check::DEFAULT_MAX_DIAGNOSTICS,
+        )?;
         if checked.has_errors() {
             return Ok(Err(ExitCode::from(1)));
         }

@@ -43,9 +43,12 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;
-                println!("FAIL {}", file.display());
+                println!(
+                    "FAIL {}",
+                    packc_compiler::render::escape_control(&file.display().to_string())
+                );
                 for line in diff.lines() {
-                    println!("    {line}");
+                    println!("    {}", packc_compiler::render::escape_control(line));
                 }
             }
         }

@@ -211,3 +211,251 @@ fn allow_path_widens_the_reach_deliberately() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("--allow-path"), "{}", text(&out));
 }
+
+/// A one-line JSON pack with 10,000 steps, each missing its `prompt_task`: 10,000 errors
+/// that all blame the same 300 KB line.
+fn ten_thousand_errors(dir: &Path) -> PathBuf {
+    let steps: Vec<String> = (0..10_000)
+        .map(|i| format!(r#"{{"id":"s{i}","kind":"prompt"}}"#))
+        .collect();
+    let text = format!(
+        r#"{{"id":"demo","name":"Demo","version":"1.0.0","template_engine":{{"version":"v1","syntax":"{{{{variable}}}}"}},"prompts":{{"p":{{"id":"p","name":"P","version":"1.0.0","system_template":"Hi."}}}},"workflow":{{"version":1,"entry":"main","states":{{"main":{{"orchestration":"composition","composition":"c","terminal":true}}}}}},"compositions":{{"c":{{"version":1,"steps":[{}]}}}}}}"#,
+        steps.join(",")
+    );
+    let path = dir.join("many.pack.json");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn ten_thousand_diagnostics_are_bounded_and_fast() {
+    let dir = folder("many");
+    ten_thousand_errors(&dir);
+    let timed = |args: &[&str]| {
+        let start = std::time::Instant::now();
+        let out = packc().args(args).current_dir(&dir).output().unwrap();
+        let took = start.elapsed();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(took.as_secs() < 10, "{args:?} took {took:?}");
+        out
+    };
+    // Human: the first 200, cut around their span, then a count of the rest.
+    let out = timed(&["check", "many.pack.json"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("[schema_violation] Error").count(), 200);
+    assert!(stderr.ends_with(
+        "… and 9800 more diagnostic(s) (`--max-diagnostics 0` prints them all)\nchecked 1 pack: 10000 error(s), 0 warning(s)\n"
+    ));
+    assert_eq!(stderr.len(), 107_144);
+    assert!(
+        stderr.lines().all(|l| l.chars().count() < 300),
+        "long lines are cut"
+    );
+    // Every one of them when asked, still linear.
+    let out = timed(&["check", "--max-diagnostics", "0", "many.pack.json"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("[schema_violation] Error").count(), 10_000);
+    // JSON: one line per diagnostic, all of them.
+    let out = timed(&["check", "--format", "json", "many.pack.json"]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 10_000);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["pointer"], "/compositions/c/steps/9999");
+    assert_eq!(last["line"], 1);
+}
+
+fn has_control(text: &[u8]) -> bool {
+    String::from_utf8_lossy(text)
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+#[test]
+fn pack_text_never_reaches_the_terminal_raw() {
+    let dir = folder("escape");
+    // A composition key and an unresolved prompt name carrying escape sequences.
+    let pack = dir.join("pack/esc.pack.yaml");
+    let source = "id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\nworkflow:\n  version: 1\n  entry: main\n  states:\n    main: {orchestration: composition, composition: \"c\\e]0;owned\\a\", terminal: true}\ncompositions:\n  \"c\\e]0;owned\\a\":\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: PROMPT}\n";
+    std::fs::write(&pack, source.replace("PROMPT", "\"q\\e[2J\\r\"")).unwrap();
+    let out = packc().arg("check").arg(&pack).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !has_control(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`q\\u{1b}[2J\\u{d}`"));
+    // The same in an artifact's strings, and in a run's error and trace.
+    std::fs::write(&pack, source.replace("PROMPT", "p")).unwrap();
+    let ppk = dir.join("esc.ppk");
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = packc().arg("inspect").arg(&ppk).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !has_control(&out.stdout),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("c\\u{1b}]0;owned\\u{7}"));
+    let host = dir.join("host.yaml");
+    std::fs::write(&host, "host: {prompts: {p: [{error: \"boom\\e[2J\"}]}}\n").unwrap();
+    let out = packc()
+        .args(["run", "--trace", "--host"])
+        .arg(&host)
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        !has_control(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("boom\\u{1b}[2J"));
+}
+
+/// The example pack copied into `dir`, and a mock model server answering its calls.
+fn live_pack(dir: &Path) -> (PathBuf, packc_host::mock::MockServer) {
+    use packc_host::mock::{MockServer, Reply};
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pack = dir.join("pack/ex1.pack.yaml");
+    std::fs::copy(repo.join("examples/rfc0010-ex1.pack.yaml"), &pack).unwrap();
+    let server = MockServer::start(|_, _| Reply::text(r#"{"summary": "s"}"#));
+    (pack, server)
+}
+
+fn live_run(
+    pack: &Path,
+    server: &packc_host::mock::MockServer,
+    extra: &[&std::ffi::OsStr],
+) -> Output {
+    packc()
+        .env_remove("OPENAI_API_KEY")
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(pack)
+        .args(["--input", r#"{"text": "x"}"#])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn record_is_checked_before_any_call_and_never_clobbers() {
+    let dir = folder("record");
+    let (pack, server) = live_pack(&dir);
+    let original = std::fs::read(&pack).unwrap();
+    fn record(p: &Path) -> [&std::ffi::OsStr; 2] {
+        [std::ffi::OsStr::new("--record"), p.as_os_str()]
+    }
+    // A folder that does not exist: refused before the run, not after it.
+    let out = live_run(&pack, &server, &record(&dir.join("nodir/x.case.yaml")));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("nodir"), "{}", text(&out));
+    // The pack itself, however it is spelled.
+    let out = live_run(
+        &pack,
+        &server,
+        &record(&dir.join("pack/../pack/ex1.pack.yaml")),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("itself"), "{}", text(&out));
+    let out = live_run(
+        &pack,
+        &server,
+        &[
+            std::ffi::OsStr::new("--force"),
+            std::ffi::OsStr::new("--record"),
+            pack.as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read(&pack).unwrap(), original);
+    // An existing file, without --force.
+    let case = dir.join("run.case.yaml");
+    std::fs::write(&case, "old").unwrap();
+    let out = live_run(&pack, &server, &record(&case));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--force"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&case).unwrap(), "old");
+    assert_eq!(server.received().len(), 0, "no call was made");
+    // With --force it is replaced; a link there is replaced, not written through.
+    #[cfg(unix)]
+    {
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::remove_file(&case).unwrap();
+        std::os::unix::fs::symlink(&victim, &case).unwrap();
+    }
+    let mut args = vec![std::ffi::OsStr::new("--force")];
+    args.extend(record(&case));
+    let out = live_run(&pack, &server, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(std::fs::read_to_string(&case)
+        .unwrap()
+        .contains("pack_file: pack/ex1.pack.yaml"));
+    #[cfg(unix)]
+    assert_eq!(
+        std::fs::read_to_string(dir.join("victim.txt")).unwrap(),
+        "keep"
+    );
+}
+
+#[test]
+fn build_never_writes_over_its_own_pack() {
+    let dir = folder("build-self");
+    let pack = pack_naming(&dir, "schemas/ok.json");
+    let original = std::fs::read(&pack).unwrap();
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(dir.join("pack/./demo.pack.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("itself"), "{}", text(&out));
+    assert_eq!(std::fs::read(&pack).unwrap(), original);
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(dir.join("nodir/x.ppk"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_pack_name_that_is_not_utf8_keeps_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = folder("bytes");
+    let named = pack_naming(&dir, "schemas/ok.json");
+    let pack = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml"));
+    std::fs::rename(&named, &pack).unwrap();
+    let out = packc().arg("build").arg(&pack).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let built = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml.ppk"));
+    assert!(built.exists(), "{}", text(&out));
+    // `--record` cannot name such a pack in a case file: refused before the run.
+    let server = packc_host::mock::MockServer::start(|_, _| packc_host::mock::Reply::text("x"));
+    let out = live_run(
+        &pack,
+        &server,
+        &[
+            std::ffi::OsStr::new("--record"),
+            dir.join("r.case.yaml").as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("not UTF-8"), "{}", text(&out));
+    assert_eq!(server.received().len(), 0);
+}

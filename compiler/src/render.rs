@@ -1,7 +1,15 @@
 //! Printing diagnostics: like rustc's with ariadne, or one JSON object per line.
 //!
 //! This is the only place where JSON pointers become `file:line:col`.
+//!
+//! Output is linear in the number of diagnostics whatever the pack's shape: positions come
+//! from an index of the text built once per file ([`TextIndex`]), a report shows the lines
+//! it blames and no others, and a line longer than [`MAX_LINE_CHARS`] is shown cut to a
+//! window around what it blames (`…` marks the cuts). Pack text is untrusted: control
+//! characters in the source lines, the messages and the file name are escaped
+//! ([`escape_control`], [`display_text`]) so a pack cannot drive the reader's terminal.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::ops::Range;
 
@@ -56,12 +64,6 @@ impl RenderSource<'_> {
         spans.key_or_value(pointer)
     }
 
-    /// A byte span (on char boundaries) as a char span, which is what ariadne indexes by.
-    fn char_span(&self, span: Range<usize>) -> Range<usize> {
-        let start = self.text[..span.start].chars().count();
-        start..start + self.text[span.start..span.end].chars().count()
-    }
-
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_boundary(self.text, offset);
@@ -86,22 +88,176 @@ fn floor_boundary(text: &str, offset: usize) -> usize {
     offset
 }
 
+/// Lines longer than this (in characters) are shown cut around the span they carry.
+pub const MAX_LINE_CHARS: usize = 240;
+
+/// Characters kept on each side of a span on a cut line.
+const CUT_CONTEXT: usize = 60;
+
+/// Characters of one span shown at most on a cut line.
+const CUT_SPAN: usize = 120;
+
+/// Byte offsets → lines and character counts, built once per text in linear time so that
+/// locating each diagnostic costs `O(log n)` plus a bounded scan.
+pub struct TextIndex<'a> {
+    text: &'a str,
+    /// Byte offset where each line starts (lines end at `\n`).
+    line_starts: Vec<usize>,
+    /// Characters before byte `k * BLOCK`, for every `k`.
+    chars_at_block: Vec<usize>,
+}
+
+const BLOCK: usize = 1024;
+
+impl<'a> TextIndex<'a> {
+    /// Index `text`.
+    pub fn new(text: &'a str) -> TextIndex<'a> {
+        let bytes = text.as_bytes();
+        let mut line_starts = vec![0];
+        line_starts.extend(memchr_iter(bytes).map(|i| i + 1));
+        let mut chars_at_block = Vec::with_capacity(bytes.len() / BLOCK + 1);
+        let mut chars = 0;
+        for block in bytes.chunks(BLOCK) {
+            chars_at_block.push(chars);
+            chars += count_chars(block);
+        }
+        chars_at_block.push(chars);
+        TextIndex {
+            text,
+            line_starts,
+            chars_at_block,
+        }
+    }
+
+    /// Characters in `text[..offset]` (`offset` clamped to the text).
+    pub fn chars_before(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        let block = offset / BLOCK;
+        self.chars_at_block[block] + count_chars(&self.text.as_bytes()[block * BLOCK..offset])
+    }
+
+    /// 0-based line of a byte offset.
+    fn line_of(&self, offset: usize) -> usize {
+        self.line_starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// The byte range of line `line` without its `\n`.
+    fn line_range(&self, line: usize) -> Range<usize> {
+        let start = self.line_starts[line];
+        let end = self
+            .line_starts
+            .get(line + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        start..end.max(start)
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = floor_boundary(self.text, offset);
+        let line = self.line_of(offset);
+        let col = self.chars_before(offset) - self.chars_before(self.line_starts[line]);
+        (line + 1, col + 1)
+    }
+}
+
+fn memchr_iter(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i)
+}
+
+/// Characters in a slice of UTF-8 bytes (the bytes that do not continue a character).
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// Whether `c` would be interpreted by a terminal rather than shown: the C0 controls but
+/// `\t` and `\n`, DEL, and the C1 controls (`U+0080`–`U+009F`).
+pub fn is_control(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// `text` with every control character ([`is_control`]) written as a visible escape
+/// (`\u{1b}`), for messages, names and any other untrusted text printed for humans.
+/// Text without one is returned as is.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_control(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` with every control character replaced by one visible character (a Unicode
+/// control picture such as `␛` for the C0 ones, `�` for the others), so that character
+/// positions in it are those of `text`: used for source lines, where labels point at
+/// character columns. A `\r` that ends a line (`\r\n`) is kept.
+pub fn display_text(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => out.push(c),
+            c if is_control(c) && (c as u32) < 0x20 => {
+                out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
+            }
+            '\u{7f}' => out.push('\u{2421}'),
+            c if is_control(c) => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Print diagnostics the way rustc does: kind, `file:line:col`, the source lines, a label
 /// on every place involved, and the help line.
+///
+/// Every diagnostic given is printed; a caller that wants a cap slices `diags` (the CLI's
+/// `--max-diagnostics`). Output is buffered here, so `out` may be unbuffered.
 pub fn human(
     src: &RenderSource<'_>,
     diags: &[Diagnostic],
     color: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let name = src.name.to_string();
-    let source = Source::from(src.text);
+    let mut out = io::BufWriter::with_capacity(64 << 10, out);
+    let name = escape_control(src.name).into_owned();
+    let index = TextIndex::new(src.text);
+    let shown = display_text(src.text);
+    let source = Source::from(shown.as_ref());
     for d in diags {
+        let sites: Vec<Range<usize>> = std::iter::once(&d.site)
+            .chain(d.labels.iter().map(|l| &l.site))
+            .filter_map(|site| src.span_of(site))
+            .collect();
+        let long = sites.iter().any(|span| {
+            let line = index.line_range(index.line_of(span.start));
+            index.chars_before(line.end) - index.chars_before(line.start) > MAX_LINE_CHARS
+        });
+        if long {
+            write_cut(src, &index, &name, d, &mut out)?;
+            continue;
+        }
+        let char_span = |s: Range<usize>| index.chars_before(s.start)..index.chars_before(s.end);
         let (kind, label_color) = match d.severity {
             Severity::Error => (ReportKind::Error, Color::Red),
             Severity::Warning => (ReportKind::Warning, Color::Yellow),
         };
-        let primary = src.span_of(&d.site).map(|s| src.char_span(s));
+        let primary = src.span_of(&d.site).map(char_span);
         let anchor = primary.clone().unwrap_or(0..0);
         let mut report = Report::build(kind, (name.clone(), anchor.clone()))
             .with_config(
@@ -110,41 +266,148 @@ pub fn human(
                     .with_index_type(IndexType::Char),
             )
             .with_code(d.kind.as_str())
-            .with_message(&d.message);
+            .with_message(escape_control(&d.message));
         if let Some(span) = primary {
-            let text = match d.pointer() {
-                Some(p) if !p.is_empty() => format!("{} (at {p})", d.kind.as_str()),
-                _ => d.kind.as_str().to_string(),
-            };
             report = report.with_label(
                 Label::new((name.clone(), span))
-                    .with_message(text)
+                    .with_message(primary_label(d))
                     .with_color(label_color),
             );
         }
         for label in &d.labels {
-            if let Some(span) = src.span_of(&label.site).map(|s| src.char_span(s)) {
+            if let Some(span) = src.span_of(&label.site).map(char_span) {
                 report = report.with_label(
                     Label::new((name.clone(), span))
-                        .with_message(&label.message)
+                        .with_message(escape_control(&label.message))
                         .with_color(Color::Blue),
                 );
             }
         }
         if let Some(help) = &d.help {
-            report = report.with_help(help);
+            report = report.with_help(escape_control(help));
         }
-        report
-            .finish()
-            .write((name.clone(), source.clone()), &mut *out)?;
+        report.finish().write((name.clone(), &source), &mut out)?;
     }
-    Ok(())
+    out.flush()
+}
+
+/// The text of a diagnostic's own label: its kind, and the pointer it blames.
+fn primary_label(d: &Diagnostic) -> String {
+    match d.pointer() {
+        Some(p) if !p.is_empty() => {
+            format!("{} (at {})", d.kind.as_str(), escape_control(p))
+        }
+        _ => d.kind.as_str().to_string(),
+    }
+}
+
+/// A diagnostic whose line is too long to show whole: the same frame as the ariadne
+/// reports, each place shown on its own line cut to a window around it.
+fn write_cut(
+    src: &RenderSource<'_>,
+    index: &TextIndex<'_>,
+    name: &str,
+    d: &Diagnostic,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let word = match d.severity {
+        Severity::Error => "Error",
+        Severity::Warning => "Warning",
+    };
+    writeln!(
+        out,
+        "[{}] {word}: {}",
+        d.kind.as_str(),
+        escape_control(&d.message)
+    )?;
+    let places = std::iter::once((&d.site, primary_label(d)))
+        .chain(
+            d.labels
+                .iter()
+                .map(|l| (&l.site, escape_control(&l.message).into_owned())),
+        )
+        .filter_map(|(site, label)| src.span_of(site).map(|span| (span, label)));
+    for (i, (span, label)) in places.enumerate() {
+        let (line, col) = index.line_col(span.start);
+        let corner = if i == 0 { '╭' } else { '├' };
+        writeln!(out, "   {corner}─[ {name}:{line}:{col} ]")?;
+        let range = index.line_range(line - 1);
+        // The window, found by walking a bounded number of characters either side of the
+        // span (never the whole line: a one-line pack may hold all the diagnostics).
+        let start = span.start.clamp(range.start, range.end);
+        let before = &src.text[range.start..start];
+        let back = before
+            .chars()
+            .rev()
+            .take(CUT_CONTEXT)
+            .map(char::len_utf8)
+            .sum::<usize>();
+        let from = start - back;
+        let after = &src.text[start..range.end];
+        let len = after
+            .chars()
+            .take(CUT_SPAN)
+            .scan(start, |at, c| {
+                *at += c.len_utf8();
+                Some(*at)
+            })
+            .take_while(|&end| end <= span.end.max(start + 1))
+            .count()
+            .max(1);
+        let to = after
+            .char_indices()
+            .nth(len + CUT_CONTEXT)
+            .map_or(range.end, |(i, _)| start + i);
+        let shown = &src.text[from..to];
+        let cut_before = from > range.start;
+        let cut_after = to < range.end;
+        let at = before.len() - (from - range.start);
+        let at = src.text[from..from + at].chars().count();
+        let number = line.to_string();
+        let pad = " ".repeat(number.len());
+        writeln!(
+            out,
+            " {number} │ {}{}{}",
+            if cut_before { "…" } else { "" },
+            display_text(shown),
+            if cut_after { "…" } else { "" }
+        )?;
+        let indent = " ".repeat(at + usize::from(cut_before));
+        writeln!(out, " {pad} │ {indent}{} {label}", "─".repeat(len))?;
+    }
+    if let Some(help) = &d.help {
+        writeln!(out, "   │ Help: {}", escape_control(help))?;
+    }
+    writeln!(out, "───╯")
+}
+
+/// Print one JSON object per diagnostic and line ([`json`]), locating them all with one
+/// index of the text: linear in the number of diagnostics.
+pub fn json_lines(
+    src: &RenderSource<'_>,
+    diags: &[Diagnostic],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(64 << 10, out);
+    let index = TextIndex::new(src.text);
+    for d in diags {
+        let pos = src.span_of(&d.site).map(|s| index.line_col(s.start));
+        writeln!(out, "{}", json_at(src, d, pos))?;
+    }
+    out.flush()
 }
 
 /// One diagnostic as a JSON object: kind, severity, message, file, line, column, pointer
 /// (line and column are 1-based, `null` when the diagnostic points nowhere).
 pub fn json(src: &RenderSource<'_>, d: &Diagnostic) -> serde_json::Value {
-    let pos = src.position(d);
+    json_at(src, d, src.position(d))
+}
+
+fn json_at(
+    src: &RenderSource<'_>,
+    d: &Diagnostic,
+    pos: Option<(usize, usize)>,
+) -> serde_json::Value {
     json!({
         "kind": d.kind.as_str(),
         "severity": d.severity.as_str(),
@@ -155,4 +418,85 @@ pub fn json(src: &RenderSource<'_>, d: &Diagnostic) -> serde_json::Value {
         "pointer": d.pointer(),
         "help": d.help,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::DiagKind;
+
+    #[test]
+    fn the_index_locates_like_a_scan() {
+        let text = "a: 1\nbé: \"ü\u{1F600}x\"\n\n".repeat(200) + "last";
+        let src = RenderSource {
+            name: "t",
+            text: &text,
+            spans: None,
+        };
+        let index = TextIndex::new(&text);
+        for offset in (0..=text.len() + 3).step_by(7) {
+            assert_eq!(index.line_col(offset), src.line_col(offset), "{offset}");
+            let floor = floor_boundary(&text, offset);
+            assert_eq!(index.chars_before(floor), text[..floor].chars().count());
+        }
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_columns_kept() {
+        assert_eq!(escape_control("a\u{1b}[31mb\u{7}"), "a\\u{1b}[31mb\\u{7}");
+        assert!(matches!(escape_control("plain\ttext\n"), Cow::Borrowed(_)));
+        let shown = display_text("k\u{1b}]0;x\u{7}: \u{9b}v\r\n");
+        assert_eq!(shown, "k\u{241b}]0;x\u{2407}: \u{fffd}v\r\n");
+        assert_eq!(
+            shown.chars().count(),
+            "k\u{1b}]0;x\u{7}: \u{9b}v\r\n".chars().count()
+        );
+    }
+
+    fn rendered(text: &str, d: Diagnostic) -> String {
+        let src = RenderSource {
+            name: "evil\u{1b}[2J.yaml",
+            text,
+            spans: None,
+        };
+        let mut out = Vec::new();
+        human(&src, &[d], false, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn no_control_character_reaches_the_terminal() {
+        let text = "key\u{1b}[31m: value\u{9b}\n";
+        let d = Diagnostic::new(DiagKind::SchemaViolation, "bad key `key\u{1b}[31m`")
+            .at_span(0..4)
+            .help("rename `\u{7}`");
+        let out = rendered(text, d);
+        assert!(!out.chars().any(is_control_but_newline), "{out:?}");
+        assert!(out.contains("bad key `key\\u{1b}[31m`"), "{out}");
+        assert!(out.contains("evil\\u{1b}[2J.yaml:1:1"), "{out}");
+        assert!(out.contains("key\u{241b}[31m: value"), "{out}");
+    }
+
+    fn is_control_but_newline(c: char) -> bool {
+        c.is_control() && c != '\n'
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_the_span() {
+        let text = format!("{}TARGET{}\nnext\n", "x".repeat(5000), "y".repeat(5000));
+        let d = Diagnostic::new(DiagKind::SchemaViolation, "here").at_span(5000..5006);
+        let out = rendered(&text, d);
+        assert!(out.contains(":1:5001 ]"), "{out}");
+        let line = out.lines().find(|l| l.contains("TARGET")).unwrap();
+        assert_eq!(
+            line,
+            format!(" 1 │ …{}TARGET{}…", "x".repeat(60), "y".repeat(60))
+        );
+        let under = out.lines().find(|l| l.contains("──────")).unwrap();
+        assert_eq!(
+            under,
+            format!("   │ {}────── schema_violation", " ".repeat(61))
+        );
+        assert!(out.len() < 600, "{}", out.len());
+    }
 }

@@ -30,6 +30,15 @@ pub const DEFAULT_MAX_PROMPTS: usize = 10_000;
 pub const DEFAULT_MAX_TOOLS: usize = 10_000;
 /// Agent members a module may hold by default.
 pub const DEFAULT_MAX_AGENTS: usize = 10_000;
+/// The most attempts a step's `retry` modifier may ask for by default: each attempt is a
+/// host call, and a run keeps a record of each.
+pub const DEFAULT_MAX_ATTEMPTS: usize = 100;
+/// Variable `pattern`s (regular expressions) a module may hold by default: each is
+/// compiled when the module is loaded.
+pub const DEFAULT_MAX_PATTERNS: usize = 1_000;
+/// The most memory one compiled `pattern` may take by default, in bytes (the `regex`
+/// crate's `size_limit`): what bounds the time compiling it takes.
+pub const DEFAULT_MAX_PATTERN_SIZE: usize = 256 * 1024;
 
 /// What [`Artifact::decode_with`](crate::Artifact::decode_with) accepts. Past any of
 /// them the file is refused with [`ArtifactError::Limit`] naming the field.
@@ -55,6 +64,11 @@ pub struct DecodeLimits {
     pub max_tools: usize,
     /// Agent members (10,000 by default).
     pub max_agents: usize,
+    /// Attempts of one step, `retry.max_attempts` (100 by default).
+    pub max_attempts: usize,
+    /// Variable `pattern`s of all prompts together (1,000 by default). The compiled size
+    /// of each is the loader's to bound (`packc_vm::Program::with_max_pattern_size`).
+    pub max_patterns: usize,
 }
 
 impl Default for DecodeLimits {
@@ -68,6 +82,8 @@ impl Default for DecodeLimits {
             max_prompts: DEFAULT_MAX_PROMPTS,
             max_tools: DEFAULT_MAX_TOOLS,
             max_agents: DEFAULT_MAX_AGENTS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_patterns: DEFAULT_MAX_PATTERNS,
         }
     }
 }
@@ -109,6 +125,30 @@ impl DecodeLimits {
             "agent members",
             m.agents.len(),
             self.max_agents,
+        )?;
+        let attempts = m
+            .compositions
+            .iter()
+            .flat_map(|c| &c.steps)
+            .map(|s| s.max_attempts as usize)
+            .max();
+        over(
+            "max_attempts",
+            "attempts of one step",
+            attempts.unwrap_or(0),
+            self.max_attempts,
+        )?;
+        let patterns = m
+            .prompts
+            .iter()
+            .flat_map(|p| &p.variables)
+            .filter(|v| v.validation.pattern.is_some())
+            .count();
+        over(
+            "max_patterns",
+            "variable patterns",
+            patterns,
+            self.max_patterns,
         )
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use ir_spec::{Budget, Module, Pred, PromptId, StepKind, ToolRef};
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 
 use crate::api::{ErrorKind, RunError};
 use crate::pred::Compiled;
@@ -35,6 +35,19 @@ pub struct Program {
     fingerprint: OnceLock<u64>,
 }
 
+/// A variable pattern compiled within `max` bytes; `Ok(None)` when it is not a valid
+/// regular expression (no value matches it, `workflow.md` §14).
+fn compile_pattern(pattern: &str, max: usize) -> Result<Option<Regex>, RunError> {
+    match RegexBuilder::new(pattern).size_limit(max).build() {
+        Ok(re) => Ok(Some(re)),
+        Err(regex::Error::CompiledTooBig(_)) => Err(RunError::new(
+            ErrorKind::LimitExceeded,
+            format!("a variable pattern compiles to more than {max} bytes, past the loader's limit `max_pattern_size`"),
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
 /// How the length of a prompt's rendered system prompt is found
 /// ([`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes)).
 #[derive(Clone, Copy, Debug)]
@@ -48,26 +61,32 @@ pub(crate) enum SystemLen {
 }
 
 impl Program {
-    /// Validates `module` and builds its tables.
+    /// Validates `module` and builds its tables, each variable pattern compiled within
+    /// the default size ([`ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE`]).
     pub fn new(module: Module) -> Result<Program, RunError> {
+        Program::with_max_pattern_size(module, ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE)
+    }
+
+    /// [`Program::new`] with each variable `pattern` compiled within `max` bytes (the
+    /// `regex` crate's `size_limit`, which bounds the time compiling takes); a pattern
+    /// past it is a `limit_exceeded` error naming `max_pattern_size`. The compiler holds
+    /// packs to the same limit (`Limits::max_pattern_size`), so what it built under the
+    /// same value loads.
+    pub fn with_max_pattern_size(module: Module, max: usize) -> Result<Program, RunError> {
         module
             .validate()
             .map_err(|e| RunError::new(ErrorKind::Protocol, e.to_string()))?;
-        let patterns = module
-            .prompts
-            .iter()
-            .map(|p| {
-                p.variables
-                    .iter()
-                    .map(|v| {
-                        v.validation
-                            .pattern
-                            .as_ref()
-                            .map(|pat| Regex::new(pat).ok())
-                    })
-                    .collect()
-            })
-            .collect();
+        let mut patterns = Vec::with_capacity(module.prompts.len());
+        for p in &module.prompts {
+            let mut row = Vec::with_capacity(p.variables.len());
+            for v in &p.variables {
+                row.push(match &v.validation.pattern {
+                    None => None,
+                    Some(pat) => Some(compile_pattern(pat, max)?),
+                });
+            }
+            patterns.push(row);
+        }
         let render_infallible: Vec<bool> = module
             .prompts
             .iter()

@@ -1,6 +1,7 @@
 //! The [`Limits`] checked on a loaded document: string length (templates with their
-//! fragments expanded included) and the counts of compositions, steps, states, prompts,
-//! tools and agent members.
+//! fragments expanded included), the counts of compositions, steps, states, prompts,
+//! tools and agent members, the attempts a `retry` asks for, and the number and compiled
+//! size of variable patterns.
 //!
 //! They run before the schema and the semantic checks, and a pack past one of them gets
 //! nothing else: the later stages are where a huge pack would cost time. Each limit is
@@ -26,6 +27,8 @@ pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) ->
     if let Some(root) = pack.as_object() {
         counts(root, limits, out);
         templates(root, limits, out);
+        attempts(root, limits, out);
+        patterns(root, limits, out);
     }
     out.len() > before
 }
@@ -257,6 +260,92 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
                 format!("the `system_template`s of the prompts up to `{key}` are {total} bytes long once their fragments are expanded, more than the limit of {max} bytes in all (`max_total_template_bytes`)"),
                 "max_total_template_bytes",
             ));
+        }
+    }
+}
+
+/// Every step's `retry.max_attempts` (parallel branches included) at most
+/// `max_attempts`; the first past it is blamed.
+fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(comps) = root.get("compositions").and_then(Value::as_object) else {
+        return;
+    };
+    let max = limits.max_attempts;
+    for (key, comp) in comps {
+        let Some(steps) = comp.get("steps").and_then(Value::as_array) else {
+            continue;
+        };
+        let base = format!("/compositions/{}/steps", escape_token(key));
+        let mut stack: Vec<(String, &[Value])> = vec![(base, steps)];
+        while let Some((pointer, list)) = stack.pop() {
+            for (i, step) in list.iter().enumerate() {
+                let n = step
+                    .get("modifiers")
+                    .and_then(|m| m.get("retry"))
+                    .and_then(|r| r.get("max_attempts"))
+                    .and_then(Value::as_f64);
+                if n.is_some_and(|n| n > max as f64) {
+                    let at = format!("{pointer}/{i}/modifiers/retry/max_attempts");
+                    let n = n.unwrap_or_default();
+                    out.push(exceeded(
+                        at,
+                        format!("this step asks for {n} attempts, more than the limit of {max} (`max_attempts`); each attempt is a model or tool call"),
+                        "max_attempts",
+                    ));
+                    return;
+                }
+                if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+                    stack.push((format!("{pointer}/{i}/branches"), branches));
+                }
+            }
+        }
+    }
+}
+
+/// Variable patterns: at most `max_patterns` of them, each compiling within
+/// `max_pattern_size` (the check the artifact loader makes, `packc_vm::Program`).
+fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(prompts) = root.get("prompts").and_then(Value::as_object) else {
+        return;
+    };
+    let mut count = 0usize;
+    for (key, prompt) in prompts {
+        let Some(vars) = prompt.get("variables").and_then(Value::as_array) else {
+            continue;
+        };
+        for (i, var) in vars.iter().enumerate() {
+            let Some(pattern) = var
+                .get("validation")
+                .and_then(|v| v.get("pattern"))
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let at = format!(
+                "/prompts/{}/variables/{i}/validation/pattern",
+                escape_token(key)
+            );
+            count += 1;
+            if count > limits.max_patterns {
+                let max = limits.max_patterns;
+                out.push(exceeded(
+                    at,
+                    format!("the prompts up to `{key}` have more than {max} variable patterns (`max_patterns`)"),
+                    "max_patterns",
+                ));
+                return;
+            }
+            let built = regex::RegexBuilder::new(pattern)
+                .size_limit(limits.max_pattern_size)
+                .build();
+            if let Err(regex::Error::CompiledTooBig(max)) = built {
+                out.push(exceeded(
+                    at,
+                    format!("this pattern compiles to more than {max} bytes (`max_pattern_size`)"),
+                    "max_pattern_size",
+                ));
+                return;
+            }
         }
     }
 }

@@ -79,6 +79,15 @@ pub struct Limits {
     pub max_tools: usize,
     /// The most `agents.members` (10,000 by default).
     pub max_agents: usize,
+    /// The most attempts one step's `retry.max_attempts` may ask for (100 by default):
+    /// each attempt is a host call, a live model call under `packc run --provider`.
+    pub max_attempts: usize,
+    /// The most variable `validation.pattern`s of all prompts together (1,000 by
+    /// default): each is compiled when the artifact is loaded.
+    pub max_patterns: usize,
+    /// The most memory one compiled `pattern` may take, in bytes (256 KiB by default; the
+    /// `regex` crate's `size_limit`, which bounds the time compiling it takes).
+    pub max_pattern_size: usize,
 }
 
 impl Default for Limits {
@@ -97,6 +106,9 @@ impl Default for Limits {
             max_prompts: d::DEFAULT_MAX_PROMPTS,
             max_tools: d::DEFAULT_MAX_TOOLS,
             max_agents: d::DEFAULT_MAX_AGENTS,
+            max_attempts: d::DEFAULT_MAX_ATTEMPTS,
+            max_patterns: d::DEFAULT_MAX_PATTERNS,
+            max_pattern_size: d::DEFAULT_MAX_PATTERN_SIZE,
         }
     }
 }
@@ -116,6 +128,9 @@ impl Limits {
         "max_prompts",
         "max_tools",
         "max_agents",
+        "max_attempts",
+        "max_patterns",
+        "max_pattern_size",
     ];
 
     /// Sets the field called `name` (one of [`Limits::NAMES`]) to `value`.
@@ -133,6 +148,9 @@ impl Limits {
             "max_prompts" => &mut self.max_prompts,
             "max_tools" => &mut self.max_tools,
             "max_agents" => &mut self.max_agents,
+            "max_attempts" => &mut self.max_attempts,
+            "max_patterns" => &mut self.max_patterns,
+            "max_pattern_size" => &mut self.max_pattern_size,
             _ => {
                 return Err(format!(
                     "unknown limit `{name}`; the limits are {}",
