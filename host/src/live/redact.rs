@@ -111,7 +111,8 @@ impl Redactor {
 }
 
 /// The credentials of a URL, when it has some (`http://user:pw@host/...`): the whole
-/// `user:pw`, and the password on its own.
+/// `user:pw`, the password on its own, and the base64 form the client sends them in as
+/// basic authentication.
 pub fn url_credentials(url: &str) -> Vec<String> {
     let Some((_, rest)) = url.split_once("://") else {
         return Vec::new();
@@ -120,9 +121,29 @@ pub fn url_credentials(url: &str) -> Vec<String> {
     let Some((userinfo, _)) = authority.rsplit_once('@') else {
         return Vec::new();
     };
-    let mut out = vec![userinfo.to_owned()];
+    let mut out = vec![userinfo.to_owned(), base64(userinfo.as_bytes())];
     if let Some((_, password)) = userinfo.split_once(':') {
         out.push(password.to_owned());
+    }
+    out
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
     }
     out
 }
@@ -173,7 +194,7 @@ mod tests {
         let url = "http://user:PW-1234@example.com:8080/v1?q=a@b";
         assert_eq!(
             url_credentials(url),
-            ["user:PW-1234", "PW-1234"].map(str::to_owned)
+            ["user:PW-1234", "dXNlcjpQVy0xMjM0", "PW-1234"].map(str::to_owned)
         );
         assert_eq!(
             shown_url(url),
@@ -181,5 +202,9 @@ mod tests {
         );
         assert!(url_credentials("http://127.0.0.1:8080/v1").is_empty());
         assert_eq!(shown_url("http://h/v1"), "http://h/v1");
+        assert_eq!(
+            ["", "f", "fo", "foo", "foob"].map(|s| base64(s.as_bytes())),
+            ["", "Zg==", "Zm8=", "Zm9v", "Zm9vYg=="]
+        );
     }
 }
