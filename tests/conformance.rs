@@ -43,6 +43,7 @@ fn main() {
                 // Every run case is also run snapshotted and restored after each resume.
                 let options = packc_host::RunCaseOptions {
                     check_snapshots: true,
+                    ..Default::default()
                 };
                 packc_host::run_case_file_with(&path, options).map_err(Into::into)
             });

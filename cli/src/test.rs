@@ -12,6 +12,10 @@ pub struct TestArgs {
     /// Case files (`*.case.yaml`) or folders holding them.
     #[arg(required = true, value_name = "CASE_OR_DIR")]
     pub paths: Vec<PathBuf>,
+    /// The most model and tool calls one case's run may make; past it the run fails
+    /// with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = crate::run::DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
 }
 
 /// Run every case; one line per failure, then `N passed, N failed`; exit 1 on a failure.
@@ -22,7 +26,11 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in &files {
-        match packc_host::run_case_file(file) {
+        let options = packc_host::RunCaseOptions {
+            max_host_calls: Some(args.max_host_calls),
+            ..Default::default()
+        };
+        match packc_host::run_case_file_with(file, options) {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;

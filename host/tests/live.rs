@@ -789,3 +789,26 @@ fn retry_after_is_capped_by_the_timeout() {
     assert!(took >= Duration::from_millis(450), "{took:?}");
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
+
+#[test]
+fn a_model_answer_echoing_the_key_is_redacted() {
+    let server = MockServer::start(|_, _| Reply::text("your key is sk-secret, keep it safe"));
+    let pack = r#"
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Say something."}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: s, kind: prompt, prompt_task: p, input: "${input}"}
+"#;
+    let p = program(&scratch("echo-key-answer", pack));
+    let mut cfg = config(Some(&server));
+    cfg.record = true;
+    let (live, _) = drive(&p, "composition:c", json!("hi"), cfg);
+    assert_eq!(
+        output(&live),
+        &json!("your key is [redacted], keep it safe")
+    );
+    assert!(!recorded_text(&live).contains("sk-secret"));
+}

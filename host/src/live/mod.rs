@@ -23,9 +23,11 @@
 //! Every failure (transport, HTTP status, a body that is not JSON, an unbound tool, a
 //! worker thread that panicked) is an error answer with a message saying what happened,
 //! which the VM turns into a `host_error` for the step (or an error result for the
-//! model, for a tool in an agent loop). Every answer passes the host's [`Redactor`]
-//! before the VM sees it: the API key, URL credentials and the bindings' header and
-//! `env:` values appear in no message, trace, recording or model input.
+//! model, for a tool in an agent loop). Answers pass the host's [`Redactor`] before the
+//! VM sees them: an error message is redacted of the API key, URL credentials and the
+//! bindings' header and `env:` values; a model's answer of the API key and URL
+//! credentials (a server may echo them). So none of them appears in a message, trace,
+//! recording or model input. A tool's successful result is its data and is left as it is.
 
 pub mod openai;
 pub mod redact;
@@ -243,22 +245,27 @@ struct Inner {
     tool_clients: BTreeMap<String, Transport>,
     cancel: Arc<AtomicBool>,
     schemas: Mutex<HashMap<String, Result<Arc<jsonschema::Validator>, String>>>,
-    /// The API key, URL credentials and the bindings' secrets.
+    /// The API key, URL credentials and the bindings' secrets: for error messages.
     redactor: Redactor,
+    /// The API key and URL credentials: for model answers.
+    model_redactor: Redactor,
 }
 
 impl LiveHost {
     /// A host with `config`.
     pub fn new(config: LiveConfig) -> LiveHost {
         let cancel = Arc::new(AtomicBool::new(false));
-        let mut secrets = config.tools.secrets();
+        let mut model_secrets = Vec::new();
         if let Some(m) = &config.model {
-            secrets.extend(m.api_key.clone());
-            secrets.extend(redact::url_credentials(&m.base_url));
+            model_secrets.extend(m.api_key.clone());
+            model_secrets.extend(redact::url_credentials(&m.base_url));
         }
+        let mut secrets = config.tools.secrets();
+        secrets.extend(model_secrets.iter().cloned());
         LiveHost {
             inner: Arc::new(Inner {
                 redactor: Redactor::new(secrets),
+                model_redactor: Redactor::new(model_secrets),
                 transport: Transport::new(config.transport.clone(), cancel.clone()),
                 tool_clients: config.tools.http_clients(&config.transport, &cancel),
                 config,
@@ -278,11 +285,16 @@ impl LiveHost {
         &self.inner.config
     }
 
-    /// Carries out one call (blocking); returns the answer and the tokens used. The
-    /// answer is redacted of the host's secrets.
+    /// Carries out one call (blocking); returns the answer and the tokens used. An
+    /// error is redacted of all the host's secrets, a model's answer of the API key and
+    /// URL credentials.
     pub fn answer(&self, job: &Job) -> (Answer, u64) {
         let (mut answer, tokens) = self.answer_unredacted(job);
-        self.inner.redactor.answer(&mut answer);
+        match (&answer, job) {
+            (Answer::Error(_), _) => self.inner.redactor.answer(&mut answer),
+            (_, Job::Model(_)) => self.inner.model_redactor.answer(&mut answer),
+            (_, Job::Tool { .. }) => {}
+        }
         (answer, tokens)
     }
 
