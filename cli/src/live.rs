@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use ir_spec::Module;
+use packc_host::live::redact::shown_url;
+use packc_host::live::transport::timeout_secs;
 use packc_host::live::{
-    callable_tools, Ended, LiveConfig, LiveHost, ModelEndpoint, Observer, Stats, ToolBindings,
-    TransportConfig,
+    callable_tools, is_loopback, url_host, Ended, LiveConfig, LiveHost, ModelEndpoint, Observer,
+    Stats, ToolBindings, TransportConfig,
 };
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
@@ -47,9 +49,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
         None => None,
     };
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds");
-    }
+    let timeout = timeout_secs(args.timeout, "--timeout").map_err(anyhow::Error::msg)?;
     let model = match args.provider {
         None => None,
         Some(crate::run::Provider::Openai) => Some(endpoint(args)?),
@@ -72,7 +72,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         model,
         tools,
         transport: TransportConfig {
-            timeout: Duration::from_secs_f64(args.timeout),
+            timeout,
             retries: args.retries,
             ..TransportConfig::default()
         },
@@ -99,6 +99,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         target,
         RunOptions {
             host_variables: variables.clone(),
+            max_host_calls: Some(args.max_host_calls),
             ..RunOptions::default()
         },
     )?;
@@ -121,11 +122,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             ExitCode::SUCCESS
         }
         Ended::Failed(e) => {
-            eprintln!(
-                "error[{}]: {}",
-                e.kind.as_str(),
-                packc_compiler::render::escape_control(&e.message)
-            );
+            eprintln!("{}", crate::run::error_line(e));
             ExitCode::from(1)
         }
         Ended::Interrupted => {
@@ -185,19 +182,46 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// The model endpoint, and where its key comes from. The key in `OPENAI_API_KEY` goes to
+/// api.openai.com only; another host gets a key only from a variable named with
+/// `--api-key-env`. A key sent over plain HTTP to another machine is warned about, even
+/// under `--quiet`.
 fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
     let base_url = args
         .base_url
         .clone()
         .unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned());
-    let api_key = std::env::var(&args.api_key_env)
-        .ok()
-        .filter(|k| !k.is_empty());
-    let needs_key = base_url.contains("api.openai.com") || args.api_key_env != "OPENAI_API_KEY";
-    if api_key.is_none() && needs_key {
-        bail!(
-            "{} is not set: export the API key there (or name another variable with --api-key-env)",
-            args.api_key_env
+    let shown = shown_url(&base_url);
+    let Some(host) = url_host(&base_url) else {
+        bail!("--base-url {shown} is not a URL with a host (e.g. http://127.0.0.1:8080/v1)");
+    };
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        bail!("--base-url {shown} is neither http:// nor https://");
+    }
+    let read = |var: &str| std::env::var(var).ok().filter(|k| !k.is_empty());
+    const DEFAULT_VAR: &str = "OPENAI_API_KEY";
+    let api_key = match &args.api_key_env {
+        Some(var) => Some(read(var).with_context(|| {
+            format!("{var} is not set: export the API key there (or name another variable with --api-key-env)")
+        })?),
+        None if host.eq_ignore_ascii_case(ModelEndpoint::OPENAI_HOST) => {
+            Some(read(DEFAULT_VAR).with_context(|| {
+                format!("{DEFAULT_VAR} is not set: export the API key there (or name another variable with --api-key-env)")
+            })?)
+        }
+        None => {
+            if read(DEFAULT_VAR).is_some() && !args.quiet {
+                eprintln!(
+                    "note: {DEFAULT_VAR} is not sent to {host}, only to {}; pass --api-key-env {DEFAULT_VAR} to send it there",
+                    ModelEndpoint::OPENAI_HOST
+                );
+            }
+            None
+        }
+    };
+    if api_key.is_some() && base_url.starts_with("http://") && !is_loopback(host) {
+        eprintln!(
+            "warning: the API key is sent over plain HTTP to {host}, readable by anyone on the way; use https://"
         );
     }
     Ok(ModelEndpoint {

@@ -43,10 +43,11 @@ pub struct RunArgs {
     /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// The environment variable holding the API key (never printed). Optional for a
-    /// local server.
-    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// The environment variable holding the API key (never printed). Without it, the
+    /// key in OPENAI_API_KEY is sent to api.openai.com only; naming a variable (even
+    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// Bind the pack's tools to commands or HTTP endpoints (see `packc_host::live::tools`).
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
     pub tools: Option<PathBuf>,
@@ -56,9 +57,13 @@ pub struct RunArgs {
     /// Overwrite the `--record` file if it exists.
     #[arg(long, requires = "record")]
     pub force: bool,
-    /// The longest one model or HTTP call may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    /// The longest one model or HTTP call may take, in seconds (at most 86400).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_timeout)]
     pub timeout: f64,
+    /// The most model and tool calls the run may make; the call past it fails the run
+    /// with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
     /// How many times a model call is retried after a 429, a 5xx or a timeout.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
@@ -76,6 +81,30 @@ pub struct RunArgs {
     /// Print only the result: no status line, no notes.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a
+/// pack needs, far below what a runaway `retry` or tool loop would spend.
+pub const DEFAULT_MAX_HOST_CALLS: u64 = 10_000;
+
+/// `--timeout`: a positive number of seconds, at most a day.
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    packc_host::live::transport::timeout_secs(secs, "the timeout")?;
+    Ok(secs)
+}
+
+/// The error line of a failed run; past `max_host_calls`, with the flag that raises it.
+pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
+    let hint = if e.message.contains("`max_host_calls`") {
+        " (raise it with --max-host-calls N)"
+    } else {
+        ""
+    };
+    let message = packc_compiler::render::escape_control(&e.message);
+    format!("error[{}]: {message}{hint}", e.kind.as_str())
 }
 
 /// A model API `packc run` can call.
@@ -122,7 +151,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         target,
         RunOptions {
             host_variables: spec.variables.clone(),
-            max_host_calls: None,
+            max_host_calls: Some(args.max_host_calls),
             record_calls: false,
             ..RunOptions::default()
         },
@@ -140,11 +169,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!(
-                "error[{}]: {}",
-                e.kind.as_str(),
-                packc_compiler::render::escape_control(&e.message)
-            );
+            eprintln!("{}", error_line(&e));
             Ok(ExitCode::from(1))
         }
     }

@@ -16,6 +16,10 @@ pub struct TestArgs {
     /// By default a pack reads only from its own folder and below.
     #[arg(long = "allow-path", value_name = "DIR")]
     pub allow_paths: Vec<PathBuf>,
+    /// The most model and tool calls one case's run may make; past it the run fails
+    /// with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = crate::run::DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
 }
 
 /// Run every case; each failure with what differed, then `N passed, N failed`; exit 1 on
@@ -33,13 +37,17 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let options = packc_host::RunCaseOptions {
+    let base = packc_host::RunCaseOptions {
         allow_paths: crate::check::allowed_folders(&args.allow_paths)?,
         ..Default::default()
     };
     let (mut passed, mut failed) = (0usize, 0usize);
     for file in &files {
-        match packc_host::run_case_file_with(file, options.clone()) {
+        let options = packc_host::RunCaseOptions {
+            max_host_calls: Some(args.max_host_calls),
+            ..base.clone()
+        };
+        match packc_host::run_case_file_with(file, options) {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failed += 1;

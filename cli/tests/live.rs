@@ -239,3 +239,303 @@ fn a_terminal_gets_a_status_line_and_a_summary() {
         "{shown}"
     );
 }
+
+/// A pack whose composition `c` calls tool `dump` (a tool step), then stops.
+const DUMP_PACK: &str = r#"id: t
+name: T
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  unused: {id: unused, name: Unused, version: 1.0.0, system_template: "-"}
+tools:
+  dump:
+    name: dump
+    description: Says what it sees.
+    parameters: {type: object, properties: {}}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: d, kind: tool, tool: dump, args: {}}
+"#;
+
+#[test]
+fn the_default_key_goes_only_to_api_openai_com_unless_named() {
+    let server = MockServer::start(|_, _| Reply::text("ok"));
+    let run = |extra: &[&str]| {
+        let out = packc()
+            .env("OPENAI_API_KEY", "sk-from-env-123")
+            .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+            .arg(server.base_url())
+            .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+            .args(["--input", r#"{"text": "x"}"#])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // Another host: the key stays home, and a note says how to send it.
+    let stderr = run(&[]);
+    assert!(
+        stderr.contains("note: OPENAI_API_KEY is not sent to 127.0.0.1, only to api.openai.com; pass --api-key-env OPENAI_API_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-from-env-123"), "{stderr}");
+    let received = server.received();
+    assert!(!received.is_empty());
+    assert!(received.iter().all(|r| r.header("authorization").is_none()));
+    // Named explicitly, it goes; loopback over plain HTTP is no cause for a warning.
+    let seen = received.len();
+    let stderr = run(&["--api-key-env", "OPENAI_API_KEY"]);
+    assert!(
+        !stderr.contains("warning:") && !stderr.contains("note:"),
+        "{stderr}"
+    );
+    let received = server.received();
+    assert!(received.len() > seen);
+    assert!(received[seen..]
+        .iter()
+        .all(|r| r.header("authorization") == Some("Bearer sk-from-env-123")));
+    // A named variable that is empty or unset is refused before any call.
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+        .args(["--api-key-env", "PACKC_TEST_NO_SUCH_KEY"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("PACKC_TEST_NO_SUCH_KEY is not set"),
+        "{stderr}"
+    );
+    // A URL that merely contains the name is not OpenAI's.
+    let seen = server.received().len();
+    let out = packc()
+        .env("OPENAI_API_KEY", "sk-from-env-123")
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(format!("{}/api.openai.com", server.base_url()))
+        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+        .args(["--input", r#"{"text": "x"}"#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not sent to 127.0.0.1"), "{stderr}");
+    let received = server.received();
+    assert!(received.len() > seen, "{stderr}");
+    assert!(received[seen..]
+        .iter()
+        .all(|r| r.header("authorization").is_none()));
+}
+
+#[test]
+fn a_key_over_plain_http_to_another_machine_is_warned_about() {
+    // 0.0.0.0 is not a loopback name, and a connection to it is refused at once.
+    let out = packc()
+        .env("MY_KEY", "sk-plain-123")
+        .args(["run", "--provider", "openai", "--model", "m", "--quiet"])
+        .args([
+            "--base-url",
+            "http://0.0.0.0:9/v1",
+            "--api-key-env",
+            "MY_KEY",
+        ])
+        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+        .args(["--timeout", "2", "--retries", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the API key is sent over plain HTTP to 0.0.0.0"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-plain-123"), "{stderr}");
+}
+
+#[test]
+fn a_key_echoed_by_the_server_is_not_printed_nor_recorded() {
+    let server = MockServer::start(|_, req| {
+        let auth = req.header("authorization").unwrap_or_default().to_owned();
+        Reply::status(
+            401,
+            &format!(r#"{{"error": {{"message": "Incorrect API key provided: {auth}"}}}}"#),
+        )
+    });
+    let dir = scratch("echo-key");
+    let case = dir.join("run.case.yaml");
+    let out = packc()
+        .env("MY_KEY", "sk-echoed-456")
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .args(["--api-key-env", "MY_KEY"])
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args(["--input", r#"{"text": "x"}"#, "--trace", "--record"])
+        .arg(&case)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Incorrect API key provided: Bearer [redacted]"),
+        "{stderr}"
+    );
+    let recorded = std::fs::read_to_string(&case).unwrap();
+    assert!(recorded.contains("[redacted]"), "{recorded}");
+    for text in [&*stderr, &recorded, &String::from_utf8_lossy(&out.stdout)] {
+        assert!(!text.contains("sk-echoed-456"), "{text}");
+    }
+}
+
+#[test]
+fn url_credentials_in_base_url_are_not_printed() {
+    let server = MockServer::start(|_, _| Reply::status(500, "down"));
+    let url = format!("http://admin:PW-hunter22@127.0.0.1:{}/v1", server.port());
+    let out = packc()
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--retries",
+            "0",
+        ])
+        .args(["--base-url", &url])
+        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+        .args(["--input", r#"{"text": "x"}"#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("http://[redacted]@127.0.0.1:"), "{stderr}");
+    assert!(!stderr.contains("PW-hunter22"), "{stderr}");
+}
+
+#[test]
+fn timeouts_past_the_maximum_are_refused_at_parse_time() {
+    for t in ["1e19", "1e20", "-1", "0", "NaN", "inf", "86401"] {
+        let started = std::time::Instant::now();
+        let out = packc()
+            .args(["run", "--provider", "openai", "--model", "m"])
+            .args(["--base-url", "http://127.0.0.1:9/v1"])
+            .arg(format!("--timeout={t}"))
+            .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{t}: {stderr}");
+        assert!(stderr.contains("--timeout"), "{t}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{t}: {stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+    let dir = scratch("timeout-sec");
+    std::fs::write(dir.join("pack.yaml"), DUMP_PACK).unwrap();
+    std::fs::write(
+        dir.join("tools.yaml"),
+        "tools:\n  dump: {command: [cat], timeout_sec: 1e19}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(dir.join("pack.yaml"))
+        .args(["--target", "composition:c", "--tools"])
+        .arg(dir.join("tools.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "tools.dump: `timeout_sec` of 10000000000000000000 seconds is past the maximum"
+        ),
+        "{stderr}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_bound_command_sees_only_a_clean_environment_and_its_env() {
+    let dir = scratch("clean-env");
+    std::fs::write(dir.join("pack.yaml"), DUMP_PACK).unwrap();
+    std::fs::write(
+        dir.join("tools.yaml"),
+        r#"tools:
+  dump:
+    command: [sh, -c, 'cat >/dev/null; printf "{\"key\": \"%s\", \"other\": \"%s\", \"passed\": \"%s\", \"set\": \"%s\", \"path\": %s}" "$OPENAI_API_KEY" "$OTHER_SECRET" "$PASSED" "$MODE" "$([ -n "$PATH" ] && echo true || echo false)"']
+    env: {PASSED: null, MODE: test}
+"#,
+    )
+    .unwrap();
+    let out = packc()
+        .env("OPENAI_API_KEY", "sk-never-for-tools")
+        .env("OTHER_SECRET", "hidden")
+        .env("PASSED", "given")
+        .arg("run")
+        .arg(dir.join("pack.yaml"))
+        .args(["--target", "composition:c", "--tools"])
+        .arg(dir.join("tools.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen,
+        serde_json::json!({"key": "", "other": "", "passed": "given", "set": "test", "path": true})
+    );
+}
+
+#[test]
+fn host_calls_are_capped_by_default_and_by_flag() {
+    let case = repo().join("../shared/conformance/cases/comp-retry-exhausted.case.yaml");
+    if !case.exists() {
+        return; // ../shared is absent
+    }
+    // `packc test`: the case makes two calls; a cap of 1 fails it with limit_exceeded.
+    let out = packc().arg("test").arg(&case).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out = packc()
+        .args(["test", "--max-host-calls", "1"])
+        .arg(&case)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("limit_exceeded"), "{stdout}");
+    // `packc run`: a retried failing tool, capped.
+    let dir = scratch("host-call-cap");
+    let pack = DUMP_PACK.replace(
+        "args: {}}",
+        "args: {}, modifiers: {retry: {max_attempts: 50}}}",
+    );
+    std::fs::write(dir.join("pack.yaml"), pack).unwrap();
+    std::fs::write(
+        dir.join("tools.yaml"),
+        "tools:\n  dump: {command: [sh, -c, 'exit 1']}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(dir.join("pack.yaml"))
+        .args([
+            "--target",
+            "composition:c",
+            "--max-host-calls",
+            "5",
+            "--tools",
+        ])
+        .arg(dir.join("tools.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error[limit_exceeded]: the embedder's limit of 5 host calls was reached (`max_host_calls`) (raise it with --max-host-calls N)"),
+        "{stderr}"
+    );
+    // The default is shown by --help.
+    let help = packc().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--max-host-calls <N>"), "{help}");
+    assert!(help.contains("[default: 10000]"), "{help}");
+}

@@ -40,6 +40,11 @@ pub struct RunCaseOptions {
     /// Further folders the files a pack names may be read from
     /// (`packc_compiler::Options::allow_paths`; `packc test --allow-path`).
     pub allow_paths: Vec<std::path::PathBuf>,
+    /// The embedder's cap on host calls per run (`RunOptions::max_host_calls`); past
+    /// it the run fails with `limit_exceeded`, which the case's expectations then see.
+    /// `None` (the default): no cap, as the case format sets no embedder limits;
+    /// `packc test` sets one (`--max-host-calls`).
+    pub max_host_calls: Option<u64>,
 }
 
 /// Reads and runs the case file at `path`.
@@ -73,11 +78,12 @@ pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
     };
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
-    let actual = execute_program(&program, spec, false)?;
+    let cap = run_options.max_host_calls;
+    let actual = execute_program(&program, spec, false, cap)?;
     let mut diffs = Vec::new();
     compare(case, &actual, &mut diffs);
     if run_options.check_snapshots {
-        let restored = execute_program(&program, spec, true)?;
+        let restored = execute_program(&program, spec, true, cap)?;
         if restored.trace != actual.trace
             || restored.calls != actual.calls
             || format!("{:?}", restored.result) != format!("{:?}", actual.result)
@@ -183,22 +189,25 @@ fn compile(
 /// Runs a lowered module with the scripted host of `spec`.
 pub fn execute(module: ir_spec::Module, spec: &crate::RunSpec) -> Result<Actual, String> {
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
-    execute_program(&program, spec, false)
+    execute_program(&program, spec, false, None)
 }
 
 /// Runs `program` with the scripted host of `spec`; with `restore`, the run is
-/// snapshotted after every `resume` and continued from a restored copy.
+/// snapshotted after every `resume` and continued from a restored copy; `max_host_calls`
+/// is the embedder's cap.
 fn execute_program(
     program: &Arc<Program>,
     spec: &crate::RunSpec,
     restore: bool,
+    max_host_calls: Option<u64>,
 ) -> Result<Actual, String> {
     let target = Target::parse(program.module(), &spec.target).map_err(|e| e.to_string())?;
     let options = RunOptions {
         host_variables: spec.variables.clone(),
-        // The case format sets no embedder limits (conformance README). Every scripted
-        // call consumes an answer or fails, so a scripted run always ends.
-        max_host_calls: None,
+        // The case format sets no embedder limits (conformance README); `packc test`
+        // caps host calls all the same, since a scripted run that always ends may still
+        // make billions of calls (a huge `retry.max_attempts`).
+        max_host_calls,
         // `calls` is compared.
         record_calls: true,
         // The value and snapshot limits keep their defaults, far above any case's values.

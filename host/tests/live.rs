@@ -656,3 +656,159 @@ fn a_recorded_run_replays_green() {
     std::fs::write(&file, packc_host::yaml::to_yaml(&case)).unwrap();
     packc_host::run_case_file(&file).unwrap();
 }
+
+/// Every answer of a live run, as its recording keeps them, as one text.
+fn recorded_text(live: &LiveRun) -> String {
+    live.recording
+        .answers
+        .iter()
+        .map(|(k, a)| format!("{k} {a}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_server_echoing_the_key_gets_it_redacted_from_messages_and_the_recording() {
+    for (status, body) in [
+        (
+            401,
+            r#"{"error": {"message": "Incorrect API key provided: sk-secret"}}"#,
+        ),
+        (
+            500,
+            "<html><body>upstream refused Bearer sk-secret</body></html>",
+        ),
+    ] {
+        let server = MockServer::start(move |_, _| Reply::status(status, body));
+        let p = program(&scratch(&format!("echo-key-{status}"), SCORE));
+        let mut cfg = config(Some(&server));
+        cfg.record = true;
+        cfg.transport.retries = 0;
+        let (live, run) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+        let message = failure(&live);
+        assert!(message.contains(&format!("answered {status}")), "{message}");
+        assert!(message.contains("[redacted]"), "{message}");
+        let recorded = recorded_text(&live);
+        assert!(recorded.contains("[redacted]"), "{recorded}");
+        for text in [message, recorded, run.trace_lines().join("\n")] {
+            assert!(!text.contains("sk-secret"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn url_credentials_are_never_shown() {
+    let server = MockServer::start(|_, req| {
+        Reply::status(
+            500,
+            &format!("auth was {}", req.header("authorization").unwrap_or("none")),
+        )
+    });
+    let p = program(&scratch("url-credentials", SCORE));
+    let mut cfg = config(Some(&server));
+    cfg.transport.retries = 0;
+    let endpoint = cfg.model.as_mut().unwrap();
+    endpoint.base_url = format!("http://user:PW-s3cret@127.0.0.1:{}/v1", server.port());
+    endpoint.api_key = None;
+    let shown = endpoint.to_string();
+    assert!(!shown.contains("PW-s3cret"), "{shown}");
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    let message = failure(&live);
+    assert!(
+        message.contains(&format!("http://[redacted]@127.0.0.1:{}/v1", server.port())),
+        "{message}"
+    );
+    assert!(!message.contains("PW-s3cret"), "{message}");
+    // The client sends them as basic auth; the server's echo of that is redacted too.
+    assert!(message.ends_with("auth was Basic [redacted]"), "{message}");
+}
+
+#[test]
+fn an_http_tools_error_body_is_redacted_of_its_headers() {
+    let server = MockServer::start(|_, req| {
+        let auth = req.header("authorization").unwrap_or_default().to_owned();
+        Reply::status(403, &format!("token {auth} is not allowed here"))
+    });
+    let dir = scratch("tool-header-echo", TOOLS);
+    let bindings = format!(
+        "tools:\n  lookup: {{http: 'http://127.0.0.1:{}/lookup', headers: {{authorization: 'Bearer tool-t0ken-123'}}}}\n  fetch: {{command: [cat]}}\n",
+        server.port()
+    );
+    let cfg = bound(&dir, &bindings);
+    let p = program(&dir);
+    let (live, _) = drive(&p, "composition:c", json!({"order": "A"}), cfg);
+    let message = failure(&live);
+    assert!(
+        message.contains("token [redacted] is not allowed here"),
+        "{message}"
+    );
+    assert!(!message.contains("tool-t0ken-123"), "{message}");
+    // The header itself was sent.
+    assert_eq!(
+        server.received()[0].header("authorization"),
+        Some("Bearer tool-t0ken-123")
+    );
+}
+
+#[test]
+fn model_calls_do_not_follow_redirects_and_say_where_they_pointed() {
+    let elsewhere = MockServer::start(|_, _| Reply::text(r#"{"score": 9}"#));
+    let target = format!("{}/chat/completions", elsewhere.base_url());
+    for status in [301, 302, 303, 307, 308] {
+        let to = target.clone();
+        let server =
+            MockServer::start(move |_, _| Reply::status(status, "").with_header("Location", &to));
+        let p = program(&scratch(&format!("redirect-{status}"), SCORE));
+        let live = score_x(&p, &server);
+        let message = failure(&live);
+        assert!(
+            message.contains(&format!("answered {status}, a redirect (to {target})")),
+            "{message}"
+        );
+        assert!(message.contains("not followed"), "{message}");
+    }
+    // Neither the request nor the key went to where the redirects pointed.
+    assert!(elsewhere.received().is_empty());
+}
+
+#[test]
+fn retry_after_is_capped_by_the_timeout() {
+    let server = MockServer::start(|n, _| match n {
+        0 => Reply::status(429, r#"{"error": {"message": "slow down"}}"#)
+            .with_header("Retry-After", "60"),
+        _ => Reply::text(r#"{"score": 1}"#),
+    });
+    let p = program(&scratch("retry-after-cap", SCORE));
+    let mut cfg = config(Some(&server));
+    cfg.transport.timeout = Duration::from_millis(500);
+    cfg.transport.max_backoff = Duration::from_secs(60);
+    let started = Instant::now();
+    let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
+    assert_eq!(output(&live), &json!({"score": 1}));
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(450), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn a_model_answer_echoing_the_key_is_redacted() {
+    let server = MockServer::start(|_, _| Reply::text("your key is sk-secret, keep it safe"));
+    let pack = r#"
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Say something."}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: s, kind: prompt, prompt_task: p, input: "${input}"}
+"#;
+    let p = program(&scratch("echo-key-answer", pack));
+    let mut cfg = config(Some(&server));
+    cfg.record = true;
+    let (live, _) = drive(&p, "composition:c", json!("hi"), cfg);
+    assert_eq!(
+        output(&live),
+        &json!("your key is [redacted], keep it safe")
+    );
+    assert!(!recorded_text(&live).contains("sk-secret"));
+}

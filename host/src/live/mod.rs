@@ -20,12 +20,17 @@
 //!   is answered with an error result and the model is asked again, at most
 //!   [`LiveConfig::event_retries`] times, so the VM only sees valid events.
 //!
-//! Every failure (transport, HTTP status, a body that is not JSON, an unbound tool) is an
-//! error answer with a message saying what happened, which the VM turns into a
-//! `host_error` for the step (or an error result for the model, for a tool in an agent
-//! loop). API keys never appear in a message.
+//! Every failure (transport, HTTP status, a body that is not JSON, an unbound tool, a
+//! worker thread that panicked) is an error answer with a message saying what happened,
+//! which the VM turns into a `host_error` for the step (or an error result for the
+//! model, for a tool in an agent loop). Answers pass the host's [`Redactor`] before the
+//! VM sees them: an error message is redacted of the API key, URL credentials and the
+//! bindings' header and `env:` values; a model's answer of the API key and URL
+//! credentials (a server may echo them). So none of them appears in a message, trace,
+//! recording or model input. A tool's successful result is its data and is left as it is.
 
 pub mod openai;
+pub mod redact;
 pub mod tools;
 pub mod transport;
 
@@ -40,7 +45,8 @@ use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, R
 use serde_json::{json, Value};
 
 pub use openai::{Function, ModelRequest, OutputSchema};
-pub use tools::{Binding, ToolBindings};
+pub use redact::Redactor;
+pub use tools::{Binding, EnvVar, ToolBindings};
 pub use transport::{Transport, TransportConfig};
 
 use crate::record::{answer_json, record_key, Recording};
@@ -61,19 +67,44 @@ impl ModelEndpoint {
     /// OpenAI's own API base.
     pub const OPENAI: &'static str = "https://api.openai.com/v1";
 
+    /// The host OpenAI's own API is served from.
+    pub const OPENAI_HOST: &'static str = "api.openai.com";
+
     fn url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 
-    /// Whether this is OpenAI's own API (which refuses parameters such as `top_k`).
-    fn is_openai(&self) -> bool {
-        self.base_url.contains("api.openai.com")
+    /// Whether this is OpenAI's own API (which refuses parameters such as `top_k`): the
+    /// URL's host is [`ModelEndpoint::OPENAI_HOST`].
+    pub fn is_openai(&self) -> bool {
+        url_host(&self.base_url).is_some_and(|h| h.eq_ignore_ascii_case(Self::OPENAI_HOST))
     }
+}
+
+/// The host of a URL (`https://user@api.openai.com:443/v1` → `api.openai.com`; an IPv6
+/// address without its brackets); `None` when it has none.
+pub fn url_host(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => host_port.split(':').next()?,
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// Whether `host` is this machine: `localhost`, 127.0.0.0/8 or `::1`.
+pub fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl std::fmt::Display for ModelEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} at {}", self.model, self.base_url)
+        write!(f, "{} at {}", self.model, redact::shown_url(&self.base_url))
     }
 }
 
@@ -214,14 +245,27 @@ struct Inner {
     tool_clients: BTreeMap<String, Transport>,
     cancel: Arc<AtomicBool>,
     schemas: Mutex<HashMap<String, Result<Arc<jsonschema::Validator>, String>>>,
+    /// The API key, URL credentials and the bindings' secrets: for error messages.
+    redactor: Redactor,
+    /// The API key and URL credentials: for model answers.
+    model_redactor: Redactor,
 }
 
 impl LiveHost {
     /// A host with `config`.
     pub fn new(config: LiveConfig) -> LiveHost {
         let cancel = Arc::new(AtomicBool::new(false));
+        let mut model_secrets = Vec::new();
+        if let Some(m) = &config.model {
+            model_secrets.extend(m.api_key.clone());
+            model_secrets.extend(redact::url_credentials(&m.base_url));
+        }
+        let mut secrets = config.tools.secrets();
+        secrets.extend(model_secrets.iter().cloned());
         LiveHost {
             inner: Arc::new(Inner {
+                redactor: Redactor::new(secrets),
+                model_redactor: Redactor::new(model_secrets),
                 transport: Transport::new(config.transport.clone(), cancel.clone()),
                 tool_clients: config.tools.http_clients(&config.transport, &cancel),
                 config,
@@ -241,8 +285,20 @@ impl LiveHost {
         &self.inner.config
     }
 
-    /// Carries out one call (blocking); returns the answer and the tokens used.
+    /// Carries out one call (blocking); returns the answer and the tokens used. An
+    /// error is redacted of all the host's secrets, a model's answer of the API key and
+    /// URL credentials.
     pub fn answer(&self, job: &Job) -> (Answer, u64) {
+        let (mut answer, tokens) = self.answer_unredacted(job);
+        match (&answer, job) {
+            (Answer::Error(_), _) => self.inner.redactor.answer(&mut answer),
+            (_, Job::Model(_)) => self.inner.model_redactor.answer(&mut answer),
+            (_, Job::Tool { .. }) => {}
+        }
+        (answer, tokens)
+    }
+
+    fn answer_unredacted(&self, job: &Job) -> (Answer, u64) {
         match job {
             Job::Model(req) => self.model_answer(req),
             Job::Tool { key, args } => (
@@ -423,15 +479,43 @@ impl LiveHost {
         script: &[ScriptItem],
         observer: &mut dyn Observer,
     ) -> LiveRun {
+        let host = self.clone();
+        self.drive_with(run, script, observer, move |job| host.answer(job))
+    }
+
+    /// [`LiveHost::drive`] with the calls carried out by `answer`. A call whose `answer`
+    /// panics is answered with an error saying so; the worker goes on with the next.
+    fn drive_with(
+        &self,
+        run: &mut Run,
+        script: &[ScriptItem],
+        observer: &mut dyn Observer,
+        answer: impl Fn(&Job) -> (Answer, u64) + Clone + Send + 'static,
+    ) -> LiveRun {
         let (job_tx, job_rx) = mpsc::channel::<(CallId, Job)>();
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (answer_tx, answer_rx) = mpsc::channel::<(CallId, Answer, u64)>();
         for _ in 0..self.inner.config.concurrency.max(1) {
-            let (host, jobs, answers) = (self.clone(), job_rx.clone(), answer_tx.clone());
+            let (answer, jobs, answers) = (answer.clone(), job_rx.clone(), answer_tx.clone());
+            let redactor = self.inner.redactor.clone();
             std::thread::spawn(move || loop {
                 let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok((id, job)) = job else { break };
-                let (answer, tokens) = host.answer(&job);
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(&job)));
+                let (answer, tokens) = done.unwrap_or_else(|panic| {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "no message".to_owned());
+                    (
+                        Answer::Error(
+                            redactor
+                                .text(&format!("the host failed carrying out this call: {why}")),
+                        ),
+                        0,
+                    )
+                });
                 if answers.send((id, answer, tokens)).is_err() {
                     break;
                 }
@@ -571,4 +655,48 @@ pub fn callable_tools(module: &ir_spec::Module) -> Vec<String> {
         }
     }
     keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packc_vm::{Program, RunOptions, Target};
+
+    #[test]
+    fn a_worker_that_panics_gives_an_error_answer_not_a_hang() {
+        let pack = "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: '{{variable}}'}\n\
+            prompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\n\
+            compositions:\n  c:\n    version: 1\n    steps:\n      - {id: s, kind: prompt, prompt_task: p, input: x}\n";
+        let options = packc_compiler::Options::default();
+        let checked = packc_compiler::check_bytes(pack.as_bytes(), &options);
+        assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+        let module = packc_compiler::lower(&checked, &options).unwrap();
+        let program = Arc::new(Program::new(module).unwrap());
+        let target = Target::parse(program.module(), "composition:c").unwrap();
+        let mut run = Run::new(program, target, RunOptions::default()).unwrap();
+        let host = LiveHost::new(LiveConfig {
+            concurrency: 1,
+            ..LiveConfig::default()
+        });
+        let (tx, rx) = mpsc::channel();
+        let mut script = vec![ScriptItem::Turn(Value::Null)];
+        std::thread::spawn(move || {
+            let live = host.drive_with(&mut run, &script.split_off(0), &mut (), |_| {
+                panic!("duration overflow")
+            });
+            let _ = tx.send(live.ended);
+        });
+        let ended = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the run ends instead of waiting forever");
+        let Ended::Failed(e) = ended else {
+            panic!("{ended:?}")
+        };
+        assert_eq!(e.kind, ErrorKind::HostError, "{e}");
+        assert!(
+            e.message
+                .contains("the host failed carrying out this call: duration overflow"),
+            "{e}"
+        );
+    }
 }

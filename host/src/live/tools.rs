@@ -5,7 +5,8 @@
 //! tools:
 //!   lookup_order:                 # a key of the pack's `tools` (or of `agents.members`)
 //!     command: [python3, tools/lookup_order.py]   # argv; relative paths: this file's folder
-//!     timeout_sec: 10             # default 60
+//!     timeout_sec: 10             # default 60, at most 86400
+//!     env: [DATABASE_URL]         # passed through from packc's environment
 //!   web_search:
 //!     http: http://127.0.0.1:8080/search          # JSON POST of the args
 //!     headers: {x-team: docs}
@@ -14,21 +15,32 @@
 //!
 //! A command gets the arguments as JSON on stdin and answers with JSON on stdout; a
 //! non-zero exit is a tool error carrying the end of its stderr, and so is output that is
-//! not JSON or a run past the timeout (the process is killed). An endpoint answers a 2xx
-//! with a JSON body; anything else is a tool error. A tool error is what the VM makes of
-//! it: an error result for the model in an agent loop, a failed step in a tool step.
+//! not JSON, more than 64 MiB of output, or a run past the timeout. An endpoint answers a
+//! 2xx with a JSON body; anything else is a tool error. A tool error is what the VM makes
+//! of it: an error result for the model in an agent loop, a failed step in a tool step.
+//!
+//! A command starts with a clean environment: `PATH`, `HOME`, `LANG` and `TMPDIR` from
+//! packc's own, and what its binding lists under `env:`, either a list of names passed
+//! through (`env: [GITHUB_TOKEN]`) or a mapping of names to values (`env: {MODE: test,
+//! GITHUB_TOKEN: null}`, `null` passing the variable through). Nothing else of packc's
+//! environment (API keys included) reaches it. It runs in a process group of its own
+//! (Unix): at the deadline the whole group is killed, children it left behind included,
+//! and packc does not wait on pipes they hold open; when the command exits, what it left
+//! running in its group is killed too. The values of `env:` and of `headers:` are
+//! secrets: they are redacted from the error text a tool returns.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::transport::{Transport, TransportConfig};
+use super::redact::{url_credentials, Redactor};
+use super::transport::{timeout_secs, Transport, TransportConfig};
 
 /// How one tool is carried out.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +53,9 @@ pub enum Binding {
         dir: PathBuf,
         /// The longest run.
         timeout: Duration,
+        /// Environment variables besides the clean base (`PATH`, `HOME`, `LANG`,
+        /// `TMPDIR`).
+        env: Vec<EnvVar>,
     },
     /// POST to an endpoint.
     Http {
@@ -52,6 +67,27 @@ pub enum Binding {
         timeout: Duration,
     },
 }
+
+/// A variable a command binding's `env:` lists.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EnvVar {
+    /// Passed through from packc's environment (left out when packc has none).
+    Pass(String),
+    /// Set to this value.
+    Set(String, String),
+}
+
+/// The variables of packc's environment every command gets (when packc has them).
+pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// The most a command may print on stdout.
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
+/// How much of a command's stderr is kept (its end).
+const STDERR_TAIL_BYTES: usize = 64 << 10;
+
+/// How long to wait for a command's pipes to close once its group was killed.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// The tool bindings of a run, by tool key.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -84,19 +120,29 @@ impl ToolBindings {
         for (key, b) in tools {
             let at = |m: &str| format!("tools.{key}: {m}");
             let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
-            if let Some(k) = b
-                .keys()
-                .find(|k| !matches!(k.as_str(), "command" | "http" | "headers" | "timeout_sec"))
-            {
+            if let Some(k) = b.keys().find(|k| {
+                !matches!(
+                    k.as_str(),
+                    "command" | "http" | "headers" | "timeout_sec" | "env"
+                )
+            }) {
                 return Err(at(&format!("unknown member `{k}`")));
             }
             let timeout = match b.get("timeout_sec") {
                 None => DEFAULT_TIMEOUT,
-                Some(v) => v
-                    .as_f64()
-                    .filter(|s| s.is_finite() && *s > 0.0)
-                    .map(Duration::from_secs_f64)
-                    .ok_or_else(|| at("`timeout_sec` is not a positive number"))?,
+                Some(v) => {
+                    let secs = v
+                        .as_f64()
+                        .ok_or_else(|| at("`timeout_sec` is not a positive number"))?;
+                    timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e))?
+                }
+            };
+            if b.contains_key("env") && b.contains_key("http") {
+                return Err(at("`env` is for `command` bindings"));
+            }
+            let env = match b.get("env") {
+                None => Vec::new(),
+                Some(v) => parse_env(v).map_err(|e| at(&e))?,
             };
             let binding = match (b.get("command"), b.get("http")) {
                 (Some(cmd), None) => {
@@ -116,6 +162,7 @@ impl ToolBindings {
                         argv,
                         dir: dir.to_path_buf(),
                         timeout,
+                        env,
                     }
                 }
                 (None, Some(Value::String(url))) => Binding::Http {
@@ -143,6 +190,30 @@ impl ToolBindings {
             out.insert(key.clone(), binding);
         }
         Ok(ToolBindings { tools: out })
+    }
+
+    /// The secrets of the bindings: the values of every `headers:` and `env:` entry (a
+    /// passed-through variable's value as packc's environment has it now) and the
+    /// credentials of every URL.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in self.tools.values() {
+            match b {
+                Binding::Command { env, .. } => {
+                    for v in env {
+                        match v {
+                            EnvVar::Pass(name) => out.extend(std::env::var(name).ok()),
+                            EnvVar::Set(_, value) => out.push(value.clone()),
+                        }
+                    }
+                }
+                Binding::Http { url, headers, .. } => {
+                    out.extend(headers.iter().map(|(_, v)| v.clone()));
+                    out.extend(url_credentials(url));
+                }
+            }
+        }
+        out
     }
 
     /// Calls tool `key` with `args`: its JSON result, or the error the model (or the
@@ -185,13 +256,27 @@ impl ToolBindings {
         transport: &TransportConfig,
         client: Option<&Transport>,
     ) -> Result<Value, String> {
+        self.call_unredacted(key, args, transport, client)
+            .map_err(|e| Redactor::new(self.secrets()).text(&e))
+    }
+
+    fn call_unredacted(
+        &self,
+        key: &str,
+        args: &Value,
+        transport: &TransportConfig,
+        client: Option<&Transport>,
+    ) -> Result<Value, String> {
         match self.tools.get(key) {
             None => Err(format!(
                 "tool `{key}` is not bound to anything: bind it in a --tools file"
             )),
-            Some(Binding::Command { argv, dir, timeout }) => {
-                run_command(key, argv, dir, *timeout, args)
-            }
+            Some(Binding::Command {
+                argv,
+                dir,
+                timeout,
+                env,
+            }) => run_command(key, argv, dir, env, *timeout, args),
             Some(Binding::Http {
                 url,
                 headers,
@@ -218,10 +303,98 @@ fn http_config(timeout: Duration, transport: &TransportConfig) -> TransportConfi
     }
 }
 
+/// Reads a binding's `env:`: a list of names, or a mapping of names to values (`null`:
+/// passed through).
+fn parse_env(v: &Value) -> Result<Vec<EnvVar>, String> {
+    let name_ok = |n: &str| -> Result<String, String> {
+        if n.is_empty() || n.contains(['=', '\0']) {
+            Err(format!("`env`: `{n}` is not a variable name"))
+        } else {
+            Ok(n.to_owned())
+        }
+    };
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|i| match i {
+                Value::String(n) => name_ok(n).map(EnvVar::Pass),
+                _ => Err("`env` items must be variable names".to_owned()),
+            })
+            .collect(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(n, v)| {
+                let n = name_ok(n)?;
+                Ok(match v {
+                    Value::Null => EnvVar::Pass(n),
+                    Value::String(s) if s.contains('\0') => {
+                        return Err(format!("`env`: the value of `{n}` holds a NUL byte"))
+                    }
+                    Value::String(s) => EnvVar::Set(n, s.clone()),
+                    Value::Number(_) | Value::Bool(_) => EnvVar::Set(n, v.to_string()),
+                    _ => return Err(format!("`env`: the value of `{n}` is not a string")),
+                })
+            })
+            .collect(),
+        _ => Err("`env` is not a list of names or a mapping of names to values".to_owned()),
+    }
+}
+
+/// Kills the process group a command leads (Unix), else the command alone.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{killpg, Signal};
+        use nix::unistd::Pid;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+}
+
+/// What a reader thread hands back: the bytes, and whether there were more than it kept
+/// (stdout: more than [`MAX_OUTPUT_BYTES`]; stderr keeps its end and reads on).
+type Drained = (Vec<u8>, bool);
+
+/// Reads `r` to its end on a thread: stdout up to `MAX_OUTPUT_BYTES` (then it stops
+/// and says so), stderr keeping its last `STDERR_TAIL_BYTES`.
+fn drain(r: Option<impl Read + Send + 'static>, tail: bool) -> mpsc::Receiver<Drained> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut over = false;
+        if let Some(mut r) = r {
+            let mut chunk = vec![0u8; 64 << 10];
+            loop {
+                let n = match r.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+                if tail {
+                    if buf.len() > STDERR_TAIL_BYTES {
+                        buf.drain(..buf.len() - STDERR_TAIL_BYTES);
+                        over = true;
+                    }
+                } else if buf.len() > MAX_OUTPUT_BYTES {
+                    over = true;
+                    break;
+                }
+            }
+        }
+        let _ = tx.send((buf, over));
+    });
+    rx
+}
+
 fn run_command(
     key: &str,
     argv: &[String],
     dir: &Path,
+    env: &[EnvVar],
     timeout: Duration,
     args: &Value,
 ) -> Result<Value, String> {
@@ -233,66 +406,117 @@ fn run_command(
             p.to_path_buf()
         }
     };
-    let mut child = Command::new(&program)
+    let mut command = Command::new(&program);
+    command
         .args(&argv[1..])
         .current_dir(if dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
             dir
         })
+        .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in BASE_ENV {
+        if let Some(v) = std::env::var_os(name) {
+            command.env(name, v);
+        }
+    }
+    for v in env {
+        match v {
+            EnvVar::Pass(name) => {
+                if let Some(v) = std::env::var_os(name) {
+                    command.env(name, v);
+                }
+            }
+            EnvVar::Set(name, value) => {
+                command.env(name, value);
+            }
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    let mut child = command
         .spawn()
         .map_err(|e| format!("tool `{key}`: cannot start {}: {e}", program.display()))?;
     // Feed stdin and drain stdout/stderr on threads, so a chatty tool cannot block on a
-    // full pipe while we wait for it.
+    // full pipe while we wait for it. None of them is joined: a pipe a stray process
+    // holds open must not keep the call past its deadline.
     let input = args.to_string();
-    let mut stdin = child.stdin.take();
-    let feeder = std::thread::spawn(move || {
-        if let Some(s) = stdin.as_mut() {
-            let _ = s.write_all(input.as_bytes());
-        }
-    });
-    let drain = |r: Option<Box<dyn Read + Send>>| {
+    if let Some(mut stdin) = child.stdin.take() {
         std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(r) = r {
-                let _ = r.take(64 << 20).read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "tool `{key}` timed out after {timeout:?} and was stopped"
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(format!("tool `{key}`: {e}")),
+            let _ = stdin.write_all(input.as_bytes());
+        });
+    }
+    let out_rx = drain(child.stdout.take(), false);
+    let err_rx = drain(child.stderr.take(), true);
+    let started = Instant::now();
+    let (mut status, mut out, mut err): (Option<ExitStatus>, Option<Drained>, Option<Drained>) =
+        (None, None, None);
+    let timed_out = loop {
+        if out.is_none() {
+            out = out_rx.try_recv().ok();
         }
+        if err.is_none() {
+            err = err_rx.try_recv().ok();
+        }
+        if out.as_ref().is_some_and(|(_, over)| *over) {
+            kill_group(&mut child);
+            let _ = child.wait();
+            return Err(format!(
+                "tool `{key}` printed more than {} MiB: output too large",
+                MAX_OUTPUT_BYTES >> 20
+            ));
+        }
+        if status.is_none() {
+            status = child.try_wait().map_err(|e| format!("tool `{key}`: {e}"))?;
+        }
+        if status.is_some() && out.is_some() && err.is_some() {
+            break false;
+        }
+        if started.elapsed() >= timeout {
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     };
-    let _ = feeder.join();
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // Whatever the command left running in its group goes now: at the deadline, or once
+    // it exited and closed its output.
+    kill_group(&mut child);
+    if timed_out {
+        if status.is_none() {
+            let _ = child.wait();
+            return Err(format!(
+                "tool `{key}` timed out after {timeout:?} and was stopped"
+            ));
+        }
+        // The command exited, but something it started held its output open: with the
+        // group killed the pipes close, unless that process left the group.
+        let wait = |rx: &mpsc::Receiver<Drained>, got: &mut Option<Drained>| {
+            if got.is_none() {
+                *got = rx.recv_timeout(PIPE_GRACE).ok();
+            }
+        };
+        wait(&out_rx, &mut out);
+        wait(&err_rx, &mut err);
+        if out.is_none() {
+            return Err(format!(
+                "tool `{key}` exited, but a process it started kept its output open past the timeout of {timeout:?}"
+            ));
+        }
+    }
+    let status = status.unwrap_or_else(|| child.wait().unwrap_or_default());
+    let (stdout, _) = out.unwrap_or_default();
+    let (stderr, _) = err.unwrap_or_default();
+    if out_too_large(&stdout) {
+        return Err(format!(
+            "tool `{key}` printed more than {} MiB: output too large",
+            MAX_OUTPUT_BYTES >> 20
+        ));
+    }
     if !status.success() {
         let tail = String::from_utf8_lossy(&stderr);
         let tail = tail.trim();
@@ -320,6 +544,10 @@ fn run_command(
     })
 }
 
+fn out_too_large(stdout: &[u8]) -> bool {
+    stdout.len() > MAX_OUTPUT_BYTES
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,10 +571,172 @@ mod tests {
             "tools: {a: {command: [x], http: y}}",
             "tools: {a: {command: [x], timeout_sec: 0}}",
             "tools: {a: {command: [x], retries: 3}}",
+            "tools: {a: {command: [x], env: [A=B]}}",
+            "tools: {a: {command: [x], env: {A: [1]}}}",
+            "tools: {a: {command: [x], env: 3}}",
+            "tools: {a: {http: 'http://x', env: [A]}}",
             "nothing: 1",
         ] {
             assert!(ToolBindings::parse(bad, Path::new(".")).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn timeouts_past_the_maximum_or_not_positive_are_refused_at_parse_time() {
+        for t in ["1e19", "1e20", "-1", "0", "86401", "'10'"] {
+            let text = format!("tools: {{a: {{command: [x], timeout_sec: {t}}}}}");
+            let e = ToolBindings::parse(&text, Path::new(".")).unwrap_err();
+            assert!(e.starts_with("tools.a: `timeout_sec`"), "{t}: {e}");
+        }
+        let e = ToolBindings::parse(
+            "tools: {a: {command: [x], timeout_sec: 1e20}}",
+            Path::new("."),
+        );
+        assert!(e.unwrap_err().contains("maximum"));
+        let b = ToolBindings::parse(
+            "tools: {a: {command: [x], timeout_sec: 86400}}",
+            Path::new("."),
+        );
+        assert!(b.is_ok());
+    }
+
+    #[test]
+    fn env_lists_names_or_values() {
+        let b = ToolBindings::parse(
+            "tools:\n  a: {command: [x], env: [ONE, TWO]}\n  b: {command: [x], env: {MODE: test, N: 3, PASS: null}}\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let env = |k: &str| match &b.tools[k] {
+            Binding::Command { env, .. } => env.clone(),
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            env("a"),
+            [EnvVar::Pass("ONE".into()), EnvVar::Pass("TWO".into())]
+        );
+        assert_eq!(
+            env("b"),
+            [
+                EnvVar::Set("MODE".into(), "test".into()),
+                EnvVar::Set("N".into(), "3".into()),
+                EnvVar::Pass("PASS".into()),
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_command_gets_a_clean_environment() {
+        let b = ToolBindings::parse(
+            r#"tools:
+  env: {command: [sh, -c, 'cat >/dev/null; env | cut -d= -f1 | sort | tr "\n" " " | sed "s/^/\"/; s/ $/\"/"'], env: {MODE: test}}
+"#,
+            Path::new("."),
+        )
+        .unwrap();
+        let names = b
+            .call("env", &json!({}), &TransportConfig::default())
+            .unwrap();
+        let names: Vec<&str> = names.as_str().unwrap().split(' ').collect();
+        // What the shell adds itself (PWD, SHLVL, `_`), the base and the binding's own:
+        // nothing of the test's environment (CARGO_*, RUST_*, ...) gets through.
+        for n in &names {
+            assert!(
+                ["PATH", "HOME", "LANG", "TMPDIR", "MODE", "PWD", "SHLVL", "_", "OLDPWD"]
+                    .contains(n),
+                "{n} leaked into the tool: {names:?}"
+            );
+        }
+        assert!(
+            names.contains(&"MODE") && names.contains(&"PATH"),
+            "{names:?}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_background_child_holding_stdout_does_not_outlast_the_timeout() {
+        let b = ToolBindings::parse(
+            "tools:\n  bg: {command: [sh, -c, \"sleep 30 & echo '{}'\"], timeout_sec: 1}\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let r = b.call("bg", &json!({}), &TransportConfig::default());
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(took >= Duration::from_millis(900), "{took:?}");
+        // The tool itself answered and exited 0; its straggler was killed at the deadline.
+        assert_eq!(r, Ok(json!({})));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_deadline_kills_the_whole_process_group() {
+        let dir = std::env::temp_dir().join(format!("packc-pgroup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let b = ToolBindings::parse(
+            "tools:\n  t: {command: [sh, -c, 'sleep 30 & echo $! > child.pid; sleep 60'], timeout_sec: 0.5}\n",
+            &dir,
+        )
+        .unwrap();
+        let started = Instant::now();
+        let e = b
+            .call("t", &json!({}), &TransportConfig::default())
+            .unwrap_err();
+        assert!(e.contains("timed out"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let pid = std::fs::read_to_string(dir.join("child.pid")).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        // Killed: gone, or a zombie waiting for its reaper.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let alive = || {
+            std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| !r.trim_start().starts_with('Z'))
+            })
+        };
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !alive(),
+            "the grandchild {} survived the deadline",
+            pid.trim()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_gigabyte_of_output_is_output_too_large() {
+        let b = ToolBindings::parse(
+            "tools:\n  big: {command: [sh, -c, 'head -c 1000000000 /dev/zero'], timeout_sec: 60}\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let e = b
+            .call("big", &json!({}), &TransportConfig::default())
+            .unwrap_err();
+        assert!(e.contains("output too large"), "{e}");
+        assert!(!e.contains("141") && !e.contains("signal"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_tools_error_text_is_redacted_of_its_env_values() {
+        let b = ToolBindings::parse(
+            "tools:\n  leak: {command: [sh, -c, 'echo \"token is $TOKEN\" >&2; exit 1'], env: {TOKEN: tok-5ecret-value}}\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let e = b
+            .call("leak", &json!({}), &TransportConfig::default())
+            .unwrap_err();
+        assert!(e.ends_with("token is [redacted]"), "{e}");
     }
 
     #[test]

@@ -1,12 +1,35 @@
 //! HTTP for the live host: JSON POSTs with a per-call timeout, and retries with
-//! exponential backoff on 429 and 5xx answers and on timeouts, honouring `Retry-After`.
-//! The client is `ureq` (rustls); nothing here writes HTTP by hand.
+//! exponential backoff on 429 and 5xx answers and on timeouts, honouring `Retry-After`
+//! up to the call's timeout. Redirects are not followed: a 3xx is an error naming where
+//! it pointed, so a request and its headers (the API key) go only to the URL given.
+//! Credentials in a URL never appear in an error. The client is `ureq` (rustls); nothing
+//! here writes HTTP by hand.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// The longest timeout the live host takes (a day): longer ones are refused where they
+/// are read (`--timeout`, `timeout_sec`), since a deadline past it would overflow.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// A timeout given in seconds, checked: a positive finite number of at most
+/// [`MAX_TIMEOUT_SECS`]. `what` names it in the error (`--timeout`, `timeout_sec`).
+pub fn timeout_secs(secs: f64, what: &str) -> Result<Duration, String> {
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!(
+            "{what} must be a positive number of seconds, not {secs}"
+        ));
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        return Err(format!(
+            "{what} of {secs} seconds is past the maximum of {MAX_TIMEOUT_SECS} (a day)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
 
 /// How calls are made and retried.
 #[derive(Clone, Debug)]
@@ -17,7 +40,8 @@ pub struct TransportConfig {
     pub retries: u32,
     /// The first wait between attempts; each next one doubles it.
     pub backoff: Duration,
-    /// The longest wait between attempts, `Retry-After` included.
+    /// The longest wait between attempts, `Retry-After` included; a wait is never longer
+    /// than [`TransportConfig::timeout`] either.
     pub max_backoff: Duration,
 }
 
@@ -49,6 +73,7 @@ impl Transport {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(config.timeout))
             .http_status_as_error(false)
+            .max_redirects(0)
             .build()
             .into();
         Transport {
@@ -59,8 +84,9 @@ impl Transport {
     }
 
     /// POSTs `body` as JSON to `url` with `headers`, retrying as configured. `what`
-    /// names the call in errors ("model call", "tool `x`"). Header values never appear in
-    /// an error.
+    /// names the call in errors ("model call", "tool `x`"). Header values and URL
+    /// credentials never appear in an error written here (a body the server echoes them
+    /// in is the [`Redactor`](super::redact::Redactor)'s to clean).
     pub fn post_json(
         &self,
         what: &str,
@@ -85,7 +111,10 @@ impl Transport {
                 return Err(format!("{what} failed: {error}{tries}"));
             }
             let backoff = self.config.backoff.saturating_mul(1 << attempt.min(16));
-            let wait = wait.unwrap_or(backoff).min(self.config.max_backoff);
+            let wait = wait
+                .unwrap_or(backoff)
+                .min(self.config.max_backoff)
+                .min(self.config.timeout);
             self.sleep(wait);
             attempt += 1;
         }
@@ -102,6 +131,7 @@ impl Transport {
     }
 
     fn attempt(&self, url: &str, headers: &[(String, String)], body: &str) -> Attempt {
+        let shown = super::redact::shown_url(url);
         let mut req = self
             .agent
             .post(url)
@@ -112,9 +142,14 @@ impl Transport {
         }
         let mut resp = match req.send(body) {
             Ok(r) => r,
-            Err(e) => return transport_error(url, e),
+            Err(e) => return transport_error(&shown, e),
         };
         let status = resp.status().as_u16();
+        let resp_location = resp
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let retry_after = resp
             .headers()
             .get("retry-after")
@@ -133,12 +168,12 @@ impl Transport {
                 return match e {
                     ureq::Error::Timeout(_) => Attempt::Retry {
                         error: format!(
-                            "timed out after {:?} reading the answer of {url}",
+                            "timed out after {:?} reading the answer of {shown}",
                             self.config.timeout
                         ),
                         after: None,
                     },
-                    e => Attempt::Fatal(format!("cannot read the answer of {url}: {e}")),
+                    e => Attempt::Fatal(format!("cannot read the answer of {shown}: {e}")),
                 }
             }
         };
@@ -147,7 +182,7 @@ impl Transport {
             return match json {
                 Ok(v) => Attempt::Done(v),
                 Err(_) => Attempt::Fatal(format!(
-                    "{url} answered {status} with a body that is not JSON: {}",
+                    "{shown} answered {status} with a body that is not JSON: {}",
                     snippet(&text)
                 )),
             };
@@ -162,7 +197,16 @@ impl Transport {
             404 => " (check the model name and --base-url)",
             _ => "",
         };
-        let error = format!("{url} answered {status}{reason}: {detail}");
+        if (300..400).contains(&status) {
+            let to = resp_location.map_or_else(
+                || "no Location given".to_owned(),
+                |l| format!("to {}", super::redact::shown_url(&l)),
+            );
+            return Attempt::Fatal(format!(
+                "{shown} answered {status}, a redirect ({to}); redirects are not followed: give the URL it names if you trust it"
+            ));
+        }
+        let error = format!("{shown} answered {status}{reason}: {detail}");
         if status == 429 || status >= 500 {
             Attempt::Retry {
                 error,
@@ -217,5 +261,29 @@ fn snippet(text: &str) -> String {
         format!("{cut}…")
     } else {
         cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_are_checked() {
+        assert_eq!(timeout_secs(2.5, "t"), Ok(Duration::from_millis(2500)));
+        assert!(timeout_secs(MAX_TIMEOUT_SECS, "t").is_ok());
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e19,
+            1e20,
+            MAX_TIMEOUT_SECS + 1.0,
+        ] {
+            let e = timeout_secs(bad, "--timeout").unwrap_err();
+            assert!(e.starts_with("--timeout"), "{e}");
+        }
+        assert!(timeout_secs(1e20, "x").unwrap_err().contains("maximum"));
     }
 }
