@@ -168,7 +168,11 @@ fn corrupt_artifacts_exit_two_with_one_line() {
     flipped[bytes.len() / 2] ^= 0x10;
     let cases: [(&str, Vec<u8>, &str); 4] = [
         ("flipped.ppk", flipped, "corrupted .ppk file: checksum"),
-        ("cut.ppk", bytes[..bytes.len() - 9].to_vec(), "truncated .ppk file"),
+        (
+            "cut.ppk",
+            bytes[..bytes.len() - 9].to_vec(),
+            "truncated .ppk file",
+        ),
         ("short.ppk", bytes[..20].to_vec(), "truncated .ppk file"),
         ("empty.ppk", Vec::new(), "truncated .ppk file: 0 bytes"),
     ];

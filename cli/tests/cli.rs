@@ -406,3 +406,30 @@ fn json_packs_are_strict_json() {
         );
     }
 }
+
+/// A secondary label above the primary one shares the primary's excerpt: no second
+/// `file:line:col` header naming the primary's place over another line.
+#[test]
+fn secondary_labels_share_one_excerpt() {
+    let pack = write_temp(
+        "dup-step.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ncompositions:\n  meta:\n    version: 1\n    steps:\n      - {id: summary, kind: prompt, prompt_task: p}\n      - {id: other, kind: prompt, prompt_task: p}\n      - {id: summary, kind: prompt, prompt_task: p}\n    output: summary\n",
+    );
+    let out = packc()
+        .args(["check", "--color", "never"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let headers: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("dup-step.pack.yaml:"))
+        .collect();
+    assert_eq!(headers.len(), 1, "{stderr}");
+    assert!(headers[0].contains("dup-step.pack.yaml:13:"), "{stderr}");
+    let first = stderr.find(" 11 │").expect("the first use is shown");
+    let dup = stderr.find(" 13 │").expect("the duplicate is shown");
+    assert!(first < dup, "lines in source order: {stderr}");
+    assert!(stderr.contains("first used here"), "{stderr}");
+}

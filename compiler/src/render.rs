@@ -117,17 +117,19 @@ pub fn human(
                 _ => d.kind.as_str().to_string(),
             };
             report = report.with_label(
-                Label::new((name.clone(), span))
+                Label::new((name.clone(), span.clone()))
                     .with_message(text)
-                    .with_color(label_color),
+                    .with_color(label_color)
+                    .with_order(order(&span)),
             );
         }
         for label in &d.labels {
             if let Some(span) = src.span_of(&label.site).map(|s| src.char_span(s)) {
                 report = report.with_label(
-                    Label::new((name.clone(), span))
+                    Label::new((name.clone(), span.clone()))
                         .with_message(&label.message)
-                        .with_color(Color::Blue),
+                        .with_color(Color::Blue)
+                        .with_order(order(&span)),
                 );
             }
         }
@@ -139,6 +141,14 @@ pub fn human(
             .write((name.clone(), source.clone()), &mut *out)?;
     }
     Ok(())
+}
+
+/// Labels in source order: ariadne starts a new excerpt, headed by the primary
+/// label's `file:line:col`, whenever a label lies above the one before it, so a
+/// secondary label above the primary would get a header naming the primary's place.
+/// In source order all labels of a file share one excerpt under one header.
+fn order(span: &std::ops::Range<usize>) -> i32 {
+    i32::try_from(span.start).unwrap_or(i32::MAX)
 }
 
 /// One diagnostic as a JSON object: kind, severity, message, file, line, column, pointer
