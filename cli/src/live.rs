@@ -40,6 +40,16 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
         None => ToolBindings::default(),
     };
+    // Bindings are checked before the first call: a command that is not there or an
+    // HTTP URL that does not parse stops the run now, not on the first call.
+    let report = tools.check(&module);
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !report.errors.is_empty() {
+        let file = args.tools.as_deref().unwrap_or(Path::new("--tools"));
+        bail!("{}: {}", file.display(), report.errors.join("; "));
+    }
     let unbound: Vec<String> = callable_tools(&module)
         .into_iter()
         .filter(|k| !tools.tools.contains_key(k))
@@ -212,8 +222,13 @@ fn relative_to(path: &Path, dir: &Path) -> Result<String> {
 
 fn calls_text(stats: &Stats) -> String {
     let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let failed = if stats.tool_failures > 0 {
+        format!(" ({} failed)", stats.tool_failures)
+    } else {
+        String::new()
+    };
     format!(
-        "{}, {}",
+        "{}, {}{failed}",
         plural(stats.model_calls, "model call"),
         plural(stats.tool_calls, "tool call")
     )
@@ -267,6 +282,13 @@ impl Status {
 }
 
 impl Observer for Status {
+    /// Every tool failure is a warning line as it happens, on a terminal or not: a run
+    /// that ends normally must not hide a tool that never worked.
+    fn tool_failed(&mut self, _key: &str, error: &str) {
+        self.clear();
+        eprintln!("warning: {error}");
+    }
+
     fn update(&mut self, run: &Run, stats: &Stats) {
         if !self.on
             || self

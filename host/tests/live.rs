@@ -269,6 +269,8 @@ fn an_unbound_tool_is_an_error_result_for_the_model() {
     let p = program(&scratch("unbound", AGENT));
     let (live, _) = drive(&p, "composition:c", json!("x"), config(Some(&server)));
     assert_eq!(output(&live), &json!("gave up"));
+    // The run ended normally, yet the failed tool call is counted.
+    assert_eq!((live.stats.tool_calls, live.stats.tool_failures), (1, 1));
     let tool_message = &server.bodies()[1]["messages"][3];
     assert_eq!(tool_message["role"], "tool");
     assert!(

@@ -25,6 +25,7 @@
 //! `host_error` for the step (or an error result for the model, for a tool in an agent
 //! loop). API keys never appear in a message.
 
+mod binding_check;
 pub mod openai;
 pub mod tools;
 pub mod transport;
@@ -39,6 +40,7 @@ use packc_vm::ToolRequest;
 use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
 use serde_json::{json, Value};
 
+pub use binding_check::BindingReport;
 pub use openai::{Function, ModelRequest, OutputSchema};
 pub use tools::{Binding, ToolBindings};
 pub use transport::{Transport, TransportConfig};
@@ -163,6 +165,8 @@ pub struct Stats {
     pub model_calls: u64,
     /// Tool calls issued.
     pub tool_calls: u64,
+    /// Tool calls answered with an error (the command failed, the endpoint refused).
+    pub tool_failures: u64,
     /// Calls issued and not answered yet.
     pub in_flight: u64,
     /// Tokens used, as the API reported them.
@@ -173,6 +177,9 @@ pub struct Stats {
 pub trait Observer {
     /// The run moved on, a call went out or an answer came back.
     fn update(&mut self, _run: &Run, _stats: &Stats) {}
+    /// A tool call failed (already counted in [`Stats::tool_failures`]): the tool key and
+    /// the error, which names the exit status and the end of the tool's stderr.
+    fn tool_failed(&mut self, _key: &str, _error: &str) {}
 }
 
 /// An observer that ignores everything.
@@ -445,6 +452,8 @@ impl LiveHost {
         let mut recording = Recording::default();
         let mut sent: HashSet<CallId> = HashSet::new();
         let mut keys: HashMap<CallId, String> = HashMap::new();
+        // The key of every tool call out, so its failure can be reported by name.
+        let mut tool_keys: HashMap<CallId, String> = HashMap::new();
         let mut script = script.iter();
         let mut input = Input::Start;
         let finish = |ended, stats, recording| LiveRun {
@@ -494,6 +503,9 @@ impl LiveHost {
                                 stats.model_calls += 1;
                             } else {
                                 stats.tool_calls += 1;
+                                if let Some(key) = view.tool() {
+                                    tool_keys.insert(view.id(), key.to_owned());
+                                }
                             }
                             stats.in_flight += 1;
                             // The workers outlive this loop only on interruption.
@@ -528,6 +540,12 @@ impl LiveHost {
                     };
                     stats.in_flight -= 1;
                     stats.tokens += tokens;
+                    if let Some(key) = tool_keys.remove(&id) {
+                        if let Answer::Error(e) = &answer {
+                            stats.tool_failures += 1;
+                            observer.tool_failed(&key, e);
+                        }
+                    }
                     if record {
                         let key = keys.remove(&id).unwrap_or_default();
                         recording.answers.push((key, answer_json(&answer)));
