@@ -48,8 +48,25 @@ pub struct RunArgs {
     /// local server.
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// Bind the pack's tools to commands or HTTP endpoints (see `packc_host::live::tools`).
-    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
+    ///
+    ///   tools:
+    ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
+    ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
+    ///       timeout_sec: 10                 # default 60
+    ///     web_search:
+    ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
+    ///       headers: {x-team: docs}
+    ///
+    /// A command reads the arguments as JSON on stdin and prints its JSON result on
+    /// stdout; a non-zero exit, output that is not JSON or a run past `timeout_sec` is a
+    /// tool error (its stderr's end is shown). An endpoint answers a 2xx with a JSON body.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "host",
+        verbatim_doc_comment
+    )]
     pub tools: Option<PathBuf>,
     /// Write the live run as a case file that `packc test` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
@@ -145,15 +162,21 @@ pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
     let Some(input) = &args.input else {
         return Ok(None);
     };
-    let text = match input.strip_prefix('@') {
+    match input.strip_prefix('@') {
         Some(file) => {
-            std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("--input @{file}: cannot read {file}"))?;
+            serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!("--input @{file}: {file} is not JSON: {e}"))
         }
-        None => input.clone(),
-    };
-    Ok(Some(
-        serde_json::from_str(&text).context("--input is not JSON")?,
-    ))
+        None => serde_json::from_str(input).map(Some).map_err(|e| {
+            anyhow::anyhow!(
+                "--input is not JSON ({e}): a string is quoted in JSON, so write `--input '\"{}\"'` for the text, or `--input @file.json` to read the input from a file",
+                input.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        }),
+    }
 }
 
 /// The `--var NAME=VALUE` host variables (the value a string).

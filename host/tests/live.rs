@@ -440,7 +440,12 @@ fn a_slow_server_times_out() {
     let started = Instant::now();
     let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
     let message = failure(&live);
-    assert!(message.contains("timed out"), "{message}");
+    // Which timeout and its value; the call named once.
+    assert!(
+        message.contains("within the call timeout of 0.3 s"),
+        "{message}"
+    );
+    assert_eq!(message.matches("model call").count(), 1, "{message}");
     // Two step attempts of 0.3 s each, nowhere near the server's 3 s.
     assert!(
         started.elapsed() < Duration::from_secs(2),

@@ -94,6 +94,7 @@ mod render;
 mod run;
 mod small;
 pub mod snapshot;
+mod suggest;
 mod trace;
 pub mod value;
 mod view;

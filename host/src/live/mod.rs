@@ -273,10 +273,7 @@ impl LiveHost {
     fn model_answer(&self, req: &ModelRequest) -> (Answer, u64) {
         let Some(endpoint) = &self.inner.config.model else {
             return (
-                Answer::Error(format!(
-                    "model call for prompt `{}`: no model provider is configured (pass --provider)",
-                    req.prompt
-                )),
+                Answer::Error("no model provider is configured (pass --provider)".to_owned()),
                 0,
             );
         };
@@ -291,13 +288,20 @@ impl LiveHost {
         let mut extra = Vec::new();
         for round in 0..=self.inner.config.event_retries {
             let body = req.body(&endpoint.model, &extra, endpoint.is_openai());
+            // The run names the failed call itself ("model call `p` failed: ..."): the
+            // answer says only what went wrong.
             let reply = match self.inner.transport.post_json(&what, &url, &headers, &body) {
                 Ok(v) => v,
-                Err(e) => return (Answer::Error(e), tokens),
+                Err(e) => {
+                    let e = e
+                        .strip_prefix(&format!("{what} failed: "))
+                        .map_or(e.clone(), str::to_owned);
+                    return (Answer::Error(e), tokens);
+                }
             };
             let reply = match openai::parse_reply(&reply) {
                 Ok(r) => r,
-                Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+                Err(e) => return (Answer::Error(e.to_string()), tokens),
             };
             tokens += reply.tokens.unwrap_or(0);
             let is_transition = |name: &str| !req.events.is_empty() && name == transition;
@@ -308,7 +312,7 @@ impl LiveHost {
                     Err(e) => {
                         return (
                             Answer::Error(format!(
-                                "{what}: the model called `{name}` with arguments that are not JSON ({e})"
+                                "the model called `{name}` with arguments that are not JSON ({e})"
                             )),
                             tokens,
                         )
@@ -325,7 +329,7 @@ impl LiveHost {
             let output =
                 match self.output_value(reply.content.as_deref(), req.output_schema.as_ref()) {
                     Ok(v) => v,
-                    Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+                    Err(e) => return (Answer::Error(e), tokens),
                 };
             let Some((_, args)) = reply.calls.iter().find(|(n, _)| is_transition(n)) else {
                 return (
@@ -354,7 +358,7 @@ impl LiveHost {
                     if round == self.inner.config.event_retries {
                         return (
                             Answer::Error(format!(
-                                "{what}: the model named event `{shown}`, not one of {}, {} times",
+                                "the model named event `{shown}`, not one of {}, {} times",
                                 req.events.join(", "),
                                 round + 1
                             )),
