@@ -433,3 +433,38 @@ fn secondary_labels_share_one_excerpt() {
     assert!(first < dup, "lines in source order: {stderr}");
     assert!(stderr.contains("first used here"), "{stderr}");
 }
+
+/// The README says how to put `packc` on the PATH before its first example runs the
+/// bare `packc` command.
+#[test]
+fn readme_installs_packc_before_using_it() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let install = readme
+        .find("cargo install --locked --path cli")
+        .expect("an install command");
+    let first_use = readme
+        .lines()
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len() + 1;
+            Some((start, line))
+        })
+        .find(|(_, l)| {
+            let l = l.strip_prefix("$ ").unwrap_or(l);
+            [
+                "check", "build", "run", "test", "inspect", "graph", "resume", "bench",
+            ]
+            .iter()
+            .any(|c| l.starts_with(&format!("packc {c} ")))
+        })
+        .map(|(at, _)| at)
+        .expect("an example running packc");
+    assert!(
+        install < first_use,
+        "install at {install}, first use at {first_use}"
+    );
+    assert!(
+        std::path::Path::new(&repo().join("cli/Cargo.toml")).exists(),
+        "the path it installs from"
+    );
+}
