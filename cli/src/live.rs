@@ -174,25 +174,59 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
 }
 
 fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
-    let base_url = args
-        .base_url
-        .clone()
-        .unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned());
-    let api_key = std::env::var(&args.api_key_env)
-        .ok()
-        .filter(|k| !k.is_empty());
-    let needs_key = base_url.contains("api.openai.com") || args.api_key_env != "OPENAI_API_KEY";
+    endpoint_of(args.base_url.clone(), args.model.clone(), &args.api_key_env)
+}
+
+fn endpoint_of(
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: &str,
+) -> Result<ModelEndpoint> {
+    let base_url = base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned());
+    let api_key = std::env::var(api_key_env).ok().filter(|k| !k.is_empty());
+    let needs_key = base_url.contains("api.openai.com") || api_key_env != "OPENAI_API_KEY";
     if api_key.is_none() && needs_key {
         bail!(
-            "{} is not set: export the API key there (or name another variable with --api-key-env)",
-            args.api_key_env
+            "{api_key_env} is not set: export the API key there (or name another variable with --api-key-env)"
         );
     }
     Ok(ModelEndpoint {
         base_url,
-        model: args.model.clone().unwrap_or_default(),
+        model: model.unwrap_or_default(),
         api_key,
     })
+}
+
+/// A live host for a run driven one call at a time (`packc resume`, `--save`,
+/// `--interactive`): the model when `provider`, the tool bindings of `tools`.
+pub(crate) fn host_for(
+    provider: bool,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: &str,
+    tools: Option<&Path>,
+    timeout: f64,
+) -> Result<LiveHost> {
+    if !(timeout.is_finite() && timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let model = match provider {
+        true => Some(endpoint_of(base_url, model, api_key_env)?),
+        false => None,
+    };
+    let tools = match tools {
+        Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
+        None => ToolBindings::default(),
+    };
+    Ok(LiveHost::new(LiveConfig {
+        model,
+        tools,
+        transport: TransportConfig {
+            timeout: Duration::from_secs_f64(timeout),
+            ..TransportConfig::default()
+        },
+        ..LiveConfig::default()
+    }))
 }
 
 /// `path` relative to `dir`, with `/` separators (for `pack_file`).

@@ -10,8 +10,10 @@ use clap::Args;
 use ir_spec::Module;
 use packc_compiler::Options;
 use packc_host::{RunSpec, ScriptedHost};
-use packc_vm::driver::{drive, ScriptItem};
-use packc_vm::{Program, Run, RunOptions, Target};
+use packc_vm::driver::ScriptItem;
+use packc_vm::{Input, Program, Run, RunOptions, Target};
+
+use crate::hitl::{self, Stop};
 use serde_json::Value;
 
 /// Arguments of `packc run`.
@@ -87,6 +89,16 @@ pub struct RunArgs {
     /// Print only the result: no status line, no notes.
     #[arg(long, short)]
     pub quiet: bool,
+    /// When the run stops waiting for the caller (the next turn, or an event such as an
+    /// approval), save it to FILE instead of finishing it; `packc resume FILE --turn
+    /// JSON | --event NAME` continues it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["interactive", "record"])]
+    pub save: Option<PathBuf>,
+    /// Read the turns from the terminal, one line each (a JSON object or array as such,
+    /// other text as a string); `/event NAME` sends an event, `/quit` or end of input
+    /// finishes the run. The output and where the run stopped are shown after each turn.
+    #[arg(long, conflicts_with_all = ["input", "record"])]
+    pub interactive: bool,
 }
 
 /// A model API `packc run` can call.
@@ -103,7 +115,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    if args.host.is_none() && (args.provider.is_some() || args.tools.is_some()) {
+    let live = args.host.is_none() && (args.provider.is_some() || args.tools.is_some());
+    if args.save.is_some() || args.interactive {
+        return run_to_caller(args, module, live);
+    }
+    if live {
         return crate::live::run(args, module);
     }
     let mut spec = match &args.host {
@@ -139,17 +155,33 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         },
     )?;
     let mut host = ScriptedHost::new(&spec);
-    let result = drive(&mut run, &mut host, &spec.script);
+    let mut waiting = None;
+    let result = match hitl::drive(&mut run, &mut host, Input::Start, &spec.script, true) {
+        Ok(Stop::Caller) => {
+            let why = hitl::why(&run);
+            if why.starts_with("waiting for an event") {
+                waiting = Some(why);
+            }
+            hitl::drive(&mut run, &mut host, Input::Finish, &[], false)
+        }
+        other => other,
+    };
     if args.trace {
         for line in run.trace_lines() {
             eprintln!("{line}");
         }
     }
     match result {
-        Ok(outcome) => {
+        Ok(Stop::Done(outcome)) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            if let Some(why) = waiting {
+                eprintln!(
+                    "note: the run stopped {why}; run it with --save FILE, then `packc resume FILE --event NAME`"
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         Err(e) => {
             eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
             Ok(ExitCode::from(1))
@@ -159,24 +191,89 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 
 /// The `--input` value, if given: JSON, or `@file` holding JSON.
 pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
-    let Some(input) = &args.input else {
-        return Ok(None);
-    };
+    args.input
+        .as_deref()
+        .map(|input| parse_input("--input", input))
+        .transpose()
+}
+
+/// A JSON value given on the command line after `flag`, or `@file` holding one.
+pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
     match input.strip_prefix('@') {
         Some(file) => {
             let text = std::fs::read_to_string(file)
-                .with_context(|| format!("--input @{file}: cannot read {file}"))?;
+                .with_context(|| format!("{flag} @{file}: cannot read {file}"))?;
             serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| anyhow::anyhow!("--input @{file}: {file} is not JSON: {e}"))
+                .map_err(|e| anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"))
         }
-        None => serde_json::from_str(input).map(Some).map_err(|e| {
+        None => serde_json::from_str(input).map_err(|e| {
             anyhow::anyhow!(
-                "--input is not JSON ({e}): a string is quoted in JSON, so write `--input '\"{}\"'` for the text, or `--input @file.json` to read the input from a file",
+                "{flag} is not JSON ({e}): a string is quoted in JSON, so write `{flag} '\"{}\"'` for the text, or `{flag} @file.json` to read the input from a file",
                 input.replace('\\', "\\\\").replace('"', "\\\"")
             )
         }),
     }
+}
+
+/// `--save` / `--interactive`: the run goes as far as its script (or the terminal) takes
+/// it and stops when it waits for the caller, one call at a time.
+fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode> {
+    let mut spec = match &args.host {
+        Some(path) => host_spec(path)?,
+        None => RunSpec::default(),
+    };
+    if let Some(value) = read_input(args)? {
+        spec.script = vec![ScriptItem::Turn(value)];
+    }
+    if spec.script.is_empty() {
+        spec.script = vec![ScriptItem::Turn(Value::Null)];
+    }
+    for (k, v) in read_vars(args)? {
+        spec.variables.insert(k, v);
+    }
+    let target_text = args
+        .target
+        .clone()
+        .unwrap_or_else(|| match spec.target.is_empty() {
+            true => "workflow".into(),
+            false => spec.target.clone(),
+        });
+    let program = Arc::new(Program::new(module)?);
+    let target = Target::parse(program.module(), &target_text)?;
+    let mut run = Run::new(
+        program,
+        target,
+        RunOptions {
+            host_variables: spec.variables.clone(),
+            ..RunOptions::default()
+        },
+    )?;
+    let mut host: Box<dyn packc_vm::driver::Host> = if live {
+        let host = crate::live::host_for(
+            args.provider.is_some(),
+            args.base_url.clone(),
+            args.model.clone(),
+            &args.api_key_env,
+            args.tools.as_deref(),
+            args.timeout,
+        )?;
+        Box::new(hitl::Blocking {
+            host,
+            started: std::time::Instant::now(),
+        })
+    } else {
+        Box::new(ScriptedHost::new(&spec))
+    };
+    if args.interactive {
+        let stdin = std::io::stdin();
+        return hitl::interactive(&mut run, host.as_mut(), &mut stdin.lock(), args.trace);
+    }
+    let stop = hitl::drive(&mut run, host.as_mut(), Input::Start, &spec.script, true);
+    let save = args
+        .save
+        .as_deref()
+        .map(|f| (f, args.pack.as_path(), target_text.as_str()));
+    hitl::finish(&mut run, stop, save, args.trace)
 }
 
 /// The `--var NAME=VALUE` host variables (the value a string).
@@ -225,7 +322,7 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
 }
 
 /// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
-fn host_spec(path: &Path) -> Result<RunSpec> {
+pub(crate) fn host_spec(path: &Path) -> Result<RunSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     RunSpec::parse(&text).map_err(|problems| {
