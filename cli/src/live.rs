@@ -91,6 +91,8 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         target,
         RunOptions {
             host_variables: variables.clone(),
+            // The JSON result lists the calls.
+            record_calls: args.format == crate::Format::Json,
             ..RunOptions::default()
         },
     )?;
@@ -107,7 +109,18 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
     }
     let stats = result.stats;
+    if args.format == crate::Format::Json && !matches!(result.ended, Ended::Interrupted) {
+        let ended = match &result.ended {
+            Ended::Done(o) => Ok((&o.output, o.state.as_deref())),
+            Ended::Failed(e) => Err(e),
+            Ended::Interrupted => unreachable!("handled below"),
+        };
+        let calls = run.calls().iter().map(|c| c.to_json()).collect();
+        let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    }
     let code = match &result.ended {
+        Ended::Done(_) if args.format == crate::Format::Json => ExitCode::SUCCESS,
         Ended::Done(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
             ExitCode::SUCCESS

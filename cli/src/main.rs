@@ -9,6 +9,7 @@ mod graph;
 mod hitl;
 mod inspect;
 mod live;
+mod result;
 mod run;
 mod test;
 

@@ -99,6 +99,11 @@ pub struct RunArgs {
     /// finishes the run. The output and where the run stopped are shown after each turn.
     #[arg(long, conflicts_with_all = ["input", "record"])]
     pub interactive: bool,
+    /// `json`: print the whole result as one JSON object (status, why it stopped, output,
+    /// state, error, trace, every call with its input and answer, tokens) instead of the
+    /// output alone.
+    #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
+    pub format: crate::Format,
 }
 
 /// A model API `packc run` can call.
@@ -154,7 +159,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             ..RunOptions::default()
         },
     )?;
-    let mut host = ScriptedHost::new(&spec);
+    let mut scripted = ScriptedHost::new(&spec);
+    let mut host = crate::result::Recorder {
+        inner: &mut scripted,
+        calls: Vec::new(),
+    };
     let mut waiting = None;
     let result = match hitl::drive(&mut run, &mut host, Input::Start, &spec.script, true) {
         Ok(Stop::Caller) => {
@@ -170,6 +179,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for line in run.trace_lines() {
             eprintln!("{line}");
         }
+    }
+    if args.format == crate::Format::Json {
+        let ended = match &result {
+            Ok(Stop::Done(o)) => Ok((&o.output, o.state.as_deref())),
+            Err(e) => Err(e),
+            Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
+        };
+        let value = crate::result::to_json(&run, Some(ended), waiting, host.calls, 0);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(match result {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        });
     }
     match result {
         Ok(Stop::Done(outcome)) => {

@@ -468,3 +468,76 @@ fn readme_installs_packc_before_using_it() {
         "the path it installs from"
     );
 }
+
+/// `--format json` prints the whole result: status, why it stopped, output, state,
+/// trace, every call with its input and answer, tokens; a failure as `failed` with its
+/// error.
+#[test]
+fn run_format_json_prints_the_whole_result() {
+    let host = write_temp(
+        "json-host.yaml",
+        b"host:\n  prompts:\n    doc_classifier:\n      - output: {type: general}\n    general_doc_extractor:\n      - output: {summary: memo}\n",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args([
+            "--input",
+            r#"{"text": "a memo"}"#,
+            "--format",
+            "json",
+            "--host",
+        ])
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "done");
+    assert_eq!(r["stopped"], "done");
+    assert_eq!(r["output"], serde_json::json!({"summary": "memo"}));
+    assert_eq!(r["error"], serde_json::Value::Null);
+    assert_eq!(r["tokens"], 0);
+    let trace: Vec<&str> = r["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        trace.contains(&"branch route -> extract_general"),
+        "{trace:?}"
+    );
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{r}");
+    assert_eq!(calls[0]["prompt"], "doc_classifier");
+    assert_eq!(calls[0]["input"], serde_json::json!("a memo"));
+    assert_eq!(
+        calls[0]["answer"],
+        serde_json::json!({"output": {"type": "general"}})
+    );
+    assert_eq!(calls[1]["answer"]["output"]["summary"], "memo");
+
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args(["--input", r#"{"text": "a memo"}"#, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["error"]["kind"], "host_error");
+    assert!(
+        r["calls"][0]["answer"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no scripted answer"),
+        "{r}"
+    );
+}
