@@ -541,3 +541,54 @@ fn run_format_json_prints_the_whole_result() {
         "{r}"
     );
 }
+
+/// `--filter` runs the matching cases only; `--junit` writes what CI reads; failures are
+/// listed again at the end, before the count.
+#[test]
+fn test_filter_junit_and_summary() {
+    let junit = std::env::temp_dir().join(format!("packc-junit-{}.xml", std::process::id()));
+    let out = packc()
+        .arg("test")
+        .arg(repo().join("examples/cases"))
+        .arg(repo().join("tests/bad_cases"))
+        .args([
+            "--filter",
+            "rfc0010-ex2.case",
+            "--filter",
+            "calls-misspelled",
+            "--junit",
+        ])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.ends_with("1 passed, 1 failed\n"), "{stdout}");
+    let summary = stdout.split("\nfailures:\n").nth(1).expect("a summary");
+    assert!(summary.contains("calls-misspelled.case.yaml"), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"2\" failures=\"1\""
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains("<testcase name=\"rfc0010-ex2\""), "{xml}");
+    assert!(xml.contains("<testcase name=\"calls-misspelled\""), "{xml}");
+    assert!(
+        xml.contains("<failure message=\"") && xml.contains("did you mean `calls`?</failure>"),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+
+    let out = packc()
+        .arg("test")
+        .arg(repo().join("examples/cases"))
+        .args(["--filter", "no-such-case"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no case file matches --filter no-such-case")
+    );
+}
