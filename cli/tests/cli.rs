@@ -592,3 +592,53 @@ fn test_filter_junit_and_summary() {
         String::from_utf8_lossy(&out.stderr).contains("no case file matches --filter no-such-case")
     );
 }
+
+/// A composition state with `on_event` whose composition's output schema has no `event`
+/// can never move on: a warning with the fix; with `event` in the schema, none.
+#[test]
+fn composition_state_without_event_output_warns() {
+    let dir = std::env::temp_dir().join(format!("packc-event-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pack = dir.join("triage.pack.yaml");
+    std::fs::write(
+        &pack,
+        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: triage\n  states:\n    triage: {orchestration: composition, composition: c, on_event: {Escalate: human}}\n    human: {prompt_task: p, terminal: true}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: classify, kind: prompt, prompt_task: p, output_schema: verdict.json}\n    output: classify\n",
+    )
+    .unwrap();
+    let check = |schema: &str| {
+        std::fs::write(dir.join("verdict.json"), schema).unwrap();
+        let out = packc()
+            .args(["check", "--format", "json"])
+            .arg(&pack)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let warned = check(r#"{"type": "object", "properties": {"label": {"type": "string"}}}"#);
+    let d: serde_json::Value = serde_json::from_str(
+        warned
+            .lines()
+            .find(|l| l.contains("event_never_output"))
+            .unwrap_or_else(|| panic!("{warned}")),
+    )
+    .unwrap();
+    assert_eq!(d["severity"], "warning");
+    assert_eq!(d["pointer"], "/workflow/states/triage/on_event");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("no `event` property"),
+        "{d}"
+    );
+    let string = check(r#"{"type": "string"}"#);
+    assert!(string.contains("its output is a string"), "{string}");
+    let fine = check(r#"{"type": "object", "properties": {"event": {"type": "string"}}}"#);
+    assert!(!fine.contains("event_never_output"), "{fine}");
+}
