@@ -330,7 +330,11 @@ fn pred(m: &Module, c: &Composition, p: &ir_spec::Pred) -> String {
         }
         Pred::All(ps) => list(ps, " && "),
         Pred::Any(ps) => list(ps, " || "),
-        Pred::Not(p) => format!("!{}", pred(m, c, p)),
+        // `not (a == b)`: a bare `!` before a comparison reads as if it negated its left side.
+        Pred::Not(p) => match **p {
+            Pred::All(_) | Pred::Any(_) => format!("not {}", pred(m, c, p)),
+            _ => format!("not ({})", pred(m, c, p)),
+        },
     }
 }
 

@@ -58,6 +58,16 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
         None => ToolBindings::default(),
     };
+    // Bindings are checked before the first call: a command that is not there or an
+    // HTTP URL that does not parse stops the run now, not on the first call.
+    let report = tools.check(&module);
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !report.errors.is_empty() {
+        let file = args.tools.as_deref().unwrap_or(Path::new("--tools"));
+        bail!("{}: {}", file.display(), report.errors.join("; "));
+    }
     let unbound: Vec<String> = callable_tools(&module)
         .into_iter()
         .filter(|k| !tools.tools.contains_key(k))
@@ -100,6 +110,8 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         RunOptions {
             host_variables: variables.clone(),
             max_host_calls: Some(args.max_host_calls),
+            // The JSON result lists the calls.
+            record_calls: args.format == crate::Format::Json,
             ..RunOptions::default()
         },
     )?;
@@ -116,7 +128,18 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
     }
     let stats = result.stats;
+    if args.format == crate::Format::Json && !matches!(result.ended, Ended::Interrupted) {
+        let ended = match &result.ended {
+            Ended::Done(o) => Ok((&o.output, o.state.as_deref())),
+            Ended::Failed(e) => Err(e),
+            Ended::Interrupted => unreachable!("handled below"),
+        };
+        let calls = run.calls().iter().map(|c| c.to_json()).collect();
+        let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    }
     let code = match &result.ended {
+        Ended::Done(_) if args.format == crate::Format::Json => ExitCode::SUCCESS,
         Ended::Done(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
             ExitCode::SUCCESS
@@ -187,10 +210,22 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
 /// `--api-key-env`. A key sent over plain HTTP to another machine is warned about, even
 /// under `--quiet`.
 fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
-    let base_url = args
-        .base_url
-        .clone()
-        .unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned());
+    endpoint_of(
+        args.base_url.clone(),
+        args.model.clone(),
+        args.api_key_env.as_deref(),
+        args.quiet,
+    )
+}
+
+/// [`endpoint`] from its parts (also for `packc resume`).
+pub(crate) fn endpoint_of(
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<&str>,
+    quiet: bool,
+) -> Result<ModelEndpoint> {
+    let base_url = base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned());
     let shown = shown_url(&base_url);
     let Some(host) = url_host(&base_url) else {
         bail!("--base-url {shown} is not a URL with a host (e.g. http://127.0.0.1:8080/v1)");
@@ -200,7 +235,7 @@ fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
     }
     let read = |var: &str| std::env::var(var).ok().filter(|k| !k.is_empty());
     const DEFAULT_VAR: &str = "OPENAI_API_KEY";
-    let api_key = match &args.api_key_env {
+    let api_key = match api_key_env {
         Some(var) => Some(read(var).with_context(|| {
             format!("{var} is not set: export the API key there (or name another variable with --api-key-env)")
         })?),
@@ -210,7 +245,7 @@ fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
             })?)
         }
         None => {
-            if read(DEFAULT_VAR).is_some() && !args.quiet {
+            if read(DEFAULT_VAR).is_some() && !quiet {
                 eprintln!(
                     "note: {DEFAULT_VAR} is not sent to {host}, only to {}; pass --api-key-env {DEFAULT_VAR} to send it there",
                     ModelEndpoint::OPENAI_HOST
@@ -226,9 +261,39 @@ fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
     }
     Ok(ModelEndpoint {
         base_url,
-        model: args.model.clone().unwrap_or_default(),
+        model: model.unwrap_or_default(),
         api_key,
     })
+}
+
+/// A live host for a run driven one call at a time (`packc resume`, `--save`,
+/// `--interactive`): the model when `provider`, the tool bindings of `tools`.
+pub(crate) fn host_for(
+    provider: bool,
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<&str>,
+    tools: Option<&Path>,
+    timeout: f64,
+) -> Result<LiveHost> {
+    let timeout = timeout_secs(timeout, "--timeout").map_err(anyhow::Error::msg)?;
+    let model = match provider {
+        true => Some(endpoint_of(base_url, model, api_key_env, false)?),
+        false => None,
+    };
+    let tools = match tools {
+        Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
+        None => ToolBindings::default(),
+    };
+    Ok(LiveHost::new(LiveConfig {
+        model,
+        tools,
+        transport: TransportConfig {
+            timeout,
+            ..TransportConfig::default()
+        },
+        ..LiveConfig::default()
+    }))
 }
 
 /// `path` relative to `dir`, with `/` separators (for `pack_file`). A path that is not
@@ -263,8 +328,13 @@ fn relative_to(path: &Path, dir: &Path) -> Result<String> {
 
 fn calls_text(stats: &Stats) -> String {
     let plural = |n: u64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let failed = if stats.tool_failures > 0 {
+        format!(" ({} failed)", stats.tool_failures)
+    } else {
+        String::new()
+    };
     format!(
-        "{}, {}",
+        "{}, {}{failed}",
         plural(stats.model_calls, "model call"),
         plural(stats.tool_calls, "tool call")
     )
@@ -318,6 +388,13 @@ impl Status {
 }
 
 impl Observer for Status {
+    /// Every tool failure is a warning line as it happens, on a terminal or not: a run
+    /// that ends normally must not hide a tool that never worked.
+    fn tool_failed(&mut self, _key: &str, error: &str) {
+        self.clear();
+        eprintln!("warning: {error}");
+    }
+
     fn update(&mut self, run: &Run, stats: &Stats) {
         if !self.on
             || self

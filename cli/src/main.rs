@@ -7,8 +7,10 @@ mod build;
 mod check;
 mod files;
 mod graph;
+mod hitl;
 mod inspect;
 mod live;
+mod result;
 mod run;
 mod test;
 
@@ -102,6 +104,18 @@ enum Command {
     ///       --tools tools.yaml --record run.case.yaml
     #[command(verbatim_doc_comment)]
     Run(run::RunArgs),
+    /// Continue a run saved by `packc run --save` with one turn or event.
+    ///
+    /// The run goes on until it is done or waits for the caller again (then the file is
+    /// rewritten); the output and why it stopped are printed. The pack must compile to the
+    /// module the run was saved from.
+    ///
+    /// Examples:
+    ///   packc run review.pack.yaml --input '"draft it"' --host h.yaml --save run.snap
+    ///   packc resume run.snap --event Approve --host h.yaml
+    ///   packc resume run.snap --turn '{"text": "one more change"}' --provider openai --model gpt-4o-mini
+    #[command(verbatim_doc_comment)]
+    Resume(hitl::ResumeArgs),
 }
 
 /// How diagnostics are printed.
@@ -149,6 +163,7 @@ fn main() -> ExitCode {
         Command::Graph(args) => graph::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Resume(args) => hitl::resume(&args),
     };
     match result {
         Ok(code) => code,

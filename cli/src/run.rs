@@ -9,8 +9,10 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use ir_spec::Module;
 use packc_host::{RunSpec, ScriptedHost};
-use packc_vm::driver::{drive, ScriptItem};
-use packc_vm::{Program, Run, RunOptions, Target};
+use packc_vm::driver::ScriptItem;
+use packc_vm::{Input, Program, Run, RunOptions, Target};
+
+use crate::hitl::{self, Stop};
 use serde_json::Value;
 
 /// Arguments of `packc run`.
@@ -48,8 +50,28 @@ pub struct RunArgs {
     /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// Bind the pack's tools to commands or HTTP endpoints (see `packc_host::live::tools`).
-    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
+    ///
+    ///   tools:
+    ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
+    ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
+    ///       timeout_sec: 10                 # default 60, at most 86400
+    ///       env: [DATABASE_URL]             # passed through; or {NAME: value}
+    ///     web_search:
+    ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
+    ///       headers: {x-team: docs}
+    ///
+    /// A command reads the arguments as JSON on stdin and prints its JSON result on
+    /// stdout; a non-zero exit, output that is not JSON or a run past `timeout_sec` is a
+    /// tool error (its stderr's end is shown). A command starts with a clean environment
+    /// (PATH, HOME, LANG, TMPDIR and what `env:` lists). An endpoint answers a 2xx with a
+    /// JSON body.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "host",
+        verbatim_doc_comment
+    )]
     pub tools: Option<PathBuf>,
     /// Write the live run as a case file that `packc test` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
@@ -81,6 +103,21 @@ pub struct RunArgs {
     /// Print only the result: no status line, no notes.
     #[arg(long, short)]
     pub quiet: bool,
+    /// When the run stops waiting for the caller (the next turn, or an event such as an
+    /// approval), save it to FILE instead of finishing it; `packc resume FILE --turn
+    /// JSON | --event NAME` continues it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["interactive", "record"])]
+    pub save: Option<PathBuf>,
+    /// Read the turns from the terminal, one line each (a JSON object or array as such,
+    /// other text as a string); `/event NAME` sends an event, `/quit` or end of input
+    /// finishes the run. The output and where the run stopped are shown after each turn.
+    #[arg(long, conflicts_with_all = ["input", "record"])]
+    pub interactive: bool,
+    /// `json`: print the whole result as one JSON object (status, why it stopped, output,
+    /// state, error, trace, every call with its input and answer, tokens) instead of the
+    /// output alone.
+    #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
+    pub format: crate::Format,
 }
 
 /// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a
@@ -88,7 +125,7 @@ pub struct RunArgs {
 pub const DEFAULT_MAX_HOST_CALLS: u64 = 10_000;
 
 /// `--timeout`: a positive number of seconds, at most a day.
-fn parse_timeout(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     let secs: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
@@ -121,7 +158,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    if args.host.is_none() && (args.provider.is_some() || args.tools.is_some()) {
+    let live = args.host.is_none() && (args.provider.is_some() || args.tools.is_some());
+    if args.save.is_some() || args.interactive {
+        return run_to_caller(args, module, live);
+    }
+    if live {
         return crate::live::run(args, module);
     }
     let mut spec = match &args.host {
@@ -156,18 +197,51 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             ..RunOptions::default()
         },
     )?;
-    let mut host = ScriptedHost::new(&spec);
-    let result = drive(&mut run, &mut host, &spec.script);
+    let mut scripted = ScriptedHost::new(&spec);
+    let mut host = crate::result::Recorder {
+        inner: &mut scripted,
+        calls: Vec::new(),
+    };
+    let mut waiting = None;
+    let result = match hitl::drive(&mut run, &mut host, Input::Start, &spec.script, true) {
+        Ok(Stop::Caller) => {
+            let why = hitl::why(&run);
+            if why.starts_with("waiting for an event") {
+                waiting = Some(why);
+            }
+            hitl::drive(&mut run, &mut host, Input::Finish, &[], false)
+        }
+        other => other,
+    };
     if args.trace {
         for line in run.trace_lines() {
             eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
     }
+    if args.format == crate::Format::Json {
+        let ended = match &result {
+            Ok(Stop::Done(o)) => Ok((&o.output, o.state.as_deref())),
+            Err(e) => Err(e),
+            Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
+        };
+        let value = crate::result::to_json(&run, Some(ended), waiting, host.calls, 0);
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(match result {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(1),
+        });
+    }
     match result {
-        Ok(outcome) => {
+        Ok(Stop::Done(outcome)) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            if let Some(why) = waiting {
+                eprintln!(
+                    "note: the run stopped {why}; run it with --save FILE, then `packc resume FILE --event NAME`"
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         Err(e) => {
             eprintln!("{}", error_line(&e));
             Ok(ExitCode::from(1))
@@ -177,18 +251,89 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 
 /// The `--input` value, if given: JSON, or `@file` holding JSON.
 pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
-    let Some(input) = &args.input else {
-        return Ok(None);
-    };
-    let text = match input.strip_prefix('@') {
+    args.input
+        .as_deref()
+        .map(|input| parse_input("--input", input))
+        .transpose()
+}
+
+/// A JSON value given on the command line after `flag`, or `@file` holding one.
+pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
+    match input.strip_prefix('@') {
         Some(file) => {
-            std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("{flag} @{file}: cannot read {file}"))?;
+            serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"))
         }
-        None => input.clone(),
+        None => serde_json::from_str(input).map_err(|e| {
+            anyhow::anyhow!(
+                "{flag} is not JSON ({e}): a string is quoted in JSON, so write `{flag} '\"{}\"'` for the text, or `{flag} @file.json` to read the input from a file",
+                input.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        }),
+    }
+}
+
+/// `--save` / `--interactive`: the run goes as far as its script (or the terminal) takes
+/// it and stops when it waits for the caller, one call at a time.
+fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode> {
+    let mut spec = match &args.host {
+        Some(path) => host_spec(path)?,
+        None => RunSpec::default(),
     };
-    Ok(Some(
-        serde_json::from_str(&text).context("--input is not JSON")?,
-    ))
+    if let Some(value) = read_input(args)? {
+        spec.script = vec![ScriptItem::Turn(value)];
+    }
+    if spec.script.is_empty() {
+        spec.script = vec![ScriptItem::Turn(Value::Null)];
+    }
+    for (k, v) in read_vars(args)? {
+        spec.variables.insert(k, v);
+    }
+    let target_text = args
+        .target
+        .clone()
+        .unwrap_or_else(|| match spec.target.is_empty() {
+            true => "workflow".into(),
+            false => spec.target.clone(),
+        });
+    let program = Arc::new(Program::new(module)?);
+    let target = Target::parse(program.module(), &target_text)?;
+    let mut run = Run::new(
+        program,
+        target,
+        RunOptions {
+            host_variables: spec.variables.clone(),
+            ..RunOptions::default()
+        },
+    )?;
+    let mut host: Box<dyn packc_vm::driver::Host> = if live {
+        let host = crate::live::host_for(
+            args.provider.is_some(),
+            args.base_url.clone(),
+            args.model.clone(),
+            args.api_key_env.as_deref(),
+            args.tools.as_deref(),
+            args.timeout,
+        )?;
+        Box::new(hitl::Blocking {
+            host,
+            started: std::time::Instant::now(),
+        })
+    } else {
+        Box::new(ScriptedHost::new(&spec))
+    };
+    if args.interactive {
+        let stdin = std::io::stdin();
+        return hitl::interactive(&mut run, host.as_mut(), &mut stdin.lock(), args.trace);
+    }
+    let stop = hitl::drive(&mut run, host.as_mut(), Input::Start, &spec.script, true);
+    let save = args
+        .save
+        .as_deref()
+        .map(|f| (f, args.pack.as_path(), target_text.as_str()));
+    hitl::finish(&mut run, stop, save, args.trace)
 }
 
 /// The `--var NAME=VALUE` host variables (the value a string).
@@ -240,7 +385,7 @@ pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Modul
 }
 
 /// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
-fn host_spec(path: &Path) -> Result<RunSpec> {
+pub(crate) fn host_spec(path: &Path) -> Result<RunSpec> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     RunSpec::parse(&text).map_err(|problems| {

@@ -20,6 +20,12 @@ pub struct TestArgs {
     /// with `limit_exceeded`.
     #[arg(long, value_name = "N", default_value_t = crate::run::DEFAULT_MAX_HOST_CALLS)]
     pub max_host_calls: u64,
+    /// Run only the cases whose path contains PATTERN (repeatable: any of them).
+    #[arg(long, value_name = "PATTERN")]
+    pub filter: Vec<String>,
+    /// Also write the results as JUnit XML (what CI systems read) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Run every case; each failure with what differed, then `N passed, N failed`; exit 1 on
@@ -37,20 +43,34 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let base = packc_host::RunCaseOptions {
+    let options = packc_host::RunCaseOptions {
         allow_paths: crate::check::allowed_folders(&args.allow_paths)?,
+        max_host_calls: Some(args.max_host_calls),
         ..Default::default()
     };
-    let (mut passed, mut failed) = (0usize, 0usize);
+    if !args.filter.is_empty() {
+        files.retain(|f| {
+            let name = f.to_string_lossy();
+            args.filter.iter().any(|p| name.contains(p.as_str()))
+        });
+        if files.is_empty() {
+            eprintln!(
+                "error: no case file matches --filter {}",
+                args.filter.join(", --filter ")
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let (mut passed, mut failures) = (0usize, Vec::new());
+    let mut results = Vec::new();
     for file in &files {
-        let options = packc_host::RunCaseOptions {
-            max_host_calls: Some(args.max_host_calls),
-            ..base.clone()
-        };
-        match packc_host::run_case_file_with(file, options) {
+        let started = std::time::Instant::now();
+        let result = packc_host::run_case_file_with(file, options.clone());
+        let seconds = started.elapsed().as_secs_f64();
+        match &result {
             Ok(()) => passed += 1,
             Err(diff) => {
-                failed += 1;
+                failures.push(file);
                 println!(
                     "FAIL {}",
                     packc_compiler::render::escape_control(&file.display().to_string())
@@ -60,7 +80,20 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
                 }
             }
         }
+        results.push((file, result, seconds));
     }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit(&results))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if !failures.is_empty() {
+        println!("\nfailures:");
+        for file in &failures {
+            println!("    {}", file.display());
+        }
+        println!();
+    }
+    let failed = failures.len();
     println!("{passed} passed, {failed} failed");
     Ok(if failed > 0 {
         ExitCode::from(1)
@@ -84,4 +117,68 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     found.sort();
     out.extend(found);
     Ok(())
+}
+
+/// The results as JUnit XML: one `testsuite`, one `testcase` per case file (its name the
+/// file name without `.case.yaml`, its class the folder), a `failure` with what differed.
+fn junit(results: &[(&PathBuf, packc_host::CaseResult, f64)]) -> String {
+    let failures = results.iter().filter(|(_, r, _)| r.is_err()).count();
+    let total: f64 = results.iter().map(|(_, _, s)| s).sum();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"packc test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{total:.3}\">\n",
+        results.len(),
+        results.len()
+    );
+    for (file, result, seconds) in results {
+        let name = file
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_end_matches(".case.yaml")
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        let class = file
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" time=\"{seconds:.3}\"",
+            xml(&name),
+            xml(&class),
+            xml(&file.display().to_string())
+        ));
+        match result {
+            Ok(()) => out.push_str("/>\n"),
+            Err(diff) => {
+                let first = diff.lines().next().unwrap_or_default();
+                out.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml(first),
+                    xml(diff)
+                ));
+            }
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Text as XML character data or an attribute value; characters XML 1.0 cannot hold
+/// (most control characters) become `?`.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
 }

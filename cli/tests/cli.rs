@@ -406,3 +406,239 @@ fn json_packs_are_strict_json() {
         );
     }
 }
+
+/// A secondary label above the primary one shares the primary's excerpt: no second
+/// `file:line:col` header naming the primary's place over another line.
+#[test]
+fn secondary_labels_share_one_excerpt() {
+    let pack = write_temp(
+        "dup-step.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ncompositions:\n  meta:\n    version: 1\n    steps:\n      - {id: summary, kind: prompt, prompt_task: p}\n      - {id: other, kind: prompt, prompt_task: p}\n      - {id: summary, kind: prompt, prompt_task: p}\n    output: summary\n",
+    );
+    let out = packc()
+        .args(["check", "--color", "never"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let headers: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("dup-step.pack.yaml:"))
+        .collect();
+    assert_eq!(headers.len(), 1, "{stderr}");
+    assert!(headers[0].contains("dup-step.pack.yaml:13:"), "{stderr}");
+    let first = stderr.find(" 11 │").expect("the first use is shown");
+    let dup = stderr.find(" 13 │").expect("the duplicate is shown");
+    assert!(first < dup, "lines in source order: {stderr}");
+    assert!(stderr.contains("first used here"), "{stderr}");
+}
+
+/// The README says how to put `packc` on the PATH before its first example runs the
+/// bare `packc` command.
+#[test]
+fn readme_installs_packc_before_using_it() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let install = readme
+        .find("cargo install --locked --path cli")
+        .expect("an install command");
+    let first_use = readme
+        .lines()
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len() + 1;
+            Some((start, line))
+        })
+        .find(|(_, l)| {
+            let l = l.strip_prefix("$ ").unwrap_or(l);
+            [
+                "check", "build", "run", "test", "inspect", "graph", "resume", "bench",
+            ]
+            .iter()
+            .any(|c| l.starts_with(&format!("packc {c} ")))
+        })
+        .map(|(at, _)| at)
+        .expect("an example running packc");
+    assert!(
+        install < first_use,
+        "install at {install}, first use at {first_use}"
+    );
+    assert!(
+        std::path::Path::new(&repo().join("cli/Cargo.toml")).exists(),
+        "the path it installs from"
+    );
+}
+
+/// `--format json` prints the whole result: status, why it stopped, output, state,
+/// trace, every call with its input and answer, tokens; a failure as `failed` with its
+/// error.
+#[test]
+fn run_format_json_prints_the_whole_result() {
+    let host = write_temp(
+        "json-host.yaml",
+        b"host:\n  prompts:\n    doc_classifier:\n      - output: {type: general}\n    general_doc_extractor:\n      - output: {summary: memo}\n",
+    );
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args([
+            "--input",
+            r#"{"text": "a memo"}"#,
+            "--format",
+            "json",
+            "--host",
+        ])
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "done");
+    assert_eq!(r["stopped"], "done");
+    assert_eq!(r["output"], serde_json::json!({"summary": "memo"}));
+    assert_eq!(r["error"], serde_json::Value::Null);
+    assert_eq!(r["tokens"], 0);
+    let trace: Vec<&str> = r["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        trace.contains(&"branch route -> extract_general"),
+        "{trace:?}"
+    );
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{r}");
+    assert_eq!(calls[0]["prompt"], "doc_classifier");
+    assert_eq!(calls[0]["input"], serde_json::json!("a memo"));
+    assert_eq!(
+        calls[0]["answer"],
+        serde_json::json!({"output": {"type": "general"}})
+    );
+    assert_eq!(calls[1]["answer"]["output"]["summary"], "memo");
+
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .args(["--input", r#"{"text": "a memo"}"#, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["error"]["kind"], "host_error");
+    assert!(
+        r["calls"][0]["answer"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no scripted answer"),
+        "{r}"
+    );
+}
+
+/// `--filter` runs the matching cases only; `--junit` writes what CI reads; failures are
+/// listed again at the end, before the count.
+#[test]
+fn test_filter_junit_and_summary() {
+    let junit = std::env::temp_dir().join(format!("packc-junit-{}.xml", std::process::id()));
+    let out = packc()
+        .arg("test")
+        .arg(repo().join("examples/cases"))
+        .arg(repo().join("tests/bad_cases"))
+        .args([
+            "--filter",
+            "rfc0010-ex2.case",
+            "--filter",
+            "calls-misspelled",
+            "--junit",
+        ])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.ends_with("1 passed, 1 failed\n"), "{stdout}");
+    let summary = stdout.split("\nfailures:\n").nth(1).expect("a summary");
+    assert!(summary.contains("calls-misspelled.case.yaml"), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"2\" failures=\"1\""
+        ),
+        "{xml}"
+    );
+    assert!(xml.contains("<testcase name=\"rfc0010-ex2\""), "{xml}");
+    assert!(xml.contains("<testcase name=\"calls-misspelled\""), "{xml}");
+    assert!(
+        xml.contains("<failure message=\"") && xml.contains("did you mean `calls`?</failure>"),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
+
+    let out = packc()
+        .arg("test")
+        .arg(repo().join("examples/cases"))
+        .args(["--filter", "no-such-case"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no case file matches --filter no-such-case")
+    );
+}
+
+/// A composition state with `on_event` whose composition's output schema has no `event`
+/// can never move on: a warning with the fix; with `event` in the schema, none.
+#[test]
+fn composition_state_without_event_output_warns() {
+    let dir = std::env::temp_dir().join(format!("packc-event-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pack = dir.join("triage.pack.yaml");
+    std::fs::write(
+        &pack,
+        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: triage\n  states:\n    triage: {orchestration: composition, composition: c, on_event: {Escalate: human}}\n    human: {prompt_task: p, terminal: true}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: classify, kind: prompt, prompt_task: p, output_schema: verdict.json}\n    output: classify\n",
+    )
+    .unwrap();
+    let check = |schema: &str| {
+        std::fs::write(dir.join("verdict.json"), schema).unwrap();
+        let out = packc()
+            .args(["check", "--format", "json"])
+            .arg(&pack)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let warned = check(r#"{"type": "object", "properties": {"label": {"type": "string"}}}"#);
+    let d: serde_json::Value = serde_json::from_str(
+        warned
+            .lines()
+            .find(|l| l.contains("event_never_output"))
+            .unwrap_or_else(|| panic!("{warned}")),
+    )
+    .unwrap();
+    assert_eq!(d["severity"], "warning");
+    assert_eq!(d["pointer"], "/workflow/states/triage/on_event");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("no `event` property"),
+        "{d}"
+    );
+    let string = check(r#"{"type": "string"}"#);
+    assert!(string.contains("its output is a string"), "{string}");
+    let fine = check(r#"{"type": "object", "properties": {"event": {"type": "string"}}}"#);
+    assert!(!fine.contains("event_never_output"), "{fine}");
+}

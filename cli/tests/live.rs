@@ -539,3 +539,95 @@ fn host_calls_are_capped_by_default_and_by_flag() {
     assert!(help.contains("--max-host-calls <N>"), "{help}");
     assert!(help.contains("[default: 10000]"), "{help}");
 }
+
+/// A pack whose composition `c` calls tool `lookup_customer` in a tool step, then
+/// `lookup_order` in a second one.
+#[cfg(unix)]
+fn tool_pack(dir: &std::path::Path) -> PathBuf {
+    let pack = dir.join("tools.pack.yaml");
+    std::fs::write(
+        &pack,
+        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ntools:\n  lookup_customer: {name: lookup_customer, description: x}\n  lookup_order: {name: lookup_order, description: x}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: a, kind: tool, tool: lookup_customer, args: {q: \"${input}\"}}\n      - {id: b, kind: tool, tool: lookup_order, args: {q: \"${input}\"}}\n    output: b\n",
+    )
+    .unwrap();
+    pack
+}
+
+/// Bindings are checked before the first call: a misspelled script stops the run with
+/// the path; a binding key naming no tool is a warning with "did you mean".
+#[cfg(unix)]
+#[test]
+fn tool_bindings_are_checked_before_the_run() {
+    let dir = scratch("binding-check");
+    let pack = tool_pack(&dir);
+    let tools = dir.join("tools.yaml");
+    std::fs::write(
+        &tools,
+        "tools:\n  lookup_customer: {command: [./tools/lookup_custmer.sh]}\n  lookup_ordr: {command: [sh, -c, 'echo {}']}\n  lookup_order: {http: 'not a url'}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .args([
+            "run",
+            "--target",
+            "composition:c",
+            "--input",
+            "\"x\"",
+            "--tools",
+        ])
+        .arg(&tools)
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+    assert!(
+        stderr.contains("warning: tool binding `lookup_ordr` names no tool of the pack; did you mean `lookup_order`?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tool `lookup_customer`: command `")
+            && stderr.contains("tools/lookup_custmer.sh` does not exist"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tool `lookup_order`: `not a url` is not an http:// or https:// URL"),
+        "{stderr}"
+    );
+}
+
+/// A tool that fails is a warning line as it happens (name, exit status, the end of its
+/// stderr), even when the run goes on.
+#[cfg(unix)]
+#[test]
+fn tool_failures_are_shown_as_they_happen() {
+    let dir = scratch("tool-failure");
+    let pack = tool_pack(&dir);
+    let tools = dir.join("tools.yaml");
+    std::fs::write(
+        &tools,
+        "tools:\n  lookup_customer: {command: [sh, -c, 'echo no such customer >&2; exit 3']}\n  lookup_order: {command: [sh, -c, 'echo {}']}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .args([
+            "run",
+            "--target",
+            "composition:c",
+            "--input",
+            "\"x\"",
+            "--tools",
+        ])
+        .arg(&tools)
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: tool `lookup_customer` exited with exit status: 3: no such customer"
+        ),
+        "{stderr}"
+    );
+}

@@ -131,6 +131,11 @@ diag_kinds! {
     /// A state on a transition cycle with neither `max_visits` nor a workflow budget.
     /// Triggered by: cases/val-warn-unbounded-loop.case.yaml
     UnboundedLoop = "unbounded_loop", Warning;
+    /// A composition state has `on_event`, but its composition's output can never carry
+    /// the `event` member that moves it on: the output step's `output_schema` is not an
+    /// object, or lists `properties` without `event` (`check::workflow`).
+    /// Triggered by: cli/tests/cli.rs, `composition_state_without_event_output_warns`
+    EventNeverOutput = "event_never_output", Warning;
 }
 
 impl fmt::Display for DiagKind {

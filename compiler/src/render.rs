@@ -269,17 +269,19 @@ pub fn human(
             .with_message(escape_control(&d.message));
         if let Some(span) = primary {
             report = report.with_label(
-                Label::new((name.clone(), span))
+                Label::new((name.clone(), span.clone()))
                     .with_message(primary_label(d))
-                    .with_color(label_color),
+                    .with_color(label_color)
+                    .with_order(order(&span)),
             );
         }
         for label in &d.labels {
             if let Some(span) = src.span_of(&label.site).map(char_span) {
                 report = report.with_label(
-                    Label::new((name.clone(), span))
+                    Label::new((name.clone(), span.clone()))
                         .with_message(escape_control(&label.message))
-                        .with_color(Color::Blue),
+                        .with_color(Color::Blue)
+                        .with_order(order(&span)),
                 );
             }
         }
@@ -395,6 +397,14 @@ pub fn json_lines(
         writeln!(out, "{}", json_at(src, d, pos))?;
     }
     out.flush()
+}
+
+/// Labels in source order: ariadne starts a new excerpt, headed by the primary
+/// label's `file:line:col`, whenever a label lies above the one before it, so a
+/// secondary label above the primary would get a header naming the primary's place.
+/// In source order all labels of a file share one excerpt under one header.
+fn order(span: &std::ops::Range<usize>) -> i32 {
+    i32::try_from(span.start).unwrap_or(i32::MAX)
 }
 
 /// One diagnostic as a JSON object: kind, severity, message, file, line, column, pointer

@@ -151,8 +151,53 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>)
         ValidationErrorKind::MinProperties { .. } | ValidationErrorKind::MinItems { .. } => {
             (error.to_string(), Some("this may not be empty".to_string()))
         }
+        ValidationErrorKind::OneOfNotValid { .. } | ValidationErrorKind::AnyOf { .. } => {
+            let candidates = candidates(error.schema_path().as_str());
+            (
+                format!(
+                    "{} matches none of the forms allowed here: {}",
+                    json_type(instance),
+                    candidates.join(", ")
+                ),
+                Some(format!("write one of: {}", candidates.join(", "))),
+            )
+        }
         _ => (error.to_string(), None),
     }
+}
+
+/// The alternatives of the `oneOf` / `anyOf` at `schema_path`, by name: a `$ref`'s
+/// definition name, else the type.
+fn candidates(schema_path: &str) -> Vec<String> {
+    static SCHEMA: OnceLock<Value> = OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| serde_json::from_str(SCHEMA_V1_5).unwrap_or_default());
+    // The path goes through `$ref`s by name (`.../media/$ref/additionalProperties/oneOf`).
+    let mut at = Some(schema);
+    for seg in schema_path.split('/').skip(1) {
+        at = at.and_then(|node| match seg {
+            "$ref" => node
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| schema.pointer(r.strip_prefix('#')?)),
+            _ => match node {
+                Value::Array(items) => seg.parse().ok().and_then(|i: usize| items.get(i)),
+                _ => node.get(seg.replace("~1", "/").replace("~0", "~")),
+            },
+        });
+    }
+    let list = at
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    list.iter()
+        .map(
+            |c| match (c.get("$ref").and_then(Value::as_str), c.get("type")) {
+                (Some(r), _) => format!("`{}`", r.rsplit('/').next().unwrap_or(r)),
+                (None, Some(Value::String(t))) => article(t),
+                _ => "another form".to_owned(),
+            },
+        )
+        .collect()
 }
 
 fn type_name(kind: &jsonschema::error::TypeKind) -> String {
@@ -251,6 +296,24 @@ mod tests {
                 (DiagKind::NewerSpecVersion, "/$schema".into()),
                 (DiagKind::SchemaViolation, "/prompts/p/version".into())
             ]
+        );
+    }
+
+    #[test]
+    fn a_one_of_mismatch_names_its_candidates() {
+        let mut pack = minimal();
+        pack["skills"] = json!([3]);
+        let mut out = Vec::new();
+        validate(&pack, &mut out);
+        let d = out
+            .iter()
+            .find(|d| d.message.contains("matches none of the forms"))
+            .unwrap_or_else(|| panic!("{out:?}"));
+        assert!(
+            d.message
+                .contains("a string, `SkillPathSource`, `InlineSkill`"),
+            "{}",
+            d.message
         );
     }
 

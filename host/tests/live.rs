@@ -269,6 +269,8 @@ fn an_unbound_tool_is_an_error_result_for_the_model() {
     let p = program(&scratch("unbound", AGENT));
     let (live, _) = drive(&p, "composition:c", json!("x"), config(Some(&server)));
     assert_eq!(output(&live), &json!("gave up"));
+    // The run ended normally, yet the failed tool call is counted.
+    assert_eq!((live.stats.tool_calls, live.stats.tool_failures), (1, 1));
     let tool_message = &server.bodies()[1]["messages"][3];
     assert_eq!(tool_message["role"], "tool");
     assert!(
@@ -438,7 +440,12 @@ fn a_slow_server_times_out() {
     let started = Instant::now();
     let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
     let message = failure(&live);
-    assert!(message.contains("timed out"), "{message}");
+    // Which timeout and its value; the call named once.
+    assert!(
+        message.contains("within the call timeout of 0.3 s"),
+        "{message}"
+    );
+    assert_eq!(message.matches("model call").count(), 1, "{message}");
     // Two step attempts of 0.3 s each, nowhere near the server's 3 s.
     assert!(
         started.elapsed() < Duration::from_secs(2),

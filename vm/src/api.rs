@@ -19,10 +19,13 @@ pub enum Target {
 impl Target {
     /// Parses `workflow`, `agent:<member>` or `composition:<name>` against `module`.
     pub fn parse(module: &Module, text: &str) -> Result<Target, RunError> {
-        let unknown = |what: &str, name: &str| {
+        let unknown = |what: &str, name: &str, keys: Vec<&str>| {
             RunError::new(
                 ErrorKind::Protocol,
-                format!("unknown {what} `{name}` in target `{text}`"),
+                format!(
+                    "no {what} `{name}` in target `{text}`; {}",
+                    crate::suggest::choices(&format!("{what}s"), name, keys)
+                ),
             )
         };
         if text == "workflow" {
@@ -32,13 +35,19 @@ impl Target {
             return module
                 .agent_by_name(name)
                 .map(Target::Agent)
-                .ok_or_else(|| unknown("agent member", name));
+                .ok_or_else(|| {
+                    let keys = module.agents.iter().map(|a| module.str(a.key)).collect();
+                    unknown("agent member", name, keys)
+                });
         }
         if let Some(name) = text.strip_prefix("composition:") {
             return module
                 .composition_by_name(name)
                 .map(Target::Composition)
-                .ok_or_else(|| unknown("composition", name));
+                .ok_or_else(|| {
+                    let keys = module.compositions.iter().map(|c| module.str(c.key));
+                    unknown("composition", name, keys.collect())
+                });
         }
         Err(RunError::new(
             ErrorKind::Protocol,

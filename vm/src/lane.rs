@@ -388,9 +388,21 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             }
         };
         if let Some(r) = scope.first_unresolved(bind) {
+            let step = ctx.cid.map_or("", |c| {
+                ctx.prog
+                    .m
+                    .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
+            });
+            let what = match ctx.step_kind(s) {
+                StepKind::Tool { .. } => "args",
+                _ => "input",
+            };
             let e = RunError::new(
                 ErrorKind::UnresolvedBinding,
-                format!("`{}` does not resolve", scope.ref_text(r)),
+                format!(
+                    "`{}` in the {what} of step `{step}` does not resolve",
+                    scope.ref_text(r)
+                ),
             );
             lane.done(Err(e), None);
             return;

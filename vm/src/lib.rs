@@ -96,6 +96,7 @@ mod render;
 mod run;
 mod small;
 pub mod snapshot;
+mod suggest;
 mod trace;
 pub mod value;
 mod view;

@@ -730,6 +730,28 @@ impl Run {
         })
     }
 
+    /// Between two turns (the last `resume` said [`Need::Caller`]): the output so far
+    /// and the workflow state the run waits in, shaped as an [`Outcome`]; `None` at any
+    /// other time. A host that hands the caller control (a chat, an approval queue) shows
+    /// this, then sends a turn, an event or `Finish`.
+    pub fn idle(&self) -> Option<Outcome<'_>> {
+        if self.top != Top::Idle {
+            return None;
+        }
+        let m = &self.prog.m;
+        let state = match (self.workflow_run, &m.workflow, self.wf.current) {
+            (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
+            _ => None,
+        };
+        Some(Outcome {
+            output: self
+                .state_output()
+                .and_then(VRef::real)
+                .unwrap_or(&self.wf.last),
+            state,
+        })
+    }
+
     /// Whether the run has ended.
     pub fn is_finished(&self) -> bool {
         matches!(self.top, Top::Done | Top::Failed)

@@ -29,9 +29,14 @@ impl Run {
             .find(|(e, _)| m.event(*e) == name)
             .map(|(e, _)| *e)
             .ok_or_else(|| {
+                let events = state.on_event.iter().map(|(e, _)| m.event(*e)).collect();
                 err(
                     ErrorKind::InvalidEvent,
-                    format!("state `{}` has no event `{name}`", m.str(state.key)),
+                    format!(
+                        "state `{}` has no event `{name}`; {}",
+                        m.str(state.key),
+                        crate::suggest::choices("events of this state", name, events)
+                    ),
                 )
             })
     }

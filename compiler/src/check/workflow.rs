@@ -119,6 +119,13 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
             }
         }
     }
+    if let (Some(Value::String(c)), Some(Value::Object(events))) =
+        (composition, state.get("on_event"))
+    {
+        if !events.is_empty() {
+            event_output(cx, name, c, events, ptr);
+        }
+    }
     if let Some(target) = state.get("on_max_visits").and_then(Value::as_str) {
         if !cx.names.states.contains(target) {
             let d = unresolved_state(cx, target, join(ptr, &["on_max_visits"]), "on_max_visits");
@@ -350,6 +357,75 @@ fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
         }
     }
     result
+}
+
+/// A composition state moves on only when its composition's output has an `event`
+/// member (`workflow.md`): warn when the output step's schema rules that out.
+fn event_output(
+    cx: &mut Cx<'_, '_>,
+    state: &str,
+    comp: &str,
+    events: &serde_json::Map<String, Value>,
+    ptr: &str,
+) {
+    let Some(c) = cx
+        .root
+        .get("compositions")
+        .and_then(|cs| cs.get(comp))
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    let Some(steps) = c.get("steps").and_then(Value::as_array) else {
+        return;
+    };
+    let output = match c.get("output").and_then(Value::as_str) {
+        Some(id) => steps
+            .iter()
+            .find(|s| s.get("id").and_then(Value::as_str) == Some(id)),
+        None => steps.last(),
+    };
+    let Some(step) = output else { return };
+    let (Some(Value::String(file)), Some(folders)) =
+        (step.get("output_schema"), cx.options.folders())
+    else {
+        return;
+    };
+    let Ok(schema) = crate::schema_files::read(&folders, file) else {
+        return; // `unresolved_schema` says why
+    };
+    let ty = schema.get("type").and_then(Value::as_str);
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let why = match (ty, properties) {
+        (Some(t), _) if t != "object" => format!("its output is {} (schema `{file}`)", article(t)),
+        (_, Some(p)) if !p.contains_key("event") => {
+            format!("the schema `{file}` of its output has no `event` property")
+        }
+        _ => return,
+    };
+    let step_id = step.get("id").and_then(Value::as_str).unwrap_or("?");
+    let names: Vec<&str> = events.keys().map(String::as_str).collect();
+    cx.push(
+        Diagnostic::new(
+            DiagKind::EventNeverOutput,
+            format!(
+                "state `{state}` waits for an event ({}) from composition `{comp}`, but {why}: the state can never move on",
+                names.join(", ")
+            ),
+        )
+        .at(join(ptr, &["on_event"]))
+        .help(format!(
+            "a composition state moves on when the composition's output has an `event` member; add to the properties of `{file}` (output of step `{step_id}`): `\"event\": {{\"type\": \"string\", \"enum\": [{}]}}`",
+            names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+        )),
+    );
+}
+
+fn article(t: &str) -> String {
+    match t.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {t}"),
+        _ => format!("a {t}"),
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@
 //! credentials (a server may echo them). So none of them appears in a message, trace,
 //! recording or model input. A tool's successful result is its data and is left as it is.
 
+mod binding_check;
 pub mod openai;
 pub mod redact;
 pub mod tools;
@@ -44,6 +45,7 @@ use packc_vm::ToolRequest;
 use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
 use serde_json::{json, Value};
 
+pub use binding_check::BindingReport;
 pub use openai::{Function, ModelRequest, OutputSchema};
 pub use redact::Redactor;
 pub use tools::{Binding, EnvVar, ToolBindings};
@@ -194,6 +196,8 @@ pub struct Stats {
     pub model_calls: u64,
     /// Tool calls issued.
     pub tool_calls: u64,
+    /// Tool calls answered with an error (the command failed, the endpoint refused).
+    pub tool_failures: u64,
     /// Calls issued and not answered yet.
     pub in_flight: u64,
     /// Tokens used, as the API reported them.
@@ -204,6 +208,9 @@ pub struct Stats {
 pub trait Observer {
     /// The run moved on, a call went out or an answer came back.
     fn update(&mut self, _run: &Run, _stats: &Stats) {}
+    /// A tool call failed (already counted in [`Stats::tool_failures`]): the tool key and
+    /// the error, which names the exit status and the end of the tool's stderr.
+    fn tool_failed(&mut self, _key: &str, _error: &str) {}
 }
 
 /// An observer that ignores everything.
@@ -322,10 +329,7 @@ impl LiveHost {
     fn model_answer(&self, req: &ModelRequest) -> (Answer, u64) {
         let Some(endpoint) = &self.inner.config.model else {
             return (
-                Answer::Error(format!(
-                    "model call for prompt `{}`: no model provider is configured (pass --provider)",
-                    req.prompt
-                )),
+                Answer::Error("no model provider is configured (pass --provider)".to_owned()),
                 0,
             );
         };
@@ -340,13 +344,20 @@ impl LiveHost {
         let mut extra = Vec::new();
         for round in 0..=self.inner.config.event_retries {
             let body = req.body(&endpoint.model, &extra, endpoint.is_openai());
+            // The run names the failed call itself ("model call `p` failed: ..."): the
+            // answer says only what went wrong.
             let reply = match self.inner.transport.post_json(&what, &url, &headers, &body) {
                 Ok(v) => v,
-                Err(e) => return (Answer::Error(e), tokens),
+                Err(e) => {
+                    let e = e
+                        .strip_prefix(&format!("{what} failed: "))
+                        .map_or(e.clone(), str::to_owned);
+                    return (Answer::Error(e), tokens);
+                }
             };
             let reply = match openai::parse_reply(&reply) {
                 Ok(r) => r,
-                Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+                Err(e) => return (Answer::Error(e.to_string()), tokens),
             };
             tokens += reply.tokens.unwrap_or(0);
             let is_transition = |name: &str| !req.events.is_empty() && name == transition;
@@ -357,7 +368,7 @@ impl LiveHost {
                     Err(e) => {
                         return (
                             Answer::Error(format!(
-                                "{what}: the model called `{name}` with arguments that are not JSON ({e})"
+                                "the model called `{name}` with arguments that are not JSON ({e})"
                             )),
                             tokens,
                         )
@@ -374,7 +385,7 @@ impl LiveHost {
             let output =
                 match self.output_value(reply.content.as_deref(), req.output_schema.as_ref()) {
                     Ok(v) => v,
-                    Err(e) => return (Answer::Error(format!("{what}: {e}")), tokens),
+                    Err(e) => return (Answer::Error(e), tokens),
                 };
             let Some((_, args)) = reply.calls.iter().find(|(n, _)| is_transition(n)) else {
                 return (
@@ -403,7 +414,7 @@ impl LiveHost {
                     if round == self.inner.config.event_retries {
                         return (
                             Answer::Error(format!(
-                                "{what}: the model named event `{shown}`, not one of {}, {} times",
+                                "the model named event `{shown}`, not one of {}, {} times",
                                 req.events.join(", "),
                                 round + 1
                             )),
@@ -529,6 +540,8 @@ impl LiveHost {
         let mut recording = Recording::default();
         let mut sent: HashSet<CallId> = HashSet::new();
         let mut keys: HashMap<CallId, String> = HashMap::new();
+        // The key of every tool call out, so its failure can be reported by name.
+        let mut tool_keys: HashMap<CallId, String> = HashMap::new();
         let mut script = script.iter();
         let mut input = Input::Start;
         let finish = |ended, stats, recording| LiveRun {
@@ -578,6 +591,9 @@ impl LiveHost {
                                 stats.model_calls += 1;
                             } else {
                                 stats.tool_calls += 1;
+                                if let Some(key) = view.tool() {
+                                    tool_keys.insert(view.id(), key.to_owned());
+                                }
                             }
                             stats.in_flight += 1;
                             // The workers outlive this loop only on interruption.
@@ -612,6 +628,12 @@ impl LiveHost {
                     };
                     stats.in_flight -= 1;
                     stats.tokens += tokens;
+                    if let Some(key) = tool_keys.remove(&id) {
+                        if let Answer::Error(e) = &answer {
+                            stats.tool_failures += 1;
+                            observer.tool_failed(&key, e);
+                        }
+                    }
                     if record {
                         let key = keys.remove(&id).unwrap_or_default();
                         recording.answers.push((key, answer_json(&answer)));

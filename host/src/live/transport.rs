@@ -142,7 +142,7 @@ impl Transport {
         }
         let mut resp = match req.send(body) {
             Ok(r) => r,
-            Err(e) => return transport_error(&shown, e),
+            Err(e) => return transport_error(&shown, e, self.config.timeout),
         };
         let status = resp.status().as_u16();
         let resp_location = resp
@@ -227,10 +227,15 @@ enum Attempt {
     },
 }
 
-fn transport_error(url: &str, e: ureq::Error) -> Attempt {
+/// `timeout` is the whole call's limit (`--timeout`, a binding's `timeout_sec`), the only
+/// timeout set, so ureq's `Timeout(global)` is named by it.
+fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
     match e {
-        ureq::Error::Timeout(t) => Attempt::Retry {
-            error: format!("timed out ({t}) calling {url}"),
+        ureq::Error::Timeout(_) => Attempt::Retry {
+            error: format!(
+                "timed out calling {url}: no complete answer within the call timeout of {}",
+                seconds(timeout)
+            ),
             after: None,
         },
         ureq::Error::ConnectionFailed => {
@@ -262,6 +267,11 @@ fn snippet(text: &str) -> String {
     } else {
         cut
     }
+}
+
+/// `120 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
 }
 
 #[cfg(test)]

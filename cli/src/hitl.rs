@@ -1,0 +1,427 @@
+//! Human in the loop from the command line: a run that stops waiting for the caller (a
+//! turn, or an event such as an approval) is saved with `packc run --save FILE` and
+//! continued with `packc resume FILE --turn JSON | --event NAME`; `packc run
+//! --interactive` reads the turns from the terminal instead.
+//!
+//! A save file is a few header lines, a blank line, then the VM snapshot
+//! (`packc_vm::snapshot`):
+//!
+//! ```text
+//! packc-run-save 1
+//! pack: /abs/path/review.pack.yaml
+//! target: workflow
+//! module: 5f0c8e1a2b3c4d5e
+//! <blank line>
+//! <snapshot bytes>
+//! ```
+//!
+//! `module` is the fingerprint of the compiled module the run belongs to: resuming with
+//! a pack that compiles to anything else is refused before the snapshot is read.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use packc_host::live::{Job, LiveHost};
+use packc_vm::driver::{Host, ScriptItem};
+use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError};
+use serde_json::Value;
+
+const HEADER: &str = "packc-run-save 1";
+
+/// Where a run stopped.
+pub enum Stop {
+    /// It ended with this outcome.
+    Done(OwnedOutcome),
+    /// It waits for the caller: a turn, or an event.
+    Caller,
+}
+
+/// Drives `run` with `host` through `script`. `first` is the input that starts (or
+/// continues) it. When the script is used up and the run asks for the caller: with
+/// `pause`, returns [`Stop::Caller`]; without, finishes the run.
+pub fn drive(
+    run: &mut Run,
+    host: &mut dyn Host,
+    first: Input,
+    script: &[ScriptItem],
+    pause: bool,
+) -> Result<Stop, RunError> {
+    let mut script = script.iter();
+    let mut input = first;
+    loop {
+        input = match run.resume(input)? {
+            Need::Done => {
+                return match run.outcome() {
+                    Some(o) => Ok(Stop::Done(o.into_owned())),
+                    None => Err(RunError::new(
+                        packc_vm::ErrorKind::Protocol,
+                        "the run is done without an outcome",
+                    )),
+                }
+            }
+            Need::Clock => Input::Clock(host.clock()),
+            Need::Caller => match script.next() {
+                Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
+                Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
+                None if pause => return Ok(Stop::Caller),
+                None => Input::Finish,
+            },
+            Need::Calls | Need::Wait => {
+                let views: Vec<CallView<'_>> = run.pending().collect();
+                if views.is_empty() {
+                    return Err(RunError::new(
+                        packc_vm::ErrorKind::Protocol,
+                        "no outstanding call to answer",
+                    ));
+                }
+                let call = views[host.pick(&views).min(views.len() - 1)];
+                Input::Answer(call.id(), host.call(&call))
+            }
+        };
+    }
+}
+
+/// Why a run stopped, in words: `done`, `waiting for a turn in state X`, `waiting for an
+/// event: Approve | Reject`.
+pub fn why(run: &Run) -> String {
+    let Some(idle) = run.idle() else {
+        return if run.is_finished() {
+            "done".into()
+        } else {
+            "running".into()
+        };
+    };
+    let Some(state) = idle.state else {
+        return "waiting for a turn".into();
+    };
+    let m = run.program().module();
+    let external = m.workflow.as_ref().and_then(|w| {
+        w.states
+            .iter()
+            .find(|s| m.str(s.key) == state)
+            .filter(|s| s.mode == ir_spec::Orchestration::External)
+            .map(|s| {
+                s.on_event
+                    .iter()
+                    .map(|(e, _)| m.event(*e))
+                    .collect::<Vec<_>>()
+            })
+    });
+    match external {
+        Some(events) if !events.is_empty() => {
+            format!(
+                "waiting for an event in state {state}: {}",
+                events.join(" | ")
+            )
+        }
+        _ => {
+            let terminal = m
+                .workflow
+                .as_ref()
+                .is_some_and(|w| w.states.iter().any(|s| m.str(s.key) == state && s.terminal));
+            let kind = if terminal { "terminal state" } else { "state" };
+            format!("waiting for a turn in {kind} {state}")
+        }
+    }
+}
+
+/// A run saved between two turns.
+pub struct Saved {
+    /// The pack or artifact the run was started from.
+    pub pack: PathBuf,
+    /// The run's target.
+    pub target: String,
+    /// The fingerprint of its module.
+    pub module: u64,
+    /// The VM snapshot.
+    pub snapshot: Vec<u8>,
+}
+
+impl Saved {
+    /// Writes the save file.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let pack = std::path::absolute(&self.pack).unwrap_or_else(|_| self.pack.clone());
+        let mut bytes = format!(
+            "{HEADER}\npack: {}\ntarget: {}\nmodule: {:016x}\n\n",
+            pack.display(),
+            self.target,
+            self.module
+        )
+        .into_bytes();
+        bytes.extend_from_slice(&self.snapshot);
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Reads a save file.
+    pub fn read(path: &Path) -> Result<Saved> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bad = || anyhow::anyhow!("{}: not a run saved by `packc run --save`", path.display());
+        let end = bytes
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .ok_or_else(bad)?;
+        let head = std::str::from_utf8(&bytes[..end]).map_err(|_| bad())?;
+        let mut lines = head.lines();
+        if lines.next() != Some(HEADER) {
+            return Err(bad());
+        }
+        let (mut pack, mut target, mut module) = (None, None, None);
+        for line in lines {
+            match line.split_once(": ") {
+                Some(("pack", v)) => pack = Some(PathBuf::from(v)),
+                Some(("target", v)) => target = Some(v.to_owned()),
+                Some(("module", v)) => module = u64::from_str_radix(v, 16).ok(),
+                _ => return Err(bad()),
+            }
+        }
+        match (pack, target, module) {
+            (Some(pack), Some(target), Some(module)) => Ok(Saved {
+                pack,
+                target,
+                module,
+                snapshot: bytes[end + 2..].to_vec(),
+            }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// Arguments of `packc resume`.
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// The file `packc run --save` wrote; rewritten when the run stops waiting again.
+    #[arg(value_name = "SAVED")]
+    pub saved: PathBuf,
+    /// The next turn's input, as JSON (`'"yes"'`, `'{"text": "yes"}'`) or `@file`.
+    #[arg(
+        long,
+        value_name = "JSON",
+        conflicts_with = "event",
+        required_unless_present = "event"
+    )]
+    pub turn: Option<String>,
+    /// The event to send (an approval: `--event Approve`).
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+    /// The pack (or `.ppk`) the run was started from, when it has moved; it must compile
+    /// to the same module.
+    #[arg(long, value_name = "PACK")]
+    pub pack: Option<PathBuf>,
+    /// Let the pack read files (schema files) from this folder too (as `packc run
+    /// --allow-path`).
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
+    /// Answer the calls from a host script (as `packc run --host`).
+    #[arg(long, value_name = "FILE", conflicts_with = "provider")]
+    pub host: Option<PathBuf>,
+    /// Answer model calls with a real model (as `packc run --provider`).
+    #[arg(long, value_enum, requires = "model")]
+    pub provider: Option<crate::run::Provider>,
+    /// The model name (as `packc run --model`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The API base URL (as `packc run --base-url`).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (as `packc run --api-key-env`).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Tool bindings (as `packc run --tools`).
+    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    pub tools: Option<PathBuf>,
+    /// The longest one model or HTTP call may take, in seconds (at most 86400).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = crate::run::parse_timeout)]
+    pub timeout: f64,
+    /// Print the trace lines of the whole run to stderr.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+/// Continues a saved run with one turn or event, then as far as it goes.
+pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
+    let saved = Saved::read(&args.saved)?;
+    let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
+    let module = match crate::run::load_module(&pack, &args.allow_paths)? {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let fingerprint = packc_vm::snapshot::fingerprint(&module);
+    if fingerprint != saved.module {
+        bail!(
+            "{} was saved from another artifact (module {:016x}); {} compiles to module {fingerprint:016x}: resume with the pack the run started from (--pack)",
+            args.saved.display(),
+            saved.module,
+            pack.display()
+        );
+    }
+    let program = Arc::new(Program::new(module)?);
+    let mut run = Run::restore(program, &saved.snapshot)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.saved.display()))?;
+    let first = match (&args.turn, &args.event) {
+        (Some(turn), _) => Input::Turn(crate::run::parse_input("--turn", turn)?),
+        (None, Some(event)) => Input::Event(event.clone()),
+        (None, None) => bail!("give --turn JSON or --event NAME"),
+    };
+    let mut host = resume_host(args)?;
+    let stop = drive(&mut run, host.as_mut(), first, &[], true);
+    finish(
+        &mut run,
+        stop,
+        Some((&args.saved, &pack, &saved.target)),
+        args.trace,
+    )
+}
+
+fn resume_host(args: &ResumeArgs) -> Result<Box<dyn Host>> {
+    if args.provider.is_some() || args.tools.is_some() {
+        let host = crate::live::host_for(
+            args.provider.is_some(),
+            args.base_url.clone(),
+            args.model.clone(),
+            args.api_key_env.as_deref(),
+            args.tools.as_deref(),
+            args.timeout,
+        )?;
+        return Ok(Box::new(Blocking {
+            host,
+            started: Instant::now(),
+        }));
+    }
+    let spec = match &args.host {
+        Some(path) => crate::run::host_spec(path)?,
+        None => packc_host::RunSpec::default(),
+    };
+    Ok(Box::new(packc_host::ScriptedHost::new(&spec)))
+}
+
+/// The live host answering one call at a time on this thread (a resumed or interactive
+/// run waits for each answer anyway).
+pub struct Blocking {
+    /// The host.
+    pub host: LiveHost,
+    /// When the run started, for the clock.
+    pub started: Instant,
+}
+
+impl Host for Blocking {
+    fn call(&mut self, call: &CallView<'_>) -> packc_vm::Answer {
+        let (answer, _tokens) = self.host.answer(&Job::of(call));
+        if let (Some(key), packc_vm::Answer::Error(e)) = (call.tool(), &answer) {
+            eprintln!("warning: tool `{key}` failed: {e}");
+        }
+        answer
+    }
+
+    fn clock(&mut self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+}
+
+/// Prints where the run stopped and its output; saves it to `save` (the file, the pack
+/// path and the target) when it waits for the caller. Exit 0 done or waiting, 1 failed.
+pub fn finish(
+    run: &mut Run,
+    stop: Result<Stop, RunError>,
+    save: Option<(&Path, &Path, &str)>,
+    trace: bool,
+) -> Result<ExitCode> {
+    if trace {
+        for line in run.trace_lines() {
+            eprintln!("{line}");
+        }
+    }
+    match stop {
+        Ok(Stop::Done(outcome)) => {
+            println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            eprintln!("stopped: done");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(Stop::Caller) => {
+            if let Some(idle) = run.idle() {
+                println!("{}", serde_json::to_string_pretty(idle.output)?);
+            }
+            let why = why(run);
+            match save {
+                Some((file, pack, target)) => {
+                    Saved {
+                        pack: pack.to_path_buf(),
+                        target: target.to_owned(),
+                        module: packc_vm::snapshot::fingerprint(run.program().module()),
+                        snapshot: run.snapshot(),
+                    }
+                    .write(file)?;
+                    eprintln!(
+                        "stopped: {why}; saved to {} (continue with `packc resume {} --turn JSON` or `--event NAME`)",
+                        file.display(),
+                        file.display()
+                    );
+                }
+                None => eprintln!("stopped: {why}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// `packc run --interactive`: the run's turns come from `input`, one line each (a JSON
+/// object or array as such, any other line as a string); `/event NAME` sends an event,
+/// `/quit` or the end of input finishes the run. After each turn the output and where
+/// the run stopped are printed.
+pub fn interactive(
+    run: &mut Run,
+    host: &mut dyn Host,
+    input: &mut dyn BufRead,
+    trace: bool,
+) -> Result<ExitCode> {
+    let mut next = Input::Start;
+    let mut turns = 0;
+    loop {
+        let stop = drive(run, host, next, &[], true);
+        match stop {
+            Ok(Stop::Caller) => {
+                if let Some(idle) = run.idle().filter(|_| turns > 0) {
+                    println!("{}", serde_json::to_string_pretty(idle.output)?);
+                }
+                turns += 1;
+                eprintln!("stopped: {}", why(run));
+                eprint!("> ");
+                let _ = std::io::stderr().flush();
+            }
+            other => return finish(run, other, None, trace),
+        }
+        let mut line = String::new();
+        let read = input
+            .read_line(&mut line)
+            .context("cannot read the next turn")?;
+        let line = line.trim_end_matches(['\n', '\r']);
+        next = if read == 0 || line == "/quit" {
+            Input::Finish
+        } else if let Some(event) = line.strip_prefix("/event ") {
+            Input::Event(event.trim().to_owned())
+        } else {
+            Input::Turn(turn_value(line))
+        };
+    }
+}
+
+/// A typed line as a turn's input: a JSON object or array as such, anything else as the
+/// string it is.
+fn turn_value(line: &str) -> Value {
+    let t = line.trim();
+    if t.starts_with('{') || t.starts_with('[') {
+        if let Ok(v) = serde_json::from_str(t) {
+            return v;
+        }
+    }
+    Value::String(line.to_owned())
+}

@@ -1,0 +1,102 @@
+//! `packc run --format json`: the whole result of a run as one JSON object.
+//!
+//! ```json
+//! {
+//!   "status": "done",                      // or "failed", "waiting"
+//!   "stopped": "done",                     // or "waiting for an event in state editor: Approve | Reject"
+//!   "output": {"summary": "..."},          // the last output (null when nothing ran)
+//!   "state": "closing",                    // the workflow state; null without a workflow
+//!   "error": null,                         // {"kind": "host_error", "message": "..."} when failed
+//!   "trace": ["enter main", "step classify", "..."],
+//!   "calls": [                             // every host call in the order answered:
+//!     {"prompt": "classify", "input": "...", "system": "...", "answer": {"output": {...}}},
+//!     {"tool": "lookup", "args": {...}, "answer": {"error": "..."}}
+//!   ],
+//!   "tokens": 0                            // as the model API reported them (live runs)
+//! }
+//! ```
+//!
+//! A step's input is its call's `input` (a tool step's: `args`) and its output the
+//! call's `answer`; branch and parallel steps show in `trace`.
+
+use packc_vm::driver::Host;
+use packc_vm::{Answer, CallView, Run, RunError};
+use serde_json::{json, Map, Value};
+
+/// A host that keeps every call it answers with its answer, for the JSON result.
+pub struct Recorder<'h> {
+    /// The host answering.
+    pub inner: &'h mut dyn Host,
+    /// `{prompt, input, system, answer}` / `{tool, args, answer}`, in the order answered.
+    pub calls: Vec<Value>,
+}
+
+impl Host for Recorder<'_> {
+    fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let answer = self.inner.call(call);
+        let mut record = call.record().to_json();
+        if let Value::Object(m) = &mut record {
+            m.insert("answer".into(), packc_host::record::answer_json(&answer));
+        }
+        self.calls.push(record);
+        answer
+    }
+
+    fn clock(&mut self) -> u64 {
+        self.inner.clock()
+    }
+
+    fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
+        self.inner.pick(outstanding)
+    }
+}
+
+/// The result object. `ended`: the outcome's output and state, or the error; `None`
+/// while the run waits for the caller (its output so far is read from the run).
+/// `stopped`: why the run stopped, when it is not what the run says now (a run that
+/// waited for an event, then was finished).
+pub fn to_json(
+    run: &Run,
+    ended: Option<Result<(&Value, Option<&str>), &RunError>>,
+    stopped: Option<String>,
+    calls: Vec<Value>,
+    tokens: u64,
+) -> Value {
+    let stopped = stopped.unwrap_or_else(|| crate::hitl::why(run));
+    let (status, output, state, error) = match ended {
+        Some(Ok((output, state))) => ("done", output.clone(), state.map(str::to_owned), None),
+        Some(Err(e)) => (
+            "failed",
+            Value::Null,
+            None,
+            Some(json!({"kind": e.kind.as_str(), "message": e.message})),
+        ),
+        None => {
+            let idle = run.idle();
+            (
+                "waiting",
+                idle.as_ref().map_or(Value::Null, |o| o.output.clone()),
+                idle.and_then(|o| o.state).map(str::to_owned),
+                None,
+            )
+        }
+    };
+    let mut m = Map::new();
+    m.insert("status".into(), json!(status));
+    m.insert(
+        "stopped".into(),
+        json!(if status == "failed" {
+            "failed"
+        } else {
+            &stopped
+        }),
+    );
+    m.insert("output".into(), output);
+    // A turn's `reply` goes here, next to `output`, at spec levels that define one.
+    m.insert("state".into(), json!(state));
+    m.insert("error".into(), error.unwrap_or(Value::Null));
+    m.insert("trace".into(), json!(run.trace_lines()));
+    m.insert("calls".into(), Value::Array(calls));
+    m.insert("tokens".into(), json!(tokens));
+    Value::Object(m)
+}

@@ -1,0 +1,208 @@
+//! Human in the loop through the built binary: `packc run --save`, `packc resume`, and
+//! `packc run --interactive` with piped stdin, all with a scripted host.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli-hitl")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A review: `drafting` submits to the external state `editor`, which waits for
+/// `Approve` (to `done`) or `Reject`.
+fn review(dir: &Path) -> (PathBuf, PathBuf) {
+    let pack = dir.join("review.pack.yaml");
+    std::fs::write(
+        &pack,
+        r#"
+id: review
+name: Review
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
+  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
+  publish: {id: publish, name: Publish, version: 1.0.0, system_template: "Publish."}
+workflow:
+  version: 1
+  entry: drafting
+  engine: {budget: {max_total_visits: 20}}
+  states:
+    drafting: {prompt_task: draft, on_event: {Submit: editor}}
+    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: done, Reject: drafting}}
+    done: {prompt_task: publish, terminal: true}
+"#,
+    )
+    .unwrap();
+    let host = dir.join("host.yaml");
+    std::fs::write(
+        &host,
+        "host:\n  prompts:\n    draft: [{output: draft 1, event: Submit}]\n    publish: [{output: published}]\n",
+    )
+    .unwrap();
+    (pack, host)
+}
+
+fn run(args: &[&str], paths: &[&Path]) -> Output {
+    let mut c = packc();
+    c.args(args);
+    for p in paths {
+        c.arg(p);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn a_run_waiting_for_approval_is_saved_and_resumed() {
+    let dir = scratch("save");
+    let (pack, host) = review(&dir);
+    let snap = dir.join("run.snap");
+
+    // Without --save the run ends, but says what it was waiting for.
+    let out = run(
+        &["run", "--input", "\"write it\"", "--host"],
+        &[&host, &pack],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(
+            "note: the run stopped waiting for an event in state editor: Approve | Reject"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut c = packc();
+    c.args(["run", "--input", "\"write it\"", "--host"])
+        .arg(&host)
+        .arg(&pack)
+        .arg("--save")
+        .arg(&snap);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "\"draft 1\"");
+    assert!(
+        text(&out.stderr)
+            .contains("stopped: waiting for an event in state editor: Approve | Reject; saved to"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A wrong event leaves the saved run as it was.
+    let out = run(&["resume", "--event", "Later", "--host"], &[&host, &snap]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("error[invalid_event]"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = run(
+        &["resume", "--event", "Approve", "--trace", "--host"],
+        &[&host, &snap],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("transition editor -> done on Approve"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stopped: waiting for a turn in terminal state done"),
+        "{stderr}"
+    );
+
+    // The next turn runs the terminal state.
+    let out = run(&["resume", "--turn", "\"go\"", "--host"], &[&host, &snap]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "\"published\"",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_saved_run_is_refused_for_another_pack() {
+    let dir = scratch("other");
+    let (pack, host) = review(&dir);
+    let snap = dir.join("run.snap");
+    let out = run(
+        &["run", "--input", "\"x\"", "--host"],
+        &[&host, &pack, Path::new("--save"), &snap],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let other = dir.join("other.pack.yaml");
+    let source = std::fs::read_to_string(&pack)
+        .unwrap()
+        .replace("Publish.", "Ship it.");
+    std::fs::write(&other, source).unwrap();
+    let out = run(
+        &["resume", "--event", "Approve", "--pack"],
+        &[&other, &snap],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("was saved from another artifact"),
+        "{}",
+        text(&out.stderr)
+    );
+    let garbage = dir.join("garbage.snap");
+    std::fs::write(&garbage, "hello").unwrap();
+    let out = run(&["resume", "--event", "Approve"], &[&garbage]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a run saved by `packc run --save`"));
+}
+
+#[test]
+fn interactive_reads_turns_and_events_from_stdin() {
+    let dir = scratch("interactive");
+    let (pack, host) = review(&dir);
+    let mut child = packc()
+        .args(["run", "--interactive", "--host"])
+        .arg(&host)
+        .arg(&pack)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"write it\n/event Approve\nship it\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stops: Vec<&str> = stderr.lines().filter(|l| l.contains("stopped: ")).collect();
+    assert_eq!(
+        stops,
+        [
+            "stopped: waiting for a turn in state drafting",
+            "> stopped: waiting for an event in state editor: Approve | Reject",
+            "> stopped: waiting for a turn in terminal state done",
+            "> stopped: waiting for a turn in terminal state done",
+            "> stopped: done",
+        ],
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("\"draft 1\"\n"), "{stdout}");
+    assert!(stdout.contains("\"published\""), "{stdout}");
+}

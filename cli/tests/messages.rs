@@ -1,0 +1,232 @@
+//! What `packc` says when a user gets something wrong: each message names the thing, the
+//! place and what to do.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli-messages")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
+/// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
+/// reads a member the first step's output lacks, and whose branch negates a comparison.
+const PACK: &str = r#"
+id: review
+name: Review
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
+  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
+  done: {id: done, name: Done, version: 1.0.0, system_template: "Done."}
+  helper: {id: helper, name: Helper, version: 1.0.0, system_template: "Help."}
+agents:
+  entry: helper
+  members:
+    helper: {description: helps}
+workflow:
+  version: 1
+  entry: drafting
+  states:
+    drafting: {prompt_task: draft, on_event: {Submit: editor}}
+    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: closed, Reject: drafting}}
+    closed: {prompt_task: done, terminal: true}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: first, kind: prompt, prompt_task: draft, input: "${input}"}
+      - id: gate
+        kind: branch
+        predicate: {not: {path: "${first.output.lang}", op: equals, value: en}}
+        then: second
+      - {id: second, kind: prompt, prompt_task: done, input: "${first.output.missing}"}
+    output: second
+"#;
+
+fn pack(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("review.pack.yaml");
+    std::fs::write(&path, PACK).unwrap();
+    path
+}
+
+#[test]
+fn input_that_is_not_json_says_how_to_quote_it() {
+    let dir = scratch("input");
+    let pack = pack(&dir);
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .args(["--input", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(r#"write `--input '"hello"'`"#) && stderr(&out).contains("@file"),
+        "{}",
+        stderr(&out)
+    );
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{oops").unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--input")
+        .arg(format!("@{}", bad.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!("{} is not JSON", bad.display())),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_unknown_target_member_gets_did_you_mean() {
+    let dir = scratch("target");
+    let pack = pack(&dir);
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .args(["--target", "agent:helpr"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("no agent member `helpr` in target `agent:helpr`; did you mean `helper`?"),
+        "{}",
+        stderr(&out)
+    );
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .args(["--target", "agent:nobody"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("the agent members are: `helper`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_invalid_event_lists_the_states_events() {
+    let dir = scratch("event");
+    let pack = pack(&dir);
+    let host = dir.join("host.yaml");
+    std::fs::write(
+        &host,
+        "script:\n  - turn: go\n  - event: Aprove\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
+    )
+    .unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "error[invalid_event]: state `editor` has no event `Aprove`; did you mean `Approve`?"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        &host,
+        "script:\n  - turn: go\n  - event: Later\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
+    )
+    .unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("the events of this state are: `Approve`, `Reject`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_runtime_unresolved_binding_names_its_step() {
+    let dir = scratch("binding");
+    let pack = pack(&dir);
+    let host = dir.join("host.yaml");
+    std::fs::write(
+        &host,
+        "host:\n  prompts:\n    draft: [{output: {lang: fr}}]\n",
+    )
+    .unwrap();
+    let out = packc()
+        .arg("run")
+        .arg(&pack)
+        .args(["--target", "composition:c", "--input", "\"x\"", "--host"])
+        .arg(&host)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "error[unresolved_binding]: `${first.output.missing}` in the input of step `second` does not resolve"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn inspect_writes_not_around_what_it_negates() {
+    let dir = scratch("inspect");
+    let pack = pack(&dir);
+    let ppk = dir.join("review.ppk");
+    let out = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(r#"if not (${first#0.output.lang} == "en") then second"#),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn run_help_documents_the_tools_file() {
+    let out = packc().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("command: [python3, tools/lookup_order.py]")
+            && help.contains("http: http://127.0.0.1:8080/search")
+            && !help.contains("packc_host::"),
+        "{help}"
+    );
+}
