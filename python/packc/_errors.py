@@ -143,6 +143,11 @@ RUN_ERRORS: Dict[str, Type[RunError]] = {
 }
 
 
+# Shown as `packc.HostError`, where users import them from.
+for _cls in (PackcError, CompileError, ArtifactError, SnapshotError, RunError, *RUN_ERRORS.values()):
+    _cls.__module__ = "packc"
+
+
 def run_error(kind: str, message: str) -> RunError:
     """The exception for a VM error of ``kind`` (a plain :class:`RunError` for a kind
     this table does not know yet)."""

@@ -43,3 +43,28 @@ def ex2_program() -> packc.Program:
 @pytest.fixture(scope="session")
 def ex3_program() -> packc.Program:
     return packc.Program(packc.compile(EX3))
+
+
+def ex3_model(call: packc.Call) -> Any:
+    """Answers Example 3's model calls: the two extractors, then the agent's three turns
+    (one tool, then two tools in one turn, then the analysis)."""
+    if call.prompt_task == "title_extractor":
+        return "Sparse Attention for Long Documents"
+    if call.prompt_task == "keyword_extractor":
+        return ["sparse attention", "long documents"]
+    results = sum(1 for h in call.history if "tool_result" in h)
+    if results == 0:
+        return packc.Answer(tool_calls=[{"name": "doc.section_lookup", "args": {"section": "Method"}}])
+    if results == 1:
+        return packc.Answer(
+            tool_calls=[("ref.search", {"query": "Vaswani 2017"}), ("kb.lookup", {"topic": "sparsity"})]
+        )
+    return {"summary": f"seen {call.input['title']}", "findings": [], "references": []}
+
+
+def ex3_tool(call: packc.Call) -> Any:
+    """Answers Example 3's tool calls with their own key and arguments."""
+    return {"tool": call.tool, "args": call.input}
+
+
+EX3_INPUT = {"text": "Sparse Attention for Long Documents. Sections: Introduction, Method."}
