@@ -51,6 +51,11 @@ TOOLS: Dict[str, Tool] = {
 }
 
 
+def text(value: Any) -> str:
+    """A value as message text: a string as is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 class OpenAIHost:
     """Carries out model calls against an OpenAI-compatible Chat Completions server."""
 
@@ -62,7 +67,6 @@ class OpenAIHost:
 
     def messages(self, call: packc.Call) -> List[Dict[str, Any]]:
         """The system prompt, earlier exchanges, the input, then this call's tool loop."""
-        text = lambda v: v if isinstance(v, str) else json.dumps(v)  # noqa: E731
         out: List[Dict[str, Any]] = [{"role": "system", "content": call.system}]
         loop: List[Dict[str, Any]] = []
         ids: List[str] = []  # tool call ids waiting for their results, in order

@@ -79,3 +79,36 @@ def test_run_live_binds_tools_and_fails_with_run_errors(tmp_path: Path) -> None:
         packc.run_live(packc.compile(EX2), {"text": "t"}, model="m", base_url="http://127.0.0.1:9/v1", retries=0)
     with pytest.raises(ValueError, match="provider"):
         packc.run_live(packc.compile(EX2), model="m", provider="anthropic")  # type: ignore[arg-type]
+
+
+def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(EXAMPLES_PY))
+    try:
+        import fastapi_service
+    finally:
+        sys.path.remove(str(EXAMPLES_PY))
+    db = str(tmp_path / "runs.sqlite3")
+
+    client = TestClient(fastapi_service.create_app(db_path=db))
+    first = client.post("/runs", json={"message": "My VPN disconnects every hour"}).json()
+    assert first["waiting"] is True
+    assert first["state"] == "tech_state"
+    assert "can you tell me more" in first["reply"]
+    run_id = first["id"]
+
+    # Another service instance (a restart, another worker) takes the next messages.
+    client = TestClient(fastapi_service.create_app(db_path=db))
+    second = client.post(f"/runs/{run_id}", json={"message": "It happens on wifi only"}).json()
+    assert second["state"] == "tech_state" and second["waiting"] is True
+    third = client.post(f"/runs/{run_id}", json={"message": "Thanks, it works now"}).json()
+    assert third["state"] == "closing_state"
+    assert third["reply"].startswith("Summary")
+    trace = client.get(f"/runs/{run_id}").json()["trace"]
+    assert trace[:2] == ["enter triage", "transition triage -> tech_state on technical"]
+
+    done = client.post(f"/runs/{run_id}/finish").json()
+    assert done["state"] == "closing_state" and done["output"].startswith("Summary")
+    assert client.post(f"/runs/{run_id}", json={"message": "again"}).status_code == 404
+    assert client.get("/runs/nope").status_code == 404
