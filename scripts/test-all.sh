@@ -29,7 +29,7 @@ stage "test requirements" "$py" -m pip install --quiet --disable-pip-version-che
 stage "pip install ./python" env MATURIN_PEP517_ARGS="--locked" \
   "$py" -m pip install --quiet --disable-pip-version-check ./python
 stage "mypy --strict" "$py" -m mypy --strict --config-file python/pyproject.toml \
-  python/examples python/tests python/bench
+  python/examples python/tests
 # From the repository root, so `import packc` is the installed package (python/packc/
 # alone lacks the native module).
 stage "pytest" "$py" -m pytest python/tests -q -p no:cacheprovider
