@@ -1,0 +1,168 @@
+"""A FastAPI service that holds conversations with a PromptPack workflow and parks each
+one, between the customer's messages, as a VM snapshot in SQLite.
+
+It runs the support workflow of ``examples/guide-add-workflow.pack.yaml``: a triage state
+routes to a persistent billing or technical state, which stays put (waiting for the
+customer: a human in the loop) until the model names ``resolved`` or ``escalate``.
+
+    POST /runs            {"message": "..."} -> {"id", "reply", "state", "waiting"}
+    POST /runs/{id}       {"message": "..."} -> the same, for the next message
+    POST /runs/{id}/finish                   -> {"id", "output", "state"}; the run is deleted
+    GET  /runs/{id}                          -> {"id", "trace"}
+
+Nothing of a run lives in the process between requests: each request restores the run
+from its snapshot, drives it until it waits for the caller again, and stores the new
+snapshot, so any worker (or a restarted service) can take the next message.
+
+    uvicorn fastapi_service:app      # PACKC_PACK and PACKC_DB choose the pack and database
+
+``model`` below is a stand-in that answers by keywords; put a real model call there.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from fastapi import FastAPI, HTTPException
+from pydantic import BaseModel
+
+import packc
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_PACK = REPO / "examples" / "guide-add-workflow.pack.yaml"
+
+Model = Callable[[packc.Call], Any]
+
+
+def model(call: packc.Call) -> Any:
+    """A keyword model for the support workflow: routes, resolves, or asks for more."""
+    text = str(call.input).lower()
+    if call.prompt_task == "triage":
+        route = "billing" if any(w in text for w in ("invoice", "bill", "refund")) else "technical"
+        return packc.Answer(route, event=route)
+    if call.prompt_task in ("billing", "technical"):
+        if "thank" in text or "works" in text:
+            return packc.Answer("Glad that fixed it.", event="resolved")
+        if "human" in text or "agent" in text:
+            return packc.Answer("Passing you to a colleague.", event="escalate")
+        return f"Let's look at that ({call.prompt_task}): can you tell me more?"
+    return "Summary: your request is handled. Anything else?"
+
+
+class Message(BaseModel):
+    """A customer message."""
+
+    message: str
+
+
+def state_of(trace: List[str]) -> Optional[str]:
+    """The workflow state a trace ends in (`enter S` / `transition A -> S on E`)."""
+    for line in reversed(trace):
+        if line.startswith("enter "):
+            return line.split()[1]
+        if line.startswith("transition "):
+            return line.split("->")[1].split()[0]
+    return None
+
+
+class Store:
+    """Snapshots by run id, in SQLite (standard library)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        with self.connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, snapshot BLOB NOT NULL, updated REAL)")
+
+    def connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path)
+
+    def save(self, run_id: str, snapshot: bytes) -> None:
+        with self.connect() as db:
+            db.execute(
+                "INSERT INTO runs (id, snapshot, updated) VALUES (?, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
+                (run_id, snapshot, time.time()),
+            )
+
+    def load(self, run_id: str) -> bytes:
+        with self.connect() as db:
+            row = db.execute("SELECT snapshot FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise HTTPException(status_code=404, detail=f"no run {run_id}")
+        return bytes(row[0])
+
+    def delete(self, run_id: str) -> None:
+        with self.connect() as db:
+            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+
+def advance(run: packc.Run, need: packc.Need, answer: Model) -> Tuple[packc.Need, Any]:
+    """Answers calls until the run needs the caller (or is done); returns the last reply."""
+    reply: Any = None
+    while need not in (packc.Need.CALLER, packc.Need.DONE):
+        if need == packc.Need.CLOCK:
+            need = run.resume(clock=int(time.time() * 1000))
+            continue
+        call = run.pending[0]
+        result = answer(call)
+        if isinstance(result, packc.Answer):
+            reply = result.output
+            need = run.answer(call, output=result.output, event=result.event)
+        else:
+            reply = result
+            need = run.answer(call, output=result)
+    return need, reply
+
+
+def create_app(pack: str | Path = DEFAULT_PACK, db_path: str = "runs.sqlite3", answer: Model = model) -> FastAPI:
+    """The service for ``pack``, keeping snapshots in the SQLite file ``db_path``."""
+    program = packc.Program(packc.compile(pack))
+    store = Store(db_path)
+    app = FastAPI(title="packc conversations")
+
+    def step(run_id: str, run: packc.Run, need: packc.Need) -> Dict[str, Any]:
+        try:
+            need, reply = advance(run, need, answer)
+        except packc.RunError as e:
+            store.delete(run_id)
+            raise HTTPException(status_code=422, detail=f"{e.kind}: {e.message}") from e
+        store.save(run_id, run.snapshot())
+        return {"id": run_id, "reply": reply, "state": state_of(run.trace), "waiting": need == packc.Need.CALLER}
+
+    @app.post("/runs")
+    def start(body: Message) -> Dict[str, Any]:
+        run = program.start()
+        run.resume()
+        return step(uuid.uuid4().hex, run, run.resume(turn=body.message))
+
+    @app.post("/runs/{run_id}")
+    def message(run_id: str, body: Message) -> Dict[str, Any]:
+        run = program.restore(store.load(run_id))
+        try:
+            need = run.resume(turn=body.message)
+        except packc.ProtocolError as e:
+            raise HTTPException(status_code=409, detail=e.message) from e
+        return step(run_id, run, need)
+
+    @app.post("/runs/{run_id}/finish")
+    def finish(run_id: str) -> Dict[str, Any]:
+        run = program.restore(store.load(run_id))
+        run.resume(finish=True)
+        outcome = run.outcome
+        store.delete(run_id)
+        return {"id": run_id, "output": outcome.output if outcome else None, "state": outcome.state if outcome else None}
+
+    @app.get("/runs/{run_id}")
+    def show(run_id: str) -> Dict[str, Any]:
+        return {"id": run_id, "trace": program.restore(store.load(run_id)).trace}
+
+    return app
+
+
+if os.environ.get("PACKC_PACK") or os.environ.get("PACKC_DB"):
+    app = create_app(os.environ.get("PACKC_PACK", str(DEFAULT_PACK)), os.environ.get("PACKC_DB", "runs.sqlite3"))

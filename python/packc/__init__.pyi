@@ -1,0 +1,303 @@
+"""Type stubs of ``packc`` (the native ``packc._packc`` and the Python half)."""
+
+import os
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Type,
+    Union,
+    overload,
+)
+
+__version__: str
+COMPILER_VERSION: str
+
+#: A JSON-shaped Python value: dict, list, str, int, float, bool or None.
+Json = Any
+#: What ``Call.kind`` can be.
+CallKind = Literal["model", "tool"]
+StrPath = Union[str, "os.PathLike[str]"]
+
+class Diagnostic:
+    """One compiler finding, located in the source."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def severity(self) -> Literal["error", "warning"]: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> Optional[int]: ...
+    @property
+    def column(self) -> Optional[int]: ...
+    @property
+    def pointer(self) -> Optional[str]: ...
+    @property
+    def help(self) -> Optional[str]: ...
+
+def check(
+    path: Optional[StrPath] = None,
+    *,
+    text: Optional[str] = None,
+    format: Optional[Literal["yaml", "json"]] = None,
+    spec_level: Optional[str] = None,
+) -> List[Diagnostic]:
+    """Every error and warning of a pack (a file, or ``text=``), in source order."""
+
+def compile(
+    path: Optional[StrPath] = None,
+    *,
+    text: Optional[str] = None,
+    format: Optional[Literal["yaml", "json"]] = None,
+    spec_level: Optional[str] = None,
+) -> Artifact:
+    """Checks and lowers a pack; raises :class:`CompileError` when it has errors."""
+
+class Artifact:
+    """A compiled pack: what a ``.ppk`` file holds."""
+
+    @property
+    def module_id(self) -> str: ...
+    def to_bytes(self) -> bytes:
+        """The ``.ppk`` bytes."""
+    @staticmethod
+    def from_bytes(data: bytes, *, max_bytes: Optional[int] = None) -> Artifact:
+        """Decodes and verifies ``.ppk`` bytes; raises :class:`ArtifactError`."""
+    def inspect(self) -> Dict[str, Any]:
+        """The header, the targets and the static call bounds, as plain dicts."""
+
+class Need:
+    """What a run needs next."""
+
+    CALLS: Need
+    WAIT: Need
+    CLOCK: Need
+    CALLER: Need
+    DONE: Need
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Outcome:
+    """How a run ended without error."""
+
+    @property
+    def output(self) -> Json: ...
+    @property
+    def state(self) -> Optional[str]: ...
+
+class Call:
+    """One outstanding host call; read its fields before answering it."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> CallKind: ...
+    @property
+    def prompt_task(self) -> Optional[str]: ...
+    @property
+    def tool(self) -> Optional[str]: ...
+    @property
+    def provider(self) -> Optional[str]: ...
+    @property
+    def branch(self) -> Optional[int]: ...
+    @property
+    def input(self) -> Json: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def history(self) -> List[Dict[str, Any]]: ...
+    @property
+    def offered_tools(self) -> List[Dict[str, Any]]: ...
+    @property
+    def output_schema(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def events(self) -> List[str]: ...
+    @property
+    def parameters(self) -> Optional[Dict[str, Any]]: ...
+
+class Run:
+    """One run of a program, driven by the host."""
+
+    @overload
+    def resume(self) -> Need: ...
+    @overload
+    def resume(self, *, turn: Json) -> Need: ...
+    @overload
+    def resume(self, *, event: str) -> Need: ...
+    @overload
+    def resume(self, *, finish: Literal[True]) -> Need: ...
+    @overload
+    def resume(self, *, clock: int) -> Need: ...
+    def answer(
+        self,
+        call: Union[Call, int],
+        *,
+        output: Json = None,
+        tool_calls: Optional[Iterable[Any]] = None,
+        event: Optional[str] = None,
+        error: Optional[str] = None,
+    ) -> Need: ...
+    @property
+    def pending(self) -> List[Call]: ...
+    @property
+    def issued(self) -> List[Call]: ...
+    @property
+    def outcome(self) -> Optional[Outcome]: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def trace(self) -> List[str]: ...
+    @property
+    def calls(self) -> List[Dict[str, Any]]: ...
+    def snapshot(self) -> bytes: ...
+
+class Program:
+    """A checked module, shared by runs and threads."""
+
+    def __init__(self, artifact: Artifact) -> None: ...
+    def start(
+        self,
+        target: str = "workflow",
+        *,
+        variables: Optional[Mapping[str, Json]] = None,
+        record_calls: bool = False,
+        max_host_calls: Optional[int] = None,
+        max_value_bytes: Optional[int] = None,
+        max_value_depth: Optional[int] = None,
+        max_snapshot_bytes: Optional[int] = None,
+        max_built_bytes: Optional[int] = None,
+    ) -> Run: ...
+    def restore(self, data: bytes, *, max_snapshot_bytes: Optional[int] = None) -> Run: ...
+
+class CaseResult:
+    """A conformance case's verdict."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def failures(self) -> List[str]: ...
+    def __bool__(self) -> bool: ...
+
+def run_case(path: StrPath, *, check_snapshots: bool = False) -> CaseResult:
+    """Runs a conformance-format case file as ``packc test`` does."""
+
+class LiveResult:
+    """A live run's result."""
+
+    @property
+    def output(self) -> Json: ...
+    @property
+    def state(self) -> Optional[str]: ...
+    @property
+    def trace(self) -> List[str]: ...
+    @property
+    def model_calls(self) -> int: ...
+    @property
+    def tool_calls(self) -> int: ...
+    @property
+    def tokens(self) -> int: ...
+
+def run_live(
+    artifact: Artifact,
+    input: Json = None,
+    *,
+    model: str,
+    provider: Literal["openai"] = "openai",
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    tools: Union[StrPath, Mapping[str, Any], None] = None,
+    target: str = "workflow",
+    variables: Optional[Mapping[str, Json]] = None,
+    timeout: float = 120.0,
+    retries: int = 3,
+    concurrency: int = 4,
+) -> LiveResult:
+    """Runs an artifact with the Rust live host, the GIL released."""
+
+# Errors (packc/_errors.py).
+
+class PackcError(Exception): ...
+
+class CompileError(PackcError):
+    report: str
+    diagnostics: List[Diagnostic]
+    def __init__(self, report: str, diagnostics: List[Any]) -> None: ...
+
+class ArtifactError(PackcError, ValueError): ...
+class SnapshotError(PackcError, ValueError): ...
+
+class RunError(PackcError):
+    kind: str
+    message: str
+    def __init__(self, message: str, kind: Optional[str] = None) -> None: ...
+
+class HostError(RunError): ...
+class UnresolvedBinding(RunError): ...
+class RunTypeError(RunError): ...
+class InvalidEvent(RunError): ...
+class TerminalState(RunError): ...
+class MaxVisitsExceeded(RunError): ...
+class BudgetExhausted(RunError): ...
+class AgentStepLimit(RunError): ...
+class InvalidVariable(RunError): ...
+class NoOutput(RunError): ...
+class LimitExceeded(RunError): ...
+class ProtocolError(RunError): ...
+
+RUN_ERRORS: Dict[str, Type[RunError]]
+
+# Drivers (packc/_drivers.py).
+
+class Answer:
+    """A host function's answer, when it is more than an output value."""
+
+    output: Json
+    event: Optional[str]
+    tool_calls: Optional[List[Any]]
+    error: Optional[str]
+    def __init__(
+        self,
+        output: Json = None,
+        *,
+        event: Optional[str] = None,
+        tool_calls: Optional[Iterable[Any]] = None,
+        error: Optional[str] = None,
+    ) -> None: ...
+
+class CallFailed(Exception):
+    """Raised by a host function: the call fails with this message."""
+
+def drive(
+    run: Run,
+    *,
+    model: Optional[Callable[[Call], Any]] = None,
+    tool: Optional[Callable[[Call], Any]] = None,
+    input: Json = None,
+    script: Optional[Iterable[Mapping[str, Any]]] = None,
+    clock: Optional[Callable[[], int]] = None,
+) -> Outcome:
+    """Runs ``run`` to the end with plain host functions."""
+
+async def drive_async(
+    run: Run,
+    *,
+    model: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
+    tool: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
+    input: Json = None,
+    script: Optional[Iterable[Mapping[str, Any]]] = None,
+    clock: Optional[Callable[[], int]] = None,
+) -> Outcome:
+    """Runs ``run`` to the end, issuing every outstanding call at once."""

@@ -1,0 +1,133 @@
+//! Values across the boundary: `serde_json::Value` ⇄ plain Python objects.
+//!
+//! JSON-shaped Python values are `None`, `bool`, `int` (within 64 bits), finite `float`,
+//! `str`, `list` / `tuple` and `dict` with `str` keys. Anything else, anywhere inside a
+//! value, is a `TypeError` naming its path (`output['items'][2]`) and its type.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// The deepest nesting converted: deeper values (or a list that contains itself) are a
+/// `ValueError`, not a stack overflow. The VM's own default limit (`max_value_depth`)
+/// is far lower.
+const MAX_DEPTH: usize = 512;
+
+/// A JSON value as a new Python object.
+pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let list = PyList::empty(py);
+            for x in a {
+                list.append(to_py(py, x)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(m) => {
+            let dict = PyDict::new(py);
+            for (k, x) in m {
+                dict.set_item(k, to_py(py, x)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// A Python value as JSON; `root` names it in errors (`output`, `turn`, …).
+pub fn from_py(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {
+    let mut path = root.to_owned();
+    convert(obj, &mut path, 0)
+}
+
+fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "{path} is nested more than {MAX_DEPTH} levels deep (does a value contain itself?)"
+        )));
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(PyTypeError::new_err(format!(
+            "{path} is an int outside the 64-bit range JSON numbers are kept in"
+        )));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let x = f.value();
+        return Number::from_f64(x).map(Value::Number).ok_or_else(|| {
+            PyTypeError::new_err(format!("{path} is {x}, which JSON cannot represent"))
+        });
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = Map::with_capacity(d.len());
+        let mark = path.len();
+        for (k, v) in d.iter() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(PyTypeError::new_err(format!(
+                    "{path} has a key of type {} ({}); JSON object keys are str",
+                    type_name(&k),
+                    k.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                )));
+            };
+            let key = key.to_cow()?;
+            path.push_str(&format!("[{key:?}]"));
+            let value = convert(&v, path, depth + 1)?;
+            path.truncate(mark);
+            map.insert(key.into_owned(), value);
+        }
+        return Ok(Value::Object(map));
+    }
+    let items = if let Ok(l) = obj.cast::<PyList>() {
+        Some(l.iter().collect::<Vec<_>>())
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        Some(t.iter().collect::<Vec<_>>())
+    } else {
+        None
+    };
+    if let Some(items) = items {
+        let mark = path.len();
+        let mut out = Vec::with_capacity(items.len());
+        for (i, x) in items.iter().enumerate() {
+            path.push_str(&format!("[{i}]"));
+            out.push(convert(x, path, depth + 1)?);
+            path.truncate(mark);
+        }
+        return Ok(Value::Array(out));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{path} is of type {}, not a JSON value (dict, list, tuple, str, int, float, bool or None)",
+        type_name(obj)
+    )))
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}

@@ -1,0 +1,393 @@
+//! The front end: `check`, `compile`, `Diagnostic` and `Artifact`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use packc_compiler::diag::{DiagKind, Diagnostic as Diag};
+use packc_compiler::render::{self, RenderSource};
+use packc_compiler::{check_bytes, Checked, Options};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::errors;
+
+/// Registers the front end's classes and functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Diagnostic>()?;
+    m.add_class::<Artifact>()?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    Ok(())
+}
+
+/// One compiler finding, located in the source.
+///
+/// `kind` is the stable name of the conformance suite (`duplicate_step_id`, …),
+/// `severity` `"error"` or `"warning"`, `pointer` the JSON pointer of the node blamed,
+/// `line` and `column` 1-based (`None` when the finding points nowhere in particular).
+#[pyclass(frozen, module = "packc", get_all)]
+pub struct Diagnostic {
+    kind: String,
+    severity: String,
+    message: String,
+    file: String,
+    line: Option<usize>,
+    column: Option<usize>,
+    pointer: Option<String>,
+    help: Option<String>,
+}
+
+#[pymethods]
+impl Diagnostic {
+    fn __repr__(&self) -> String {
+        let at = match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
+            _ => self.file.clone(),
+        };
+        format!(
+            "<Diagnostic {} {} at {at}: {}>",
+            self.severity, self.kind, self.message
+        )
+    }
+
+    fn __str__(&self) -> String {
+        let at = match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
+            _ => self.file.clone(),
+        };
+        format!("{at}: {}[{}]: {}", self.severity, self.kind, self.message)
+    }
+}
+
+/// A pack source: its display name, bytes, and the folder its schema files are read from.
+struct Source {
+    name: String,
+    bytes: Vec<u8>,
+    base_dir: Option<PathBuf>,
+}
+
+/// Reads the source `check` and `compile` were given (a path, or `text=`).
+fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> PyResult<Source> {
+    match format {
+        None | Some("yaml") | Some("json") => {}
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "format={other:?}: expected \"yaml\" or \"json\""
+            )))
+        }
+    }
+    match (path, text) {
+        (Some(_), Some(_)) => Err(PyValueError::new_err(
+            "give either a path or text=..., not both",
+        )),
+        (None, None) => Err(PyValueError::new_err("give a path or text=...")),
+        (Some(path), None) => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| PyOSError::new_err(format!("cannot read {}: {e}", path.display())))?;
+            Ok(Source {
+                name: path.display().to_string(),
+                base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
+                bytes,
+            })
+        }
+        (None, Some(text)) => Ok(Source {
+            name: "<text>".into(),
+            bytes: text.into_bytes(),
+            base_dir: None,
+        }),
+    }
+}
+
+/// Only PromptPack v1.5 is checked today; `spec_level` names it or is left out.
+fn spec_level(level: Option<&str>) -> PyResult<()> {
+    match level {
+        None | Some("1.5") | Some("v1.5") => Ok(()),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "spec_level={other:?}: this packc checks PromptPack v1.5 (spec_level=\"v1.5\" or None)"
+        ))),
+    }
+}
+
+fn options(src: &Source) -> Options {
+    Options {
+        base_dir: src.base_dir.clone(),
+        ..Options::default()
+    }
+}
+
+/// Checks a source; `strict_json` (text with `format="json"`) first requires JSON.
+fn check_source(src: &Source, strict_json: bool) -> Checked {
+    if strict_json {
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&src.bytes) {
+            let offset = offset_of(&src.bytes, e.line(), e.column());
+            let d = Diag::new(DiagKind::ParseError, format!("not valid JSON: {e}"))
+                .at_span(offset..offset)
+                .help("format=\"json\" takes strict JSON; leave it out to read YAML 1.2");
+            return Checked {
+                loaded: None,
+                diagnostics: vec![d],
+            };
+        }
+    }
+    check_bytes(&src.bytes, &options(src))
+}
+
+/// The byte offset of a 1-based line and column.
+fn offset_of(bytes: &[u8], line: usize, column: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line {
+        match bytes[start..].iter().position(|b| *b == b'\n') {
+            Some(i) => start += i + 1,
+            None => break,
+        }
+    }
+    (start + column.saturating_sub(1)).min(bytes.len())
+}
+
+/// The diagnostics of a checked source as `Diagnostic` objects.
+fn diagnostics(py: Python<'_>, src: &Source, checked: &Checked) -> PyResult<Vec<Py<Diagnostic>>> {
+    let text = String::from_utf8_lossy(&src.bytes);
+    let rs = RenderSource {
+        name: &src.name,
+        text: &text,
+        spans: checked.loaded.as_ref().map(|l| &l.spans),
+    };
+    checked
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let pos = rs.position(d);
+            Py::new(
+                py,
+                Diagnostic {
+                    kind: d.kind.as_str().to_owned(),
+                    severity: d.severity.as_str().to_owned(),
+                    message: d.message.clone(),
+                    file: src.name.clone(),
+                    line: pos.map(|p| p.0),
+                    column: pos.map(|p| p.1),
+                    pointer: d.pointer().map(str::to_owned),
+                    help: d.help.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// The report `packc check` prints, without colour.
+fn report(src: &Source, checked: &Checked) -> String {
+    let text = String::from_utf8_lossy(&src.bytes);
+    let rs = RenderSource {
+        name: &src.name,
+        text: &text,
+        spans: checked.loaded.as_ref().map(|l| &l.spans),
+    };
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = render::human(&rs, &checked.diagnostics, false, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// check(path=None, *, text=None, format=None, spec_level=None) -> list[Diagnostic]
+///
+/// Parses and checks a pack (a file, or `text=` in memory; `format="json"` requires
+/// strict JSON, YAML 1.2 is read otherwise) and returns every error and warning in
+/// source order. An unreadable file raises `OSError`.
+#[pyfunction]
+#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
+fn check(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    text: Option<String>,
+    format: Option<&str>,
+    spec_level: Option<&str>,
+) -> PyResult<Vec<Py<Diagnostic>>> {
+    self::spec_level(spec_level)?;
+    let strict = text.is_some() && format == Some("json");
+    let src = source(path, text, format)?;
+    let checked = py.detach(|| check_source(&src, strict));
+    diagnostics(py, &src, &checked)
+}
+
+/// compile(path=None, *, text=None, format=None, spec_level=None) -> Artifact
+///
+/// Checks and lowers a pack into an `Artifact`. A pack with errors raises
+/// `packc.CompileError`, whose `diagnostics` lists them and whose `str()` is the
+/// rendered report.
+#[pyfunction]
+#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
+fn compile(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    text: Option<String>,
+    format: Option<&str>,
+    spec_level: Option<&str>,
+) -> PyResult<Artifact> {
+    self::spec_level(spec_level)?;
+    let strict = text.is_some() && format == Some("json");
+    let src = source(path, text, format)?;
+    let (checked, built) = py.detach(|| {
+        let checked = check_source(&src, strict);
+        if checked.has_errors() {
+            return (checked, None);
+        }
+        let built = packc_compiler::artifact(&checked, &src.bytes, &options(&src));
+        (checked, Some(built))
+    });
+    match built {
+        None => {
+            let diags = diagnostics(py, &src, &checked)?
+                .into_iter()
+                .map(|d| d.into_any())
+                .collect();
+            Err(errors::compile_error(py, report(&src, &checked), diags))
+        }
+        Some(Err(e)) => Err(errors::compile_error(
+            py,
+            format!(
+                "{}: the pack checked clean but could not be lowered: {e}",
+                src.name
+            ),
+            Vec::new(),
+        )),
+        Some(Ok(artifact)) => Ok(Artifact {
+            inner: Arc::new(artifact),
+            minor: ir_spec::container::FORMAT_MINOR,
+        }),
+    }
+}
+
+/// A compiled pack: the lowered module with its provenance, what a `.ppk` file holds.
+///
+/// `to_bytes()` is the `.ppk` file (same pack, same bytes); `Artifact.from_bytes(b)`
+/// verifies one (a damaged or foreign file raises `packc.ArtifactError`);
+/// `inspect()` describes it as plain dicts.
+#[pyclass(frozen, module = "packc")]
+pub struct Artifact {
+    pub(crate) inner: Arc<ir_spec::Artifact>,
+    /// The container's minor format version (this packc writes
+    /// `ir_spec::container::FORMAT_MINOR`).
+    minor: u16,
+}
+
+#[pymethods]
+impl Artifact {
+    /// The `.ppk` bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| self.inner.encode());
+        PyBytes::new(py, &bytes)
+    }
+
+    /// Decodes and verifies `.ppk` bytes (magic, version, checksum, every table index);
+    /// anything wrong raises `packc.ArtifactError`.
+    #[staticmethod]
+    #[pyo3(signature = (data, *, max_bytes=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], max_bytes: Option<usize>) -> PyResult<Artifact> {
+        let max = max_bytes.unwrap_or(ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES);
+        let data = data.to_vec();
+        let decoded = py.detach(move || {
+            let a = ir_spec::Artifact::decode(&data, max)?;
+            // `decode` read the container already, so this cannot fail.
+            let minor = ir_spec::container::Container::decode(&data, max).map_or(0, |c| c.minor);
+            Ok::<_, ir_spec::ArtifactError>((a, minor))
+        });
+        match decoded {
+            Ok((a, minor)) => Ok(Artifact {
+                inner: Arc::new(a),
+                minor,
+            }),
+            Err(e) => Err(errors::artifact_error(
+                py,
+                format!("not a valid .ppk artifact: {e}"),
+            )),
+        }
+    }
+
+    /// The header, the run targets and the static call bounds, as plain dicts:
+    /// `{"format", "compiler", "source_sha256", "module", "targets", "prompts",
+    /// "tools", "bounds"}`. A bound is `{"model": n, "tool": n}`, with `None` for
+    /// unbounded.
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let a = &*self.inner;
+        let m = &a.module;
+        let out = PyDict::new(py);
+        out.set_item(
+            "format",
+            format!("{}.{}", ir_spec::container::FORMAT_MAJOR, self.minor),
+        )?;
+        out.set_item("compiler", &a.compiler)?;
+        out.set_item("source_sha256", hex(&a.source_hash))?;
+        out.set_item("module", &m.id)?;
+        let mut targets = Vec::new();
+        if m.workflow.is_some() {
+            targets.push("workflow".to_owned());
+        }
+        targets.extend(m.agents.iter().map(|x| format!("agent:{}", m.str(x.key))));
+        targets.extend(
+            m.compositions
+                .iter()
+                .map(|c| format!("composition:{}", m.str(c.key))),
+        );
+        out.set_item("targets", targets)?;
+        let prompts: Vec<&str> = m.prompts.iter().map(|p| m.str(p.key)).collect();
+        out.set_item("prompts", prompts)?;
+        let tools: Vec<&str> = m.tools.iter().map(|t| m.str(t.key)).collect();
+        out.set_item("tools", tools)?;
+        let b = ir_spec::bounds::module(m);
+        let bounds = PyDict::new(py);
+        let comps = PyDict::new(py);
+        for (c, calls) in m.compositions.iter().zip(&b.compositions) {
+            comps.set_item(m.str(c.key), calls_dict(py, calls)?)?;
+        }
+        bounds.set_item("compositions", comps)?;
+        let states = PyDict::new(py);
+        if let Some(wf) = &m.workflow {
+            for (s, calls) in wf.states.iter().zip(&b.states) {
+                states.set_item(m.str(s.key), calls_dict(py, calls)?)?;
+            }
+        }
+        bounds.set_item("states", states)?;
+        match &b.workflow_turn {
+            Some(turn) => {
+                let t = calls_dict(py, &turn.calls)?;
+                t.set_item("executions", bound(turn.executions))?;
+                bounds.set_item("workflow_turn", t)?;
+            }
+            None => bounds.set_item("workflow_turn", py.None())?,
+        }
+        out.set_item("bounds", bounds)?;
+        Ok(out)
+    }
+
+    /// The module id.
+    #[getter]
+    fn module_id(&self) -> String {
+        self.inner.module.id.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<Artifact {} ({})>",
+            self.inner.module.id, self.inner.compiler
+        )
+    }
+}
+
+fn bound(b: ir_spec::bounds::Bound) -> Option<u64> {
+    match b {
+        ir_spec::bounds::Bound::Finite(n) => Some(n),
+        ir_spec::bounds::Bound::Unbounded => None,
+    }
+}
+
+fn calls_dict<'py>(py: Python<'py>, c: &ir_spec::bounds::Calls) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("model", bound(c.model))?;
+    d.set_item("tool", bound(c.tool))?;
+    Ok(d)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,261 @@
+//! The Rust hosts from Python: the conformance case runner (`run_case`) and the live
+//! OpenAI-compatible host (`run_live`). Both run with the GIL released.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use packc_host::live::{Ended, LiveConfig, LiveHost, ModelEndpoint, ToolBindings, TransportConfig};
+use packc_host::RunCaseOptions;
+use packc_vm::driver::ScriptItem;
+use packc_vm::{RunOptions, Target};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::convert::{from_py, to_py};
+use crate::errors;
+use crate::front::Artifact;
+
+/// Registers the hosts' classes and functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CaseResult>()?;
+    m.add_class::<LiveResult>()?;
+    m.add_function(wrap_pyfunction!(run_case, m)?)?;
+    m.add_function(wrap_pyfunction!(run_live, m)?)?;
+    Ok(())
+}
+
+/// A conformance case's verdict: `passed`, and every difference found (`failures`,
+/// one per line of `packc test`'s report; empty when it passed).
+#[pyclass(frozen, module = "packc", get_all)]
+pub struct CaseResult {
+    path: String,
+    passed: bool,
+    failures: Vec<String>,
+}
+
+#[pymethods]
+impl CaseResult {
+    fn __bool__(&self) -> bool {
+        self.passed
+    }
+
+    fn __repr__(&self) -> String {
+        if self.passed {
+            format!("<CaseResult {} passed>", self.path)
+        } else {
+            format!(
+                "<CaseResult {} failed: {}>",
+                self.path,
+                self.failures.join("; ")
+            )
+        }
+    }
+}
+
+/// run_case(path, *, check_snapshots=False) -> CaseResult
+///
+/// Runs a conformance-format case file (`*.case.yaml`) exactly as `packc test` does:
+/// the compile half, then the run against the case's scripted host, compared with
+/// `expect`. `check_snapshots=True` also reruns it through a snapshot and restore
+/// after every resume, which must end the same.
+#[pyfunction]
+#[pyo3(signature = (path, *, check_snapshots=false))]
+fn run_case(py: Python<'_>, path: PathBuf, check_snapshots: bool) -> CaseResult {
+    let options = RunCaseOptions { check_snapshots };
+    let verdict = py.detach(|| {
+        // The error of an unreadable case names its file.
+        let case = packc_host::Case::read(&path).map_err(|e| e.to_string())?;
+        packc_host::run_case_with(&case, options)
+    });
+    CaseResult {
+        path: path.display().to_string(),
+        passed: verdict.is_ok(),
+        failures: match verdict {
+            Ok(()) => Vec::new(),
+            Err(diffs) => diffs.lines().map(str::to_owned).collect(),
+        },
+    }
+}
+
+/// A live run's result: the `output` and `state` it ended with, its `trace`, and the
+/// counts of `model_calls`, `tool_calls` and `tokens`.
+#[pyclass(frozen, module = "packc", get_all)]
+pub struct LiveResult {
+    output: Py<PyAny>,
+    state: Option<String>,
+    trace: Vec<String>,
+    model_calls: u64,
+    tool_calls: u64,
+    tokens: u64,
+}
+
+#[pymethods]
+impl LiveResult {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let out = self
+            .output
+            .bind(py)
+            .repr()
+            .map_or_else(|_| "?".into(), |r| r.to_string());
+        format!(
+            "<LiveResult state={} output={out} ({} model call(s), {} tool call(s))>",
+            self.state.as_deref().unwrap_or("None"),
+            self.model_calls,
+            self.tool_calls
+        )
+    }
+}
+
+/// Tool bindings from `tools=`: a bindings file's path, or the dict such a file holds
+/// under `tools` (`{"key": {"command": [...]} | {"http": url}}`).
+fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
+    let Some(tools) = tools else {
+        return Ok(ToolBindings::default());
+    };
+    if let Ok(path) = tools.extract::<PathBuf>() {
+        return ToolBindings::read(&path).map_err(PyValueError::new_err);
+    }
+    let value = from_py(tools, "tools")?;
+    if !value.is_object() {
+        return Err(PyTypeError::new_err(
+            "tools must be a bindings file's path or a dict of bindings by tool key",
+        ));
+    }
+    let text = serde_json::json!({ "tools": value }).to_string();
+    ToolBindings::parse(&text, Path::new(".")).map_err(PyValueError::new_err)
+}
+
+/// run_live(artifact, input=None, *, model, provider="openai", base_url=None, ...)
+///
+/// Runs `artifact` against a real model (any OpenAI-compatible Chat Completions
+/// server) and real tools with the Rust live host, the GIL released: the calls of a
+/// parallel step go out concurrently (`concurrency`), with `timeout` seconds per call
+/// and `retries`. The key is `api_key`, else the environment variable `api_key_env`
+/// (none: no key is sent). `tools` binds tool keys to commands or HTTP endpoints (a
+/// bindings file's path or its dict). Returns a `LiveResult`; a failed run raises its
+/// `packc.RunError`; Ctrl-C stops the run and raises `KeyboardInterrupt`.
+#[pyfunction]
+#[pyo3(signature = (artifact, input=None, *, model, provider="openai", base_url=None,
+    api_key=None, api_key_env="OPENAI_API_KEY", tools=None, target="workflow",
+    variables=None, timeout=120.0, retries=3, concurrency=4))]
+#[allow(clippy::too_many_arguments)]
+fn run_live(
+    py: Python<'_>,
+    artifact: &Artifact,
+    input: Option<&Bound<'_, PyAny>>,
+    model: String,
+    provider: &str,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_key_env: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    target: &str,
+    variables: Option<&Bound<'_, PyAny>>,
+    timeout: f64,
+    retries: u32,
+    concurrency: usize,
+) -> PyResult<LiveResult> {
+    if provider != "openai" {
+        return Err(PyValueError::new_err(format!(
+            "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
+        )));
+    }
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(PyValueError::new_err(
+            "timeout must be a positive number of seconds",
+        ));
+    }
+    let input = match input {
+        Some(v) => from_py(v, "input")?,
+        None => Value::Null,
+    };
+    let host_variables = match variables {
+        None => serde_json::Map::new(),
+        Some(v) => match from_py(v, "variables")? {
+            Value::Object(m) => m,
+            _ => return Err(PyTypeError::new_err("variables must be a dict")),
+        },
+    };
+    let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+    let host = LiveHost::new(LiveConfig {
+        model: Some(ModelEndpoint {
+            base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
+            model,
+            api_key,
+        }),
+        tools: bindings(tools)?,
+        transport: TransportConfig {
+            timeout: Duration::from_secs_f64(timeout),
+            retries,
+            ..TransportConfig::default()
+        },
+        concurrency: concurrency.max(1),
+        ..LiveConfig::default()
+    });
+    let program = packc_vm::Program::new(artifact.inner.module.clone())
+        .map_err(|e| errors::run_error(py, &e))?;
+    let program = Arc::new(program);
+    let target = Target::parse(program.module(), target).map_err(|e| errors::run_error(py, &e))?;
+    let mut run = packc_vm::Run::new(
+        program,
+        target,
+        RunOptions {
+            host_variables,
+            ..RunOptions::default()
+        },
+    )
+    .map_err(|e| errors::run_error(py, &e))?;
+
+    // The run goes on in a thread of its own; this one waits with the GIL released and
+    // looks for Ctrl-C (Python's signal handlers run only on the main thread, between
+    // waits), which sets the host's cancel flag.
+    let cancel = host.cancel_flag();
+    let (tx, mut rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let live = host.drive(&mut run, &[ScriptItem::Turn(input)], &mut ());
+        let _ = tx.send((live, run));
+    });
+    let (live, run) = loop {
+        // A receiver is `Send` but not `Sync`: it moves into the detached closure and back.
+        let (back, got) = py.detach(move || {
+            let got = rx.recv_timeout(Duration::from_millis(100));
+            (rx, got)
+        });
+        rx = back;
+        match got {
+            Ok(done) => break done,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::SeqCst);
+                    // The driver stops at its next look at the flag (every 50 ms).
+                    let _ = py.detach(move || rx.recv_timeout(Duration::from_secs(5)).is_ok());
+                    return Err(e);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(errors::run_error(
+                    py,
+                    &packc_vm::RunError::new(
+                        packc_vm::ErrorKind::HostError,
+                        "the live host stopped without a result",
+                    ),
+                ))
+            }
+        }
+    };
+    match live.ended {
+        Ended::Done(o) => Ok(LiveResult {
+            output: to_py(py, &o.output)?.unbind(),
+            state: o.state,
+            trace: run.trace_lines(),
+            model_calls: live.stats.model_calls,
+            tool_calls: live.stats.tool_calls,
+            tokens: live.stats.tokens,
+        }),
+        Ended::Failed(e) => Err(errors::run_error(py, &e)),
+        Ended::Interrupted => Err(PyKeyboardInterrupt::new_err("the live run was interrupted")),
+    }
+}

@@ -1,0 +1,646 @@
+//! The sans-IO VM from Python: `Program`, `Run`, `Need`, `Call` and `Outcome`.
+//!
+//! A `Run` wraps a [`packc_vm::Run`]; `resume(...)` and `answer(...)` hand it one input
+//! and return what it needs next. A `Call` is a handle on one outstanding call: its
+//! id, kind, prompt or tool are copied when it is listed; everything else (input,
+//! system prompt, history, offered tools, output schema) is read from the run on first
+//! access and kept, so read what a host needs before answering the call.
+
+use std::sync::{Arc, OnceLock};
+
+use packc_vm::{Answer, CallId, CallView, Input, RunOptions, Target, ToolRequest};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict};
+use serde_json::Value;
+
+use crate::convert::{from_py, to_py};
+use crate::errors;
+use crate::front::Artifact;
+
+/// Registers the VM's classes.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Program>()?;
+    m.add_class::<Run>()?;
+    m.add_class::<Need>()?;
+    m.add_class::<Call>()?;
+    m.add_class::<Outcome>()?;
+    Ok(())
+}
+
+/// What a run needs next, returned by `Run.resume` and `Run.answer`.
+///
+/// - `CALLS`: new calls were issued (`run.issued`; all outstanding: `run.pending`);
+///   answer each, one at a time, in any order.
+/// - `WAIT`: nothing new; answer one of the calls still outstanding.
+/// - `CLOCK`: resume with `clock=<milliseconds>` before anything else.
+/// - `CALLER`: the run is idle; resume with `turn=`, `event=` or `finish=True`.
+/// - `DONE`: the run ended without error; read `run.outcome`.
+#[pyclass(frozen, eq, eq_int, hash, module = "packc")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Need {
+    /// New calls were issued.
+    #[pyo3(name = "CALLS")]
+    Calls,
+    /// Answer one of the outstanding calls.
+    #[pyo3(name = "WAIT")]
+    Wait,
+    /// Read the clock.
+    #[pyo3(name = "CLOCK")]
+    Clock,
+    /// The caller's next turn, event or finish.
+    #[pyo3(name = "CALLER")]
+    Caller,
+    /// The run ended.
+    #[pyo3(name = "DONE")]
+    Done,
+}
+
+impl From<packc_vm::Need> for Need {
+    fn from(n: packc_vm::Need) -> Need {
+        match n {
+            packc_vm::Need::Calls => Need::Calls,
+            packc_vm::Need::Wait => Need::Wait,
+            packc_vm::Need::Clock => Need::Clock,
+            packc_vm::Need::Caller => Need::Caller,
+            packc_vm::Need::Done => Need::Done,
+        }
+    }
+}
+
+/// A checked, precomputed module, shared by runs (and threads): build it once per
+/// artifact, then `start` as many runs as you like.
+#[pyclass(frozen, module = "packc")]
+pub struct Program {
+    inner: Arc<packc_vm::Program>,
+}
+
+#[pymethods]
+impl Program {
+    /// Program(artifact): checks the module once.
+    #[new]
+    fn new(py: Python<'_>, artifact: &Artifact) -> PyResult<Program> {
+        let module = artifact.inner.module.clone();
+        match py.detach(move || packc_vm::Program::new(module)) {
+            Ok(p) => Ok(Program { inner: Arc::new(p) }),
+            Err(e) => Err(errors::run_error(py, &e)),
+        }
+    }
+
+    /// start(target="workflow", *, variables=None, record_calls=False, ...) -> Run
+    ///
+    /// A new run of `target` (`"workflow"`, `"composition:NAME"` or `"agent:NAME"`).
+    /// `variables` are the host variables (template variables the host supplies);
+    /// `record_calls=True` keeps the call log (`run.calls`). The embedder's limits
+    /// (`max_host_calls`, `max_value_bytes`, `max_value_depth`, `max_snapshot_bytes`,
+    /// `max_built_bytes`) default to the VM's. An unknown target raises
+    /// `packc.ProtocolError`.
+    #[pyo3(signature = (target="workflow", *, variables=None, record_calls=false,
+        max_host_calls=None, max_value_bytes=None, max_value_depth=None,
+        max_snapshot_bytes=None, max_built_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &self,
+        py: Python<'_>,
+        target: &str,
+        variables: Option<&Bound<'_, PyAny>>,
+        record_calls: bool,
+        max_host_calls: Option<u64>,
+        max_value_bytes: Option<usize>,
+        max_value_depth: Option<usize>,
+        max_snapshot_bytes: Option<usize>,
+        max_built_bytes: Option<usize>,
+    ) -> PyResult<Run> {
+        let target =
+            Target::parse(self.inner.module(), target).map_err(|e| errors::run_error(py, &e))?;
+        let defaults = RunOptions::default();
+        let host_variables = match variables {
+            None => serde_json::Map::new(),
+            Some(v) => match from_py(v, "variables")? {
+                Value::Object(m) => m,
+                _ => return Err(PyTypeError::new_err("variables must be a dict")),
+            },
+        };
+        let options = RunOptions {
+            host_variables,
+            max_host_calls,
+            max_value_bytes: max_value_bytes.unwrap_or(defaults.max_value_bytes),
+            max_value_depth: max_value_depth.unwrap_or(defaults.max_value_depth),
+            max_snapshot_bytes: max_snapshot_bytes.unwrap_or(defaults.max_snapshot_bytes),
+            max_built_bytes: max_built_bytes.unwrap_or(defaults.max_built_bytes),
+            record_calls,
+        };
+        packc_vm::Run::new(self.inner.clone(), target, options)
+            .map(|inner| Run { inner })
+            .map_err(|e| errors::run_error(py, &e))
+    }
+
+    /// restore(data, *, max_snapshot_bytes=None) -> Run
+    ///
+    /// Continues a run from `Run.snapshot()` bytes, in this process or another: the same
+    /// trace, call log and outstanding calls, under the same ids. Damaged bytes, or a
+    /// snapshot of another module, raise `packc.SnapshotError`.
+    #[pyo3(signature = (data, *, max_snapshot_bytes=None))]
+    fn restore(
+        &self,
+        py: Python<'_>,
+        data: &[u8],
+        max_snapshot_bytes: Option<usize>,
+    ) -> PyResult<Run> {
+        let max = max_snapshot_bytes.unwrap_or(RunOptions::default().max_snapshot_bytes);
+        let program = self.inner.clone();
+        let data = data.to_vec();
+        match py.detach(move || packc_vm::Run::restore_with_limit(program, &data, max)) {
+            Ok(inner) => Ok(Run { inner }),
+            Err(e) => Err(errors::snapshot_error(py, format!("cannot restore: {e}"))),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<Program {}>", self.inner.module().id)
+    }
+}
+
+/// One run of a program: plain data that the host drives.
+///
+/// ```python
+/// need = run.resume()                  # the first resume
+/// need = run.resume(turn={"text": ""}) # after Need.CALLER (or event="name", finish=True)
+/// need = run.answer(call, output=...)  # after Need.CALLS / Need.WAIT
+/// need = run.resume(clock=ms)          # after Need.CLOCK
+/// ```
+///
+/// A run is driven by one thread at a time. Protocol misuse (an answer to a call that
+/// is not outstanding, a turn while calls are out, any input to a finished run) raises
+/// `packc.ProtocolError` and leaves the run exactly as it was.
+#[pyclass(module = "packc")]
+pub struct Run {
+    inner: packc_vm::Run,
+}
+
+impl Run {
+    fn step(&mut self, py: Python<'_>, input: Input) -> PyResult<Need> {
+        self.inner
+            .resume(input)
+            .map(Need::from)
+            .map_err(|e| errors::run_error(py, &e))
+    }
+
+    fn calls_of(
+        slf: &Bound<'_, Self>,
+        list: impl Fn(&packc_vm::Run) -> Vec<CallView<'_>>,
+    ) -> PyResult<Vec<Py<Call>>> {
+        let py = slf.py();
+        let this = slf.borrow();
+        let owner = slf.clone().unbind();
+        list(&this.inner)
+            .iter()
+            .map(|v| Py::new(py, Call::of(v, owner.clone_ref(py))))
+            .collect()
+    }
+}
+
+#[pymethods]
+impl Run {
+    /// resume(*, turn=..., event=..., finish=True, clock=...) -> Need
+    ///
+    /// With no argument: the first resume (a run's start). Then, after `Need.CALLER`,
+    /// one of `turn=value`, `event="name"` or `finish=True`; after `Need.CLOCK`,
+    /// `clock=milliseconds`. Answers go through `answer`.
+    #[pyo3(signature = (**kwargs))]
+    fn resume(&mut self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Need> {
+        let input = match kwargs {
+            None => Input::Start,
+            Some(kw) if kw.is_empty() => Input::Start,
+            Some(kw) if kw.len() > 1 => {
+                return Err(PyTypeError::new_err(
+                    "resume takes at most one of turn=, event=, finish=True or clock=",
+                ))
+            }
+            Some(kw) => {
+                let (key, value) = kw
+                    .iter()
+                    .next()
+                    .ok_or_else(|| PyTypeError::new_err("resume: no argument"))?;
+                let key: String = key.extract()?;
+                match key.as_str() {
+                    "turn" => Input::Turn(from_py(&value, "turn")?),
+                    "event" => Input::Event(
+                        value
+                            .extract()
+                            .map_err(|_| PyTypeError::new_err("event must be a str"))?,
+                    ),
+                    "finish" => {
+                        if !value.is_truthy()? {
+                            return Err(PyValueError::new_err(
+                                "finish=True ends the caller's turns; finish=False means nothing",
+                            ));
+                        }
+                        Input::Finish
+                    }
+                    "clock" => Input::Clock(value.extract().map_err(|_| {
+                        PyTypeError::new_err("clock must be a non-negative int (milliseconds)")
+                    })?),
+                    other => {
+                        return Err(PyTypeError::new_err(format!(
+                            "resume got an unexpected keyword argument {other:?} \
+                             (turn=, event=, finish=True or clock=; answers go through answer())"
+                        )))
+                    }
+                }
+            }
+        };
+        self.step(py, input)
+    }
+
+    /// answer(call, *, output=None, tool_calls=None, event=None, error=None) -> Need
+    ///
+    /// Answers the outstanding `call` (a `Call` or its id) with one of: `output` (and,
+    /// for a prompt state, the `event` it names), `tool_calls` (a model asking for
+    /// tools: a list of `{"name": key, "args": {...}}` or `(key, args)` pairs), or
+    /// `error` (the call failed, with this message).
+    #[pyo3(signature = (call, *, output=None, tool_calls=None, event=None, error=None))]
+    fn answer(
+        &mut self,
+        py: Python<'_>,
+        call: &Bound<'_, PyAny>,
+        output: Option<&Bound<'_, PyAny>>,
+        tool_calls: Option<&Bound<'_, PyAny>>,
+        event: Option<String>,
+        error: Option<String>,
+    ) -> PyResult<Need> {
+        let id = match call.cast::<Call>() {
+            Ok(c) => c.get().id,
+            Err(_) => call.extract::<u64>().map_err(|_| {
+                PyTypeError::new_err("answer: `call` must be a packc.Call or its int id")
+            })?,
+        };
+        let answer = match (error, tool_calls) {
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "answer with error= or tool_calls=, not both",
+                ))
+            }
+            (Some(message), None) => {
+                if output.is_some() || event.is_some() {
+                    return Err(PyValueError::new_err(
+                        "an error= answer carries no output= or event=",
+                    ));
+                }
+                Answer::Error(message)
+            }
+            (None, Some(calls)) => {
+                if output.is_some() || event.is_some() {
+                    return Err(PyValueError::new_err(
+                        "a tool_calls= answer carries no output= or event=",
+                    ));
+                }
+                Answer::ToolCalls(tool_requests(calls)?)
+            }
+            (None, None) => Answer::Output {
+                output: match output {
+                    Some(o) => from_py(o, "output")?,
+                    None => Value::Null,
+                },
+                event,
+            },
+        };
+        self.step(py, Input::Answer(CallId(id), answer))
+    }
+
+    /// Every outstanding call, in issue order.
+    #[getter]
+    fn pending(slf: &Bound<'_, Self>) -> PyResult<Vec<Py<Call>>> {
+        Run::calls_of(slf, |r| r.pending().collect())
+    }
+
+    /// The calls issued by the last resume (those `Need.CALLS` announced).
+    #[getter]
+    fn issued(slf: &Bound<'_, Self>) -> PyResult<Vec<Py<Call>>> {
+        Run::calls_of(slf, |r| r.issued().collect())
+    }
+
+    /// How the run ended (`output`, `state`), once it is done; `None` before.
+    #[getter]
+    fn outcome(&self, py: Python<'_>) -> PyResult<Option<Outcome>> {
+        self.inner
+            .outcome()
+            .map(|o| {
+                Ok(Outcome {
+                    output: to_py(py, o.output)?.unbind(),
+                    state: o.state.map(str::to_owned),
+                })
+            })
+            .transpose()
+    }
+
+    /// Whether the run has ended (done or failed).
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    /// The trace lines (`enter main`, `step classify`, …), as `packc run --trace` prints.
+    #[getter]
+    fn trace(&self) -> Vec<String> {
+        self.inner.trace_lines()
+    }
+
+    /// The call log in the case format (`{prompt, input, system}` / `{tool, args}`);
+    /// empty unless the run was started with `record_calls=True`.
+    #[getter]
+    fn calls<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner
+            .calls()
+            .iter()
+            .map(|c| to_py(py, &c.to_json()))
+            .collect()
+    }
+
+    /// The run's state as bytes, to continue later with `Program.restore` (in this
+    /// process or another). Past `max_snapshot_bytes` raises `packc.SnapshotError`.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        match self.inner.try_snapshot() {
+            Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
+            Err(e) => Err(errors::snapshot_error(py, format!("cannot snapshot: {e}"))),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.inner.is_finished() {
+            "finished"
+        } else {
+            "running"
+        };
+        format!(
+            "<Run of {} ({state}, {} call(s) outstanding)>",
+            self.inner.program().module().id,
+            self.inner.pending().count()
+        )
+    }
+}
+
+/// `tool_calls=`: a list of `{"name": key, "args": {...}}` or `(key, args)`.
+fn tool_requests(calls: &Bound<'_, PyAny>) -> PyResult<Vec<ToolRequest>> {
+    let Value::Array(items) = from_py(calls, "tool_calls")? else {
+        return Err(PyTypeError::new_err(
+            "tool_calls must be a list of {\"name\": ..., \"args\": ...} dicts or (name, args) pairs",
+        ));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let bad = || {
+                PyTypeError::new_err(format!(
+                    "tool_calls[{i}] is not {{\"name\": str, \"args\": ...}} or (name, args)"
+                ))
+            };
+            match item {
+                Value::Object(mut m) => {
+                    let name = match m.remove("name") {
+                        Some(Value::String(s)) => s,
+                        _ => return Err(bad()),
+                    };
+                    let args = m
+                        .remove("args")
+                        .unwrap_or_else(|| Value::Object(Default::default()));
+                    if let Some(k) = m.keys().next() {
+                        return Err(PyTypeError::new_err(format!(
+                            "tool_calls[{i}] has an unknown member {k:?} (name, args)"
+                        )));
+                    }
+                    Ok(ToolRequest { name, args })
+                }
+                Value::Array(mut pair) if pair.len() == 2 => {
+                    let args = pair.pop().unwrap_or_default();
+                    match pair.pop() {
+                        Some(Value::String(name)) => Ok(ToolRequest { name, args }),
+                        _ => Err(bad()),
+                    }
+                }
+                _ => Err(bad()),
+            }
+        })
+        .collect()
+}
+
+/// What kind of host call a view is, as `Call.kind` names it. New kinds of call are
+/// added here (and in `packc/__init__.pyi`'s `CallKind`).
+fn kind_of(view: &CallView<'_>) -> &'static str {
+    if view.is_model() {
+        "model"
+    } else {
+        "tool"
+    }
+}
+
+/// One outstanding host call of a run.
+///
+/// `kind` is `"model"` or `"tool"`; a model call has a `prompt_task`, a tool call a
+/// `tool` (a tool key, or an agent member used as a tool). Inside a parallel step,
+/// `branch` is the 0-based index of the branch that issued it. The other fields are
+/// read from the run on first access and then kept: read them before answering.
+#[pyclass(frozen, module = "packc")]
+pub struct Call {
+    run: Py<Run>,
+    id: u64,
+    kind: &'static str,
+    prompt_task: Option<String>,
+    tool: Option<String>,
+    branch: Option<u32>,
+    input: PyOnceLock<Py<PyAny>>,
+    system: OnceLock<String>,
+}
+
+impl Call {
+    fn of(view: &CallView<'_>, run: Py<Run>) -> Call {
+        Call {
+            run,
+            id: view.id().0,
+            kind: kind_of(view),
+            prompt_task: view.prompt_task().map(str::to_owned),
+            tool: view.tool().map(str::to_owned),
+            branch: view.branch(),
+            input: PyOnceLock::new(),
+            system: OnceLock::new(),
+        }
+    }
+
+    /// Runs `f` on this call's view, borrowed from its run.
+    fn with_view<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&CallView<'_>) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let run = self.run.bind(py).try_borrow().map_err(|_| {
+            PyRuntimeError::new_err("the run is in use elsewhere (drive a Run from one thread)")
+        })?;
+        let view = run.inner.call(CallId(self.id)).ok_or_else(|| {
+            PyRuntimeError::new_err(format!(
+                "call {} is no longer outstanding: read its fields before answering it",
+                self.id
+            ))
+        })?;
+        f(&view)
+    }
+}
+
+#[pymethods]
+impl Call {
+    /// The id `Run.answer` names.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// `"model"` or `"tool"`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// A model call's prompt key; `None` for a tool call.
+    #[getter]
+    fn prompt_task(&self) -> Option<&str> {
+        self.prompt_task.as_deref()
+    }
+
+    /// A tool call's tool key (or agent member key); `None` for a model call.
+    #[getter]
+    fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
+    }
+
+    /// The provider a model call names; `None`: the host's default provider.
+    #[getter]
+    fn provider(&self) -> Option<&str> {
+        None
+    }
+
+    /// Inside a parallel step, the 0-based branch index; `None` elsewhere.
+    #[getter]
+    fn branch(&self) -> Option<u32> {
+        self.branch
+    }
+
+    /// The model call's input, or the tool call's arguments, as a Python value.
+    #[getter]
+    fn input(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(v) = self.input.get(py) {
+            return Ok(v.clone_ref(py));
+        }
+        let v = self.with_view(py, |view| Ok(to_py(py, &view.input().as_value())?.unbind()))?;
+        Ok(self.input.get_or_init(py, || v).clone_ref(py))
+    }
+
+    /// The rendered system prompt of a model call (`""` for a tool call), rendered on
+    /// first access.
+    #[getter]
+    fn system(&self, py: Python<'_>) -> PyResult<String> {
+        if let Some(s) = self.system.get() {
+            return Ok(s.clone());
+        }
+        let s = self.with_view(py, |view| Ok(view.system()))?;
+        Ok(self.system.get_or_init(|| s).clone())
+    }
+
+    /// A model call's history (`{input, output}` exchanges, then this execution's
+    /// `{tool_calls}` and `{tool_result}` entries).
+    #[getter]
+    fn history<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.with_view(py, |view| {
+            view.history().iter().map(|h| to_py(py, h)).collect()
+        })
+    }
+
+    /// The tools offered to a model call: `{"key", "name", "description",
+    /// "parameters"}` dicts (`parameters` is `None` for an agent member).
+    #[getter]
+    fn offered_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.with_view(py, |view| {
+            view.offered_tools()
+                .map(|t| {
+                    let d = PyDict::new(py);
+                    d.set_item("key", t.key)?;
+                    d.set_item("name", t.name)?;
+                    d.set_item("description", t.description)?;
+                    match t.parameters {
+                        Some(p) => d.set_item("parameters", to_py(py, &p.parse())?)?,
+                        None => d.set_item("parameters", py.None())?,
+                    }
+                    Ok(d)
+                })
+                .collect()
+        })
+    }
+
+    /// A composition step's output schema, `{"name", "schema"}` (`schema` is `None`
+    /// when the file was not embedded); `None` when the step declares none.
+    #[getter]
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.with_view(py, |view| {
+            view.output_schema()
+                .map(|s| {
+                    let d = PyDict::new(py);
+                    d.set_item("name", &s.name)?;
+                    match &s.schema {
+                        Some(j) => d.set_item("schema", to_py(py, &j.parse())?)?,
+                        None => d.set_item("schema", py.None())?,
+                    }
+                    Ok(d)
+                })
+                .transpose()
+        })
+    }
+
+    /// The events a model call's answer may name (a prompt state's `on_event` keys).
+    #[getter]
+    fn events(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with_view(py, |view| Ok(view.events().map(str::to_owned).collect()))
+    }
+
+    /// A model call's prompt `parameters` (temperature, …); `None` for a tool call.
+    #[getter]
+    fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.with_view(py, |view| {
+            view.parameters().map(|p| to_py(py, &p.parse())).transpose()
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let what = self
+            .prompt_task
+            .as_deref()
+            .or(self.tool.as_deref())
+            .unwrap_or("?");
+        match self.branch {
+            Some(b) => format!("<Call {} {} {what} (branch {b})>", self.id, self.kind),
+            None => format!("<Call {} {} {what}>", self.id, self.kind),
+        }
+    }
+}
+
+/// How a run ended without error: its last `output` and the workflow `state` it ended
+/// in (`None` without a workflow).
+#[pyclass(frozen, module = "packc", get_all)]
+pub struct Outcome {
+    output: Py<PyAny>,
+    state: Option<String>,
+}
+
+#[pymethods]
+impl Outcome {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let out = self
+            .output
+            .bind(py)
+            .repr()
+            .map_or_else(|_| "?".into(), |r| r.to_string());
+        match &self.state {
+            Some(state) => format!("<Outcome state={state:?} output={out}>"),
+            None => format!("<Outcome output={out}>"),
+        }
+    }
+}

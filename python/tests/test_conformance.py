@@ -1,0 +1,52 @@
+"""Every conformance case through ``packc.run_case``, as ``packc test`` runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import pytest
+
+import packc
+from conftest import EXAMPLES, REPO, SHARED
+
+
+def cases(folder: Path) -> List[Path]:
+    return sorted(folder.glob("*.case.yaml")) if folder.is_dir() else []
+
+
+SHARED_CASES = cases(SHARED / "conformance" / "cases")
+OWN_CASES = cases(EXAMPLES / "cases") + cases(REPO / "tests" / "cases")
+
+
+@pytest.mark.skipif(not SHARED_CASES, reason="../shared/conformance is not beside the repository")
+@pytest.mark.parametrize("path", SHARED_CASES, ids=lambda p: p.name.removesuffix(".case.yaml"))
+def test_shared_case(path: Path) -> None:
+    result = packc.run_case(path)
+    assert result.passed, "\n".join(result.failures)
+    assert result.failures == []
+
+
+@pytest.mark.parametrize("path", OWN_CASES, ids=lambda p: p.name.removesuffix(".case.yaml"))
+def test_own_case_with_snapshots(path: Path) -> None:
+    result = packc.run_case(path, check_snapshots=True)
+    assert result.passed, "\n".join(result.failures)
+
+
+def test_a_failing_case_says_why(tmp_path: Path) -> None:
+    case = (EXAMPLES / "cases" / "rfc0010-ex2.case.yaml").read_text()
+    broken = case.replace("state: main", "state: elsewhere").replace(
+        "pack_file: ../", f"pack_file: {EXAMPLES}/"
+    )
+    path = tmp_path / "broken.case.yaml"
+    path.write_text(broken)
+    result = packc.run_case(path)
+    assert not result.passed
+    assert not result
+    assert any("state: expected elsewhere" in f for f in result.failures), result.failures
+
+
+def test_an_unreadable_case_fails_with_its_path(tmp_path: Path) -> None:
+    result = packc.run_case(tmp_path / "missing.case.yaml")
+    assert not result.passed
+    assert "missing.case.yaml" in result.failures[0]

@@ -1,0 +1,114 @@
+"""The examples in python/examples, run against the loopback mock server; run_live."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import packc
+from conftest import EX2, EX3, EX3_INPUT, REPO
+from mock_openai import MockOpenAI, documents, system_of
+
+EXAMPLES_PY = REPO / "python" / "examples"
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES_PY / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_asyncio_host_runs_example_3_against_the_mock() -> None:
+    with MockOpenAI(documents, delay=0.2) as mock:
+        done = run_example(
+            "asyncio_host.py", str(EX3), "--base-url", mock.base_url, "--model", "mock", "--input", json.dumps(EX3_INPUT)
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"summary": "after 3 tool results", "findings": [], "references": []}
+    # The two model branches of the parallel step were in flight together.
+    assert mock.most_in_flight == 2
+    systems = [system_of(r) for r in mock.requests]
+    assert sum(s.startswith("You are a document analyst") for s in systems) == 3
+    # The agent's last request carries the tool loop with matched ids.
+    last = mock.requests[-1]["messages"]
+    assert [m["role"] for m in last[-5:]] == ["assistant", "tool", "assistant", "tool", "tool"]
+    assert last[-1]["tool_call_id"] == "call_2"
+    assert mock.requests[-1]["tools"][0]["function"]["name"] == "doc_section_lookup"
+
+
+def test_asyncio_host_reports_a_failing_server() -> None:
+    done = run_example(
+        "asyncio_host.py", str(EX2), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--input", '{"text": "t"}'
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("error[host_error]")
+
+
+def test_run_live_drives_example_2_through_the_rust_host() -> None:
+    with MockOpenAI(documents) as mock:
+        result = packc.run_live(
+            packc.compile(EX2), {"text": "A paper"}, model="mock", base_url=mock.base_url, api_key="sk-test"
+        )
+    assert result.output == {"title": "T", "authors": ["A"], "summary": "S", "findings": ["F"]}
+    assert result.state == "main"
+    assert result.model_calls == 2 and result.tool_calls == 0 and result.tokens == 20
+    assert result.trace[-1] == "skip extract_general"
+    assert mock.requests[0]["model"] == "mock"
+
+
+def test_run_live_binds_tools_and_fails_with_run_errors(tmp_path: Path) -> None:
+    tool = tmp_path / "tool.py"
+    tool.write_text("import json, sys\nprint(json.dumps({'got': json.load(sys.stdin)}))\n")
+    bindings: Dict[str, Any] = {
+        key: {"command": [sys.executable, str(tool)]}
+        for key in ["doc.parse_structure", "doc.extract_citations", "doc.section_lookup", "ref.search", "kb.lookup"]
+    }
+    with MockOpenAI(documents) as mock:
+        result = packc.run_live(packc.compile(EX3), EX3_INPUT, model="m", base_url=mock.base_url, tools=bindings)
+    assert result.output["summary"] == "after 3 tool results"
+    assert result.tool_calls == 5
+    with pytest.raises(packc.HostError, match="127.0.0.1:9"):
+        packc.run_live(packc.compile(EX2), {"text": "t"}, model="m", base_url="http://127.0.0.1:9/v1", retries=0)
+    with pytest.raises(ValueError, match="provider"):
+        packc.run_live(packc.compile(EX2), model="m", provider="anthropic")  # type: ignore[arg-type]
+
+
+def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    sys.path.insert(0, str(EXAMPLES_PY))
+    try:
+        import fastapi_service
+    finally:
+        sys.path.remove(str(EXAMPLES_PY))
+    db = str(tmp_path / "runs.sqlite3")
+
+    client = TestClient(fastapi_service.create_app(db_path=db))
+    first = client.post("/runs", json={"message": "My VPN disconnects every hour"}).json()
+    assert first["waiting"] is True
+    assert first["state"] == "tech_state"
+    assert "can you tell me more" in first["reply"]
+    run_id = first["id"]
+
+    # Another service instance (a restart, another worker) takes the next messages.
+    client = TestClient(fastapi_service.create_app(db_path=db))
+    second = client.post(f"/runs/{run_id}", json={"message": "It happens on wifi only"}).json()
+    assert second["state"] == "tech_state" and second["waiting"] is True
+    third = client.post(f"/runs/{run_id}", json={"message": "Thanks, it works now"}).json()
+    assert third["state"] == "closing_state"
+    assert third["reply"].startswith("Summary")
+    trace = client.get(f"/runs/{run_id}").json()["trace"]
+    assert trace[:2] == ["enter triage", "transition triage -> tech_state on technical"]
+
+    done = client.post(f"/runs/{run_id}/finish").json()
+    assert done["state"] == "closing_state" and done["output"].startswith("Summary")
+    assert client.post(f"/runs/{run_id}", json={"message": "again"}).status_code == 404
+    assert client.get("/runs/nope").status_code == 404

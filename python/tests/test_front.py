@@ -1,0 +1,119 @@
+"""The front end: check, compile, Artifact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import packc
+from conftest import EX2, EXAMPLES
+
+BROKEN = """\
+$schema: "https://promptpack.org/schema/v1/promptpack.schema.json"
+id: broken
+name: Broken
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p:
+    id: p
+    name: P
+    version: 1.0.0
+    system_template: "hi"
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: a
+        kind: prompt
+        prompt_task: p
+      - id: a
+        kind: prompt
+        prompt_task: nowhere
+"""
+
+
+def test_check_a_clean_pack_reports_nothing() -> None:
+    assert packc.check(EX2) == []
+
+
+def test_check_locates_every_problem_in_text() -> None:
+    diags = packc.check(text=BROKEN)
+    kinds = {d.kind for d in diags}
+    assert {"duplicate_step_id", "unresolved_prompt"} <= kinds, diags
+    dup = next(d for d in diags if d.kind == "duplicate_step_id")
+    assert dup.severity == "error"
+    assert dup.file == "<text>"
+    assert dup.pointer == "/compositions/c/steps/1/id"
+    assert dup.line == 19 and dup.column is not None
+    assert dup.help
+    assert "duplicate_step_id" in repr(dup)
+
+
+def test_check_json_text_is_strict(tmp_path: Path) -> None:
+    diags = packc.check(text='{"id": "x",}', format="json")
+    assert [d.kind for d in diags] == ["parse_error"]
+    assert diags[0].line == 1 and diags[0].column is not None
+    # The same text read as YAML is not a parse error.
+    assert "parse_error" not in {d.kind for d in packc.check(text='{"id": "x"}')}
+
+
+def test_check_refuses_unknown_options() -> None:
+    with pytest.raises(ValueError, match="spec_level"):
+        packc.check(EX2, spec_level="v0.1")
+    with pytest.raises(ValueError, match="format"):
+        packc.check(text="{}", format="toml")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        packc.check(EX2, text="{}")
+    with pytest.raises(OSError, match="missing.pack.yaml"):
+        packc.check(EXAMPLES / "missing.pack.yaml")
+
+
+def test_compile_error_carries_diagnostics_and_the_report() -> None:
+    with pytest.raises(packc.CompileError) as info:
+        packc.compile(text=BROKEN)
+    err = info.value
+    assert {d.kind for d in err.diagnostics} >= {"duplicate_step_id"}
+    report = str(err)
+    assert "[duplicate_step_id] Error" in report
+    assert "<text>:19" in report
+
+
+def test_artifact_round_trips_and_is_deterministic() -> None:
+    a = packc.compile(EX2)
+    data = a.to_bytes()
+    assert packc.compile(EX2).to_bytes() == data
+    b = packc.Artifact.from_bytes(data)
+    assert b.to_bytes() == data
+    assert b.module_id == "rfc0010-ex2-analyze-document"
+
+
+def test_a_corrupt_artifact_raises_artifact_error() -> None:
+    data = bytearray(packc.compile(EX2).to_bytes())
+    data[len(data) // 2] ^= 0xFF
+    with pytest.raises(packc.ArtifactError, match="not a valid .ppk artifact"):
+        packc.Artifact.from_bytes(bytes(data))
+    with pytest.raises(packc.ArtifactError):
+        packc.Artifact.from_bytes(b"")
+    with pytest.raises(packc.ArtifactError, match="bytes"):
+        packc.Artifact.from_bytes(bytes(data), max_bytes=16)
+
+
+def test_every_truncation_of_an_artifact_is_refused() -> None:
+    data = packc.compile(EX2).to_bytes()
+    for n in range(0, len(data), max(1, len(data) // 200)):
+        with pytest.raises(packc.ArtifactError):
+            packc.Artifact.from_bytes(data[:n])
+
+
+def test_inspect_gives_header_targets_and_bounds() -> None:
+    info = packc.compile(EX2).inspect()
+    assert info["module"] == "rfc0010-ex2-analyze-document"
+    assert info["compiler"] == packc.COMPILER_VERSION
+    assert info["format"].startswith("1.")
+    assert len(info["source_sha256"]) == 64
+    assert info["targets"] == ["workflow", "composition:analyze_document"]
+    assert info["prompts"] == ["doc_classifier", "research_paper_extractor", "general_doc_extractor"]
+    assert info["bounds"]["compositions"]["analyze_document"] == {"model": 2, "tool": 0}
+    assert info["bounds"]["workflow_turn"]["executions"] == 1

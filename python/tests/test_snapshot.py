@@ -1,0 +1,175 @@
+"""Snapshots: in one process, and across processes (snapshot in one interpreter,
+restore in a fresh one)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import packc
+from conftest import EX3_INPUT, PAPER, ex3_model, ex3_tool
+
+HERE = Path(__file__).resolve().parent
+
+
+def finish(run: packc.Run) -> Dict[str, Any]:
+    """Drives a run from wherever it is to the end, lowest branch first."""
+    need = packc.Need.WAIT if run.pending else packc.Need.CALLER
+    while need != packc.Need.DONE:
+        if need == packc.Need.CALLER:
+            need = run.resume(finish=True)
+            continue
+        call = min(run.pending, key=lambda c: (c.branch or 0, c.id))
+        fn = ex3_model if call.kind == "model" else ex3_tool
+        answer = fn(call)
+        if isinstance(answer, packc.Answer):
+            need = run.answer(call, tool_calls=answer.tool_calls)
+        else:
+            need = run.answer(call, output=answer)
+    outcome = run.outcome
+    assert outcome is not None
+    return {"output": outcome.output, "state": outcome.state, "trace": run.trace, "calls": run.calls}
+
+
+def uninterrupted(program: packc.Program) -> Dict[str, Any]:
+    run = program.start(record_calls=True)
+    run.resume()
+    run.resume(turn=EX3_INPUT)
+    return finish(run)
+
+
+def test_restore_in_process_after_every_answer(ex3_program: packc.Program) -> None:
+    expected = uninterrupted(ex3_program)
+    run = ex3_program.start(record_calls=True)
+    run.resume()
+    need = run.resume(turn=EX3_INPUT)
+    steps = 0
+    while need != packc.Need.CALLER:
+        run = ex3_program.restore(run.snapshot())
+        call = min(run.pending, key=lambda c: (c.branch or 0, c.id))
+        answer = (ex3_model if call.kind == "model" else ex3_tool)(call)
+        if isinstance(answer, packc.Answer):
+            need = run.answer(call, tool_calls=answer.tool_calls)
+        else:
+            need = run.answer(call, output=answer)
+        steps += 1
+    assert steps == 10
+    assert finish(ex3_program.restore(run.snapshot())) == expected
+
+
+SNAPSHOT_SIDE = textwrap.dedent(
+    """
+    import sys
+    import packc
+    from conftest import EX3, EX3_INPUT, ex3_model, ex3_tool
+    program = packc.Program(packc.compile(EX3))
+    run = program.start(record_calls=True)
+    run.resume()
+    run.resume(turn=EX3_INPUT)
+    # Answer two of the four parallel branches, out of order; two stay outstanding.
+    calls = {c.branch: c for c in run.pending}
+    run.answer(calls[2], output=ex3_tool(calls[2]))
+    run.answer(calls[0], output=ex3_model(calls[0]))
+    open(sys.argv[1], "wb").write(run.snapshot())
+    print(sorted(c.id for c in run.pending))
+    """
+)
+
+RESTORE_SIDE = textwrap.dedent(
+    """
+    import json, sys
+    import packc
+    from conftest import EX3
+    from test_snapshot import finish
+    program = packc.Program(packc.compile(EX3))
+    run = program.restore(open(sys.argv[1], "rb").read())
+    print(json.dumps({"pending": sorted(c.id for c in run.pending), "result": finish(run)}))
+    """
+)
+
+
+def python(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_snapshot_restored_in_a_fresh_interpreter_finishes_identically(
+    tmp_path: Path, ex3_program: packc.Program
+) -> None:
+    # The same run, uninterrupted, but with the branches answered in the same order.
+    run = ex3_program.start(record_calls=True)
+    run.resume()
+    run.resume(turn=EX3_INPUT)
+    calls = {c.branch: c for c in run.pending}
+    run.answer(calls[2], output=ex3_tool(calls[2]))
+    run.answer(calls[0], output=ex3_model(calls[0]))
+    expected = finish(run)
+
+    saved = tmp_path / "run.snapshot"
+    outstanding = json.loads(python(SNAPSHOT_SIDE, str(saved)))
+    assert len(outstanding) == 2
+    restored = json.loads(python(RESTORE_SIDE, str(saved)))
+    assert restored["pending"] == outstanding
+    assert restored["result"] == expected
+    assert restored["result"]["output"]["summary"] == "seen Sparse Attention for Long Documents"
+
+
+def test_damaged_or_foreign_snapshots_raise_snapshot_error(
+    ex2_program: packc.Program, ex3_program: packc.Program
+) -> None:
+    run = ex3_program.start()
+    run.resume()
+    run.resume(turn=EX3_INPUT)
+    data = run.snapshot()
+    with pytest.raises(packc.SnapshotError, match="cannot restore"):
+        ex2_program.restore(data)
+    for n in range(0, len(data), max(1, len(data) // 100)):
+        with pytest.raises(packc.SnapshotError):
+            ex3_program.restore(data[:n])
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0x55
+    try:
+        other = ex3_program.restore(bytes(flipped))
+    except packc.SnapshotError:
+        pass
+    else:  # a flip the format cannot see still gives a usable run
+        assert isinstance(other.pending, list)
+    with pytest.raises(packc.SnapshotError, match="cannot restore"):
+        ex3_program.restore(data, max_snapshot_bytes=8)
+
+
+def test_a_snapshot_past_its_limit_raises(ex2_program: packc.Program) -> None:
+    run = ex2_program.start(max_snapshot_bytes=16)
+    run.resume()
+    run.resume(turn={"text": "x" * 100})
+    with pytest.raises(packc.SnapshotError, match="cannot snapshot"):
+        run.snapshot()
+    # The run goes on.
+    assert run.answer(run.pending[0], output=PAPER) == packc.Need.CALLS
+
+
+def test_snapshot_of_a_finished_run_restores_finished(ex2_program: packc.Program) -> None:
+    run = ex2_program.start()
+    packc.drive(run, model=lambda c: PAPER if c.prompt_task == "doc_classifier" else [], input={"text": "t"})
+    back = ex2_program.restore(run.snapshot())
+    assert back.finished
+    outcome = back.outcome
+    assert outcome is not None and outcome.output == []
+    assert back.trace == run.trace
+    with pytest.raises(packc.ProtocolError):
+        back.resume(turn={"text": "again"})
+
+
