@@ -177,7 +177,18 @@ class Program:
         max_snapshot_bytes: Optional[int] = None,
         max_built_bytes: Optional[int] = None,
     ) -> Run: ...
-    def restore(self, data: bytes, *, max_snapshot_bytes: Optional[int] = None) -> Run: ...
+    def restore(
+        self,
+        data: bytes,
+        *,
+        variables: Optional[Mapping[str, Json]] = None,
+        record_calls: bool = False,
+        max_host_calls: Optional[int] = None,
+        max_value_bytes: Optional[int] = None,
+        max_value_depth: Optional[int] = None,
+        max_snapshot_bytes: Optional[int] = None,
+        max_built_bytes: Optional[int] = None,
+    ) -> Run: ...
 
 class CaseResult:
     """A conformance case's verdict."""

@@ -64,7 +64,10 @@ impl CaseResult {
 #[pyfunction]
 #[pyo3(signature = (path, *, check_snapshots=false))]
 fn run_case(py: Python<'_>, path: PathBuf, check_snapshots: bool) -> CaseResult {
-    let options = RunCaseOptions { check_snapshots };
+    let options = RunCaseOptions {
+        check_snapshots,
+        ..RunCaseOptions::default()
+    };
     let verdict = py.detach(|| {
         // The error of an unreadable case names its file.
         let case = packc_host::Case::read(&path).map_err(|e| e.to_string())?;

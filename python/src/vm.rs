@@ -114,44 +114,59 @@ impl Program {
     ) -> PyResult<Run> {
         let target =
             Target::parse(self.inner.module(), target).map_err(|e| errors::run_error(py, &e))?;
-        let defaults = RunOptions::default();
-        let host_variables = match variables {
-            None => serde_json::Map::new(),
-            Some(v) => match from_py(v, "variables")? {
-                Value::Object(m) => m,
-                _ => return Err(PyTypeError::new_err("variables must be a dict")),
-            },
-        };
-        let options = RunOptions {
-            host_variables,
-            max_host_calls,
-            max_value_bytes: max_value_bytes.unwrap_or(defaults.max_value_bytes),
-            max_value_depth: max_value_depth.unwrap_or(defaults.max_value_depth),
-            max_snapshot_bytes: max_snapshot_bytes.unwrap_or(defaults.max_snapshot_bytes),
-            max_built_bytes: max_built_bytes.unwrap_or(defaults.max_built_bytes),
+        let options = run_options(
+            variables,
             record_calls,
-        };
+            Limits {
+                max_host_calls,
+                max_value_bytes,
+                max_value_depth,
+                max_snapshot_bytes,
+                max_built_bytes,
+            },
+        )?;
         packc_vm::Run::new(self.inner.clone(), target, options)
             .map(|inner| Run { inner })
             .map_err(|e| errors::run_error(py, &e))
     }
 
-    /// restore(data, *, max_snapshot_bytes=None) -> Run
+    /// restore(data, *, variables=None, record_calls=False, max_host_calls=None, ...) -> Run
     ///
     /// Continues a run from `Run.snapshot()` bytes, in this process or another: the same
-    /// trace, call log and outstanding calls, under the same ids. Damaged bytes, or a
-    /// snapshot of another module, raise `packc.SnapshotError`.
-    #[pyo3(signature = (data, *, max_snapshot_bytes=None))]
+    /// trace, call log and outstanding calls, under the same ids. The snapshot holds the
+    /// run's state only: the options (`variables`, `record_calls` and the limits, as for
+    /// `start`) are this call's, never the snapshot's. Damaged bytes, or a snapshot of
+    /// another module, raise `packc.SnapshotError`.
+    #[pyo3(signature = (data, *, variables=None, record_calls=false,
+        max_host_calls=None, max_value_bytes=None, max_value_depth=None,
+        max_snapshot_bytes=None, max_built_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
     fn restore(
         &self,
         py: Python<'_>,
         data: &[u8],
+        variables: Option<&Bound<'_, PyAny>>,
+        record_calls: bool,
+        max_host_calls: Option<u64>,
+        max_value_bytes: Option<usize>,
+        max_value_depth: Option<usize>,
         max_snapshot_bytes: Option<usize>,
+        max_built_bytes: Option<usize>,
     ) -> PyResult<Run> {
-        let max = max_snapshot_bytes.unwrap_or(RunOptions::default().max_snapshot_bytes);
+        let options = run_options(
+            variables,
+            record_calls,
+            Limits {
+                max_host_calls,
+                max_value_bytes,
+                max_value_depth,
+                max_snapshot_bytes,
+                max_built_bytes,
+            },
+        )?;
         let program = self.inner.clone();
         let data = data.to_vec();
-        match py.detach(move || packc_vm::Run::restore_with_limit(program, &data, max)) {
+        match py.detach(move || packc_vm::Run::restore_with(program, &data, &options)) {
             Ok(inner) => Ok(Run { inner }),
             Err(e) => Err(errors::snapshot_error(py, format!("cannot restore: {e}"))),
         }
@@ -643,4 +658,41 @@ impl Outcome {
             None => format!("<Outcome output={out}>"),
         }
     }
+}
+
+/// The embedder's limits a Python caller may set; `None` keeps the VM's default.
+struct Limits {
+    max_host_calls: Option<u64>,
+    max_value_bytes: Option<usize>,
+    max_value_depth: Option<usize>,
+    max_snapshot_bytes: Option<usize>,
+    max_built_bytes: Option<usize>,
+}
+
+/// The run options of `Program.start` and `Program.restore`.
+fn run_options(
+    variables: Option<&Bound<'_, PyAny>>,
+    record_calls: bool,
+    limits: Limits,
+) -> PyResult<RunOptions> {
+    let defaults = RunOptions::default();
+    let host_variables = match variables {
+        None => serde_json::Map::new(),
+        Some(v) => match from_py(v, "variables")? {
+            Value::Object(m) => m,
+            _ => return Err(PyTypeError::new_err("variables must be a dict")),
+        },
+    };
+    Ok(RunOptions {
+        host_variables,
+        max_host_calls: limits.max_host_calls,
+        max_value_bytes: limits.max_value_bytes.unwrap_or(defaults.max_value_bytes),
+        max_value_depth: limits.max_value_depth.unwrap_or(defaults.max_value_depth),
+        max_snapshot_bytes: limits
+            .max_snapshot_bytes
+            .unwrap_or(defaults.max_snapshot_bytes),
+        max_built_bytes: limits.max_built_bytes.unwrap_or(defaults.max_built_bytes),
+        record_calls,
+        ..defaults
+    })
 }

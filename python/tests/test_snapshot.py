@@ -51,7 +51,7 @@ def test_restore_in_process_after_every_answer(ex3_program: packc.Program) -> No
     need = run.resume(turn=EX3_INPUT)
     steps = 0
     while need != packc.Need.CALLER:
-        run = ex3_program.restore(run.snapshot())
+        run = ex3_program.restore(run.snapshot(), record_calls=True)
         call = min(run.pending, key=lambda c: (c.branch or 0, c.id))
         answer = (ex3_model if call.kind == "model" else ex3_tool)(call)
         if isinstance(answer, packc.Answer):
@@ -60,7 +60,7 @@ def test_restore_in_process_after_every_answer(ex3_program: packc.Program) -> No
             need = run.answer(call, output=answer)
         steps += 1
     assert steps == 10
-    assert finish(ex3_program.restore(run.snapshot())) == expected
+    assert finish(ex3_program.restore(run.snapshot(), record_calls=True)) == expected
 
 
 SNAPSHOT_SIDE = textwrap.dedent(
@@ -88,7 +88,7 @@ RESTORE_SIDE = textwrap.dedent(
     from conftest import EX3
     from test_snapshot import finish
     program = packc.Program(packc.compile(EX3))
-    run = program.restore(open(sys.argv[1], "rb").read())
+    run = program.restore(open(sys.argv[1], "rb").read(), record_calls=True)
     print(json.dumps({"pending": sorted(c.id for c in run.pending), "result": finish(run)}))
     """
 )
