@@ -19,6 +19,17 @@ use ir_spec::{Artifact, Module};
 use packc_compiler::{build_artifact, Options};
 use serde_json::{json, Value};
 
+/// `Artifact::decode` under the default limits but `max_attempts`, lifted: the
+/// every-variant module carries `u32::MAX` attempts to pin the widest varint.
+fn decode(bytes: &[u8]) -> Result<Artifact, ir_spec::ArtifactError> {
+    let limits = ir_spec::DecodeLimits {
+        max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+        max_attempts: usize::MAX,
+        ..Default::default()
+    };
+    Artifact::decode_with(bytes, &limits)
+}
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -146,8 +157,7 @@ fn expected_summary(a: &Artifact) -> Value {
 /// The Python reader and the Rust reader agree on `bytes`: the summary, and the whole
 /// module field by field (`--serde` prints the shape serde_json gives the Rust `Module`).
 fn check_agrees(name: &str, bytes: &[u8]) {
-    let rust = Artifact::decode(bytes, DEFAULT_MAX_ARTIFACT_BYTES)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let rust = decode(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     let both = dump_json(name, bytes, &["--both"]);
     assert_eq!(both["summary"], expected_summary(&rust), "{name}: summary");
     assert_eq!(
@@ -205,10 +215,7 @@ fn the_format_doc_reader_refuses_damaged_files() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
         assert!(stderr.contains(why), "{what}: {stderr}");
-        assert!(
-            Artifact::decode(bytes, DEFAULT_MAX_ARTIFACT_BYTES).is_err(),
-            "{what}: the Rust reader accepts it"
-        );
+        assert!(decode(bytes).is_err(), "{what}: the Rust reader accepts it");
     };
     let with_modl = |modl: &[u8]| {
         Container::encode(
@@ -602,10 +609,7 @@ fn the_format_doc_reader_reads_every_variant() {
     let artifact = every_variant();
     let bytes = artifact.encode();
     // The module round-trips through the Rust reader unchanged...
-    assert_eq!(
-        Artifact::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES).unwrap(),
-        artifact
-    );
+    assert_eq!(decode(&bytes).unwrap(), artifact);
     if !python_available() {
         return;
     }
@@ -619,13 +623,13 @@ fn the_format_doc_reader_reads_every_variant() {
 fn a_json_null_in_an_optional_json_field_stays_present() {
     let mut artifact = every_variant();
     artifact.module.prompts[0].variables[0].default = Some(Value::Null);
-    let back = Artifact::decode(&artifact.encode(), DEFAULT_MAX_ARTIFACT_BYTES).unwrap();
+    let back = decode(&artifact.encode()).unwrap();
     assert_eq!(
         back.module.prompts[0].variables[0].default,
         Some(Value::Null)
     );
     artifact.module.prompts[0].variables[0].default = None;
-    let back = Artifact::decode(&artifact.encode(), DEFAULT_MAX_ARTIFACT_BYTES).unwrap();
+    let back = decode(&artifact.encode()).unwrap();
     assert_eq!(back.module.prompts[0].variables[0].default, None);
 }
 
@@ -653,14 +657,14 @@ fn the_format_doc_reader_limits_nesting() {
     };
     let deepest = nested(256);
     let too_deep = nested(257);
-    assert!(Artifact::decode(&deepest, DEFAULT_MAX_ARTIFACT_BYTES).is_ok());
-    let err = Artifact::decode(&too_deep, DEFAULT_MAX_ARTIFACT_BYTES).unwrap_err();
+    assert!(decode(&deepest).is_ok());
+    let err = decode(&too_deep).unwrap_err();
     assert!(err.to_string().contains("nested deeper"), "{err}");
     if !python_available() {
         return;
     }
     // (Only the summary: serde_json refuses to parse JSON nested past 128 levels.)
-    let rust = Artifact::decode(&deepest, DEFAULT_MAX_ARTIFACT_BYTES).unwrap();
+    let rust = decode(&deepest).unwrap();
     assert_eq!(
         dump_json("nested 256", &deepest, &[]),
         expected_summary(&rust)
@@ -690,8 +694,8 @@ fn the_format_doc_reader_limits_json_depth() {
     };
     let deepest = with_schema(127);
     let too_deep = with_schema(128);
-    assert!(Artifact::decode(&deepest, DEFAULT_MAX_ARTIFACT_BYTES).is_ok());
-    assert!(Artifact::decode(&too_deep, DEFAULT_MAX_ARTIFACT_BYTES).is_err());
+    assert!(decode(&deepest).is_ok());
+    assert!(decode(&too_deep).is_err());
     if !python_available() {
         return;
     }

@@ -244,9 +244,13 @@ pub fn human(
             .chain(d.labels.iter().map(|l| &l.site))
             .filter_map(|site| src.span_of(site))
             .collect();
-        let long = sites.iter().any(|span| {
-            let line = index.line_range(index.line_of(span.start));
+        // ariadne shows the first and the last line of a span (those between are elided).
+        let long_line = |offset: usize| {
+            let line = index.line_range(index.line_of(offset));
             index.chars_before(line.end) - index.chars_before(line.start) > MAX_LINE_CHARS
+        };
+        let long = sites.iter().any(|span| {
+            long_line(span.start) || long_line(span.end.saturating_sub(1).max(span.start))
         });
         if long {
             write_cut(src, &index, &name, d, &mut out)?;
@@ -508,5 +512,11 @@ mod tests {
             format!("   │ {}────── schema_violation", " ".repeat(61))
         );
         assert!(out.len() < 600, "{}", out.len());
+        // A span over several lines whose last line is long is cut too.
+        let text = format!("a:\n  b: {}\n", "z".repeat(5000));
+        let d = Diagnostic::new(DiagKind::SchemaViolation, "here").at_span(0..text.len() - 1);
+        let out = rendered(&text, d);
+        assert!(out.len() < 600, "{}", out.len());
+        assert!(out.contains(":1:1 ]"), "{out}");
     }
 }
