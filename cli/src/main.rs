@@ -3,6 +3,7 @@
 //! Exit codes: 0 clean, 1 the packs have errors (or warnings under `--deny-warnings`),
 //! 2 usage or I/O trouble, or an artifact that is not a valid `.ppk` file.
 
+mod bench;
 mod build;
 mod check;
 mod graph;
@@ -117,7 +118,24 @@ enum Command {
     ///   packc resume run.snap --turn '{"text": "one more change"}' --provider openai --model gpt-4o-mini
     #[command(verbatim_doc_comment)]
     Resume(hitl::ResumeArgs),
+    /// Run a pack's scripted run many times in process and measure the VM.
+    ///
+    /// The pack is compiled once; each run is a fresh run of the same program answered
+    /// by the host script. Prints runs per second, the time of one run (min, median,
+    /// p99), host calls per run and allocations per run (counted by the binary's
+    /// allocator during each run: the VM, the scripted host and the driver). Use a
+    /// release build (`cargo install --path cli`) for figures worth comparing.
+    ///
+    /// Examples:
+    ///   packc bench examples/rfc0010-ex2.pack.yaml --host examples/rfc0010-ex2.host.yaml
+    ///   packc bench pack.ppk --host h.yaml --target composition:analyze --runs 10000
+    #[command(verbatim_doc_comment)]
+    Bench(bench::BenchArgs),
 }
+
+/// Counts allocations for `packc bench`; the system allocator otherwise.
+#[global_allocator]
+static ALLOC: bench::CountingAlloc = bench::CountingAlloc;
 
 /// How diagnostics are printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -165,6 +183,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => hitl::resume(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -642,3 +642,48 @@ fn composition_state_without_event_output_warns() {
     let fine = check(r#"{"type": "object", "properties": {"event": {"type": "string"}}}"#);
     assert!(!fine.contains("event_never_output"), "{fine}");
 }
+
+/// `packc bench` runs the scripted run N times and prints runs/s, the time per run, host
+/// calls and allocations per run.
+#[test]
+fn bench_measures_a_scripted_run() {
+    let out = packc()
+        .arg("bench")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
+        .args(["--runs", "25", "--warmup", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figure = |label: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        line.split_whitespace()
+            .nth(label.split_whitespace().count())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        stdout.contains("(target workflow, 25 runs after 2 warm-up)"),
+        "{stdout}"
+    );
+    assert!(figure("runs/s") > 0.0, "{stdout}");
+    // The example's script answers two model calls per run.
+    assert_eq!(figure("host calls"), 2.0, "{stdout}");
+    assert!(figure("allocations") >= 1.0, "{stdout}");
+    assert!(
+        stdout.contains("per run      min ") && stdout.contains(" p99 "),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("failed runs"), "{stdout}");
+}
