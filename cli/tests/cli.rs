@@ -687,3 +687,31 @@ fn bench_measures_a_scripted_run() {
     );
     assert!(!stdout.contains("failed runs"), "{stdout}");
 }
+
+/// `undeclared_variable` points at the placeholder's own line inside a block template.
+#[test]
+fn undeclared_variable_points_at_the_placeholder() {
+    let pack = write_temp(
+        "placeholder.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p:\n    id: p\n    name: P\n    version: 1.0.0\n    system_template: |\n      Hello {{whoever_else}}.\n      line two\n      line three {{who}} here\n    variables: [{name: whoever_else, type: string, required: false}]\n",
+    );
+    let out = packc()
+        .args(["check", "--format", "json"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let d: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find(|l| l.contains("undeclared_variable"))
+            .unwrap_or_else(|| panic!("{stdout}")),
+    )
+    .unwrap();
+    assert_eq!(d["pointer"], "/prompts/p/system_template");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(13), Some(18)),
+        "{d}"
+    );
+}
