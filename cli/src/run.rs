@@ -179,6 +179,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for line in run.trace_lines() {
             eprintln!("{line}");
         }
+        // On a terminal the calls follow, each with its input and answer, shortened.
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            for call in &host.calls {
+                eprintln!("{}", crate::result::call_line(call, 100));
+            }
+        }
     }
     if args.format == crate::Format::Json {
         let ended = match &result {

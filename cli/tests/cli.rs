@@ -715,3 +715,47 @@ fn undeclared_variable_points_at_the_placeholder() {
         "{d}"
     );
 }
+
+/// `--trace` on a terminal (a pty from util-linux `script`) also shows each call's input
+/// and answer, shortened; piped, only the trace lines.
+#[cfg(unix)]
+#[test]
+fn trace_on_a_terminal_shows_inputs_and_outputs() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to make a terminal");
+        return;
+    }
+    let packc = env!("CARGO_BIN_EXE_packc");
+    let command = format!(
+        "{packc} run {} --host {} --trace >/dev/null",
+        repo().join("examples/rfc0010-ex2.pack.yaml").display(),
+        repo().join("examples/rfc0010-ex2.host.yaml").display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("branch route -> extract_paper"), "{shown}");
+    assert!(
+        shown.contains("  prompt doc_classifier: ")
+            && shown.contains(" -> {\"type\":\"research_paper\""),
+        "{shown}"
+    );
+    let piped = packc_cmd_trace();
+    assert!(!piped.contains("  prompt doc_classifier: "), "{piped}");
+}
+
+#[cfg(unix)]
+fn packc_cmd_trace() -> String {
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
+        .arg("--trace")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
