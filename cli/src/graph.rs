@@ -13,9 +13,12 @@
 //!   an edge per `on_event` entry of a non-terminal state, labeled with the event; a
 //!   dashed edge labeled `max_visits N` from a state to its `on_max_visits` target;
 //! - each composition: its top-level steps in walk order joined by unlabeled sequential
-//!   edges, a branch step's edges labeled `then` / `else` (they replace the sequential
-//!   edge when the next step is a target), a parallel step boxed with its branches and
-//!   joined to each, and a dashed edge from each `depends_on` step to its dependent.
+//!   edges, a branch step's edges labeled `then` / `else`, a parallel step boxed with its
+//!   branches and joined to each, and a dashed edge from each `depends_on` step to its
+//!   dependent. A step some branch selects is entered only by that branch's edge: the
+//!   step before it is joined to the first step after it that no branch selects (where
+//!   the walk goes on when it is skipped), and a branch without `else` gets a dashed
+//!   `false: skip` edge there.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -255,6 +258,27 @@ fn step_id(ci: usize, si: usize) -> String {
 
 fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) -> Group {
     let id = |s: ir_spec::StepId| step_id(ci, s.index());
+    // Steps some branch selects: the walk runs them only when a branch took them
+    // (`compositions.md` §4.2), so no sequential edge leads into them.
+    let selected: Vec<ir_spec::StepId> = c
+        .walk
+        .iter()
+        .filter_map(|&s| match &c.steps[s.index()].kind {
+            StepKind::Branch {
+                then, otherwise, ..
+            } => Some(std::iter::once(*then).chain(*otherwise)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    // The first step after walk position `k` that no branch selects: where the walk goes
+    // on when the selected steps in between are skipped.
+    let next_plain = |k: usize| {
+        c.walk[k + 1..]
+            .iter()
+            .copied()
+            .find(|s| !selected.contains(s))
+    };
     let mut items = Vec::new();
     for (k, &s) in c.walk.iter().enumerate() {
         let step = &c.steps[s.index()];
@@ -295,12 +319,27 @@ fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) ->
             }
             _ => items.push(Item::Node(node)),
         }
-        if let Some(&next) = c.walk.get(k + 1) {
-            if !targets.contains(&next) {
+        let is_branch = !targets.is_empty();
+        let has_else = targets.len() > 1;
+        match c.walk.get(k + 1) {
+            Some(&next) if !selected.contains(&next) => {
                 let mut e = edge(id(s), id(next), None, false);
                 e.from_group = from_group;
                 edges.push(e);
             }
+            Some(_) => match next_plain(k) {
+                // A branch without `else` whose predicate is false skips `then`.
+                Some(after) if is_branch && !has_else => {
+                    edges.push(edge(id(s), id(after), Some("false: skip".into()), true));
+                }
+                Some(after) if !is_branch => {
+                    let mut e = edge(id(s), id(after), None, false);
+                    e.from_group = from_group;
+                    edges.push(e);
+                }
+                _ => {}
+            },
+            None => {}
         }
     }
     // `depends_on` edges last, so each step's sequential and branch edges stay together.
@@ -637,6 +676,48 @@ compositions:
         }
         // The branch's `then` edge replaces the sequential edge to the same step.
         assert!(!lines.contains(&"  c0_3 --> c0_4"));
+    }
+
+    /// `classify`, then `route` (then `paper`, else `memo`), then `summary`; and `gate`
+    /// (then `extra`, no else) before `done`.
+    const BRANCHES: &str = r#"
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "p"}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: classify, kind: prompt, prompt_task: p}
+      - {id: route, kind: branch, predicate: {path: "${classify.output.t}", op: equals, value: paper}, then: paper, else: memo}
+      - {id: paper, kind: prompt, prompt_task: p}
+      - {id: memo, kind: prompt, prompt_task: p}
+      - {id: summary, kind: prompt, prompt_task: p}
+      - {id: gate, kind: branch, predicate: {path: "${summary.output.long}", op: equals, value: true}, then: extra}
+      - {id: extra, kind: prompt, prompt_task: p}
+      - {id: done, kind: prompt, prompt_task: p}
+    output: done
+"#;
+
+    #[test]
+    fn branches_draw_the_walk() {
+        let text = render(
+            &module(&format!("{HEADER}{BRANCHES}")),
+            GraphFormat::Mermaid,
+        );
+        let edges: Vec<&str> = text.lines().filter(|l| l.contains("->")).collect();
+        let expected = [
+            "  c0_0 --> c0_1",
+            "  c0_1 -->|\"then\"| c0_2",
+            "  c0_1 -->|\"else\"| c0_3",
+            // Whichever target ran, the walk goes on to `summary`.
+            "  c0_2 --> c0_4",
+            "  c0_3 --> c0_4",
+            "  c0_4 --> c0_5",
+            "  c0_5 -->|\"then\"| c0_6",
+            "  c0_5 -.->|\"false: skip\"| c0_7",
+            "  c0_6 --> c0_7",
+        ];
+        assert_eq!(edges, expected, "{text}");
     }
 
     #[test]

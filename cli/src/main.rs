@@ -3,6 +3,7 @@
 //! Exit codes: 0 clean, 1 the packs have errors (or warnings under `--deny-warnings`),
 //! 2 usage or I/O trouble, or an artifact that is not a valid `.ppk` file.
 
+mod bench;
 mod build;
 mod check;
 mod files;
@@ -69,8 +70,10 @@ enum Command {
     /// states as nodes (terminal states double-bordered), an edge per `on_event`
     /// transition labeled with its event, and a dashed `max_visits N` edge to each
     /// `on_max_visits` target. Each composition: its steps in walk order joined by
-    /// plain edges, a branch's `then` / `else` edges labeled, a parallel step boxed with
-    /// its branches, and a dashed edge from each `depends_on` step to its dependent.
+    /// plain edges, a branch's `then` / `else` edges labeled (a branch without `else`
+    /// also gets a dashed `false: skip` edge; a step only a branch selects has no plain
+    /// edge into it), a parallel step boxed with its branches, and a dashed edge from
+    /// each `depends_on` step to its dependent.
     ///
     /// Examples:
     ///   packc graph examples/rfc0010-ex2.pack.yaml | dot -Tsvg > ex2.svg
@@ -116,7 +119,24 @@ enum Command {
     ///   packc resume run.snap --turn '{"text": "one more change"}' --provider openai --model gpt-4o-mini
     #[command(verbatim_doc_comment)]
     Resume(hitl::ResumeArgs),
+    /// Run a pack's scripted run many times in process and measure the VM.
+    ///
+    /// The pack is compiled once; each run is a fresh run of the same program answered
+    /// by the host script. Prints runs per second, the time of one run (min, median,
+    /// p99), host calls per run and allocations per run (counted by the binary's
+    /// allocator during each run: the VM, the scripted host and the driver). Use a
+    /// release build (`cargo install --path cli`) for figures worth comparing.
+    ///
+    /// Examples:
+    ///   packc bench examples/rfc0010-ex2.pack.yaml --host examples/rfc0010-ex2.host.yaml
+    ///   packc bench pack.ppk --host h.yaml --target composition:analyze --runs 10000
+    #[command(verbatim_doc_comment)]
+    Bench(bench::BenchArgs),
 }
+
+/// Counts allocations for `packc bench`; the system allocator otherwise.
+#[global_allocator]
+static ALLOC: bench::CountingAlloc = bench::CountingAlloc;
 
 /// How diagnostics are printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -164,6 +184,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => hitl::resume(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

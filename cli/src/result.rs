@@ -100,3 +100,48 @@ pub fn to_json(
     m.insert("tokens".into(), json!(tokens));
     Value::Object(m)
 }
+
+/// One call of the JSON result as one line: `prompt classify: "input" -> {"type": ...}`,
+/// its input and answer each cut to `width` characters.
+pub fn call_line(call: &Value, width: usize) -> String {
+    let short = |v: Option<&Value>| {
+        let text = v.map_or_else(|| "null".to_owned(), Value::to_string);
+        if text.chars().count() > width {
+            format!("{}…", text.chars().take(width).collect::<String>())
+        } else {
+            text
+        }
+    };
+    let (what, name, input) = match call.get("prompt") {
+        Some(p) => ("prompt", p, call.get("input")),
+        None => (
+            "tool",
+            call.get("tool").unwrap_or(&Value::Null),
+            call.get("args"),
+        ),
+    };
+    let name = name.as_str().unwrap_or_default();
+    let answer = call.get("answer");
+    let out = match answer.and_then(|a| a.get("error")) {
+        Some(e) => format!("error {}", short(Some(e))),
+        None => short(answer.and_then(|a| a.get("output").or(a.get("tool_calls")))),
+    };
+    format!("  {what} {name}: {} -> {out}", short(input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_lines_are_shortened() {
+        let call = json!({"prompt": "classify", "input": "x".repeat(300), "answer": {"output": {"type": "memo"}}});
+        let line = call_line(&call, 10);
+        assert_eq!(
+            line,
+            format!("  prompt classify: \"{}… -> {{\"type\":\"m…", "x".repeat(9))
+        );
+        let failed = json!({"tool": "kb", "args": {}, "answer": {"error": "down"}});
+        assert_eq!(call_line(&failed, 100), "  tool kb: {} -> error \"down\"");
+    }
+}

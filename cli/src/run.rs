@@ -217,6 +217,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for line in run.trace_lines() {
             eprintln!("{}", packc_compiler::render::escape_control(&line));
         }
+        // On a terminal the calls follow, each with its input and answer, shortened.
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            for call in &host.calls {
+                eprintln!("{}", crate::result::call_line(call, 100));
+            }
+        }
     }
     if args.format == crate::Format::Json {
         let ended = match &result {

@@ -642,3 +642,120 @@ fn composition_state_without_event_output_warns() {
     let fine = check(r#"{"type": "object", "properties": {"event": {"type": "string"}}}"#);
     assert!(!fine.contains("event_never_output"), "{fine}");
 }
+
+/// `packc bench` runs the scripted run N times and prints runs/s, the time per run, host
+/// calls and allocations per run.
+#[test]
+fn bench_measures_a_scripted_run() {
+    let out = packc()
+        .arg("bench")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
+        .args(["--runs", "25", "--warmup", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figure = |label: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        line.split_whitespace()
+            .nth(label.split_whitespace().count())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        stdout.contains("(target workflow, 25 runs after 2 warm-up)"),
+        "{stdout}"
+    );
+    assert!(figure("runs/s") > 0.0, "{stdout}");
+    // The example's script answers two model calls per run.
+    assert_eq!(figure("host calls"), 2.0, "{stdout}");
+    assert!(figure("allocations") >= 1.0, "{stdout}");
+    assert!(
+        stdout.contains("per run      min ") && stdout.contains(" p99 "),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("failed runs"), "{stdout}");
+}
+
+/// `undeclared_variable` points at the placeholder's own line inside a block template.
+#[test]
+fn undeclared_variable_points_at_the_placeholder() {
+    let pack = write_temp(
+        "placeholder.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p:\n    id: p\n    name: P\n    version: 1.0.0\n    system_template: |\n      Hello {{whoever_else}}.\n      line two\n      line three {{who}} here\n    variables: [{name: whoever_else, type: string, required: false}]\n",
+    );
+    let out = packc()
+        .args(["check", "--format", "json"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let d: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find(|l| l.contains("undeclared_variable"))
+            .unwrap_or_else(|| panic!("{stdout}")),
+    )
+    .unwrap();
+    assert_eq!(d["pointer"], "/prompts/p/system_template");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(13), Some(18)),
+        "{d}"
+    );
+}
+
+/// `--trace` on a terminal (a pty from util-linux `script`) also shows each call's input
+/// and answer, shortened; piped, only the trace lines.
+#[cfg(unix)]
+#[test]
+fn trace_on_a_terminal_shows_inputs_and_outputs() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to make a terminal");
+        return;
+    }
+    let packc = env!("CARGO_BIN_EXE_packc");
+    let command = format!(
+        "{packc} run {} --host {} --trace >/dev/null",
+        repo().join("examples/rfc0010-ex2.pack.yaml").display(),
+        repo().join("examples/rfc0010-ex2.host.yaml").display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("branch route -> extract_paper"), "{shown}");
+    assert!(
+        shown.contains("  prompt doc_classifier: ")
+            && shown.contains(" -> {\"type\":\"research_paper\""),
+        "{shown}"
+    );
+    let piped = packc_cmd_trace();
+    assert!(!piped.contains("  prompt doc_classifier: "), "{piped}");
+}
+
+#[cfg(unix)]
+fn packc_cmd_trace() -> String {
+    let out = packc()
+        .arg("run")
+        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
+        .arg("--host")
+        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
+        .arg("--trace")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

@@ -45,10 +45,11 @@ fn dot_is_the_default() {
             "  c0_0 -> c0_1;",
             r#"  c0_1 -> c0_2 [label="then"];"#,
             r#"  c0_1 -> c0_3 [label="else"];"#,
-            "  c0_2 -> c0_3;",
             "}",
         ],
     );
+    // The else target runs only when the branch takes it: no edge from the then target.
+    assert!(!dot.contains("c0_2 -> c0_3"), "{dot}");
     // Steps appear in walk order.
     let at = |s: &str| dot.find(s).unwrap();
     assert!(

@@ -199,6 +199,9 @@ pub struct Diagnostic {
     pub labels: Vec<Label>,
     /// How to fix it, when there is something useful to say.
     pub help: Option<String>,
+    /// Text inside the blamed node to point at when printing (a template's
+    /// `{{placeholder}}`): its first occurrence in the node's source, else the node.
+    pub within: Option<std::sync::Arc<str>>,
 }
 
 impl Diagnostic {
@@ -211,6 +214,7 @@ impl Diagnostic {
             site: Site::Whole,
             labels: Vec::new(),
             help: None,
+            within: None,
         }
     }
 
@@ -239,6 +243,12 @@ impl Diagnostic {
             site: Site::Pointer(pointer.into()),
             message: message.into(),
         });
+        self
+    }
+
+    /// Point, when printing, at the first occurrence of `text` inside the blamed node.
+    pub fn within(mut self, text: impl Into<String>) -> Diagnostic {
+        self.within = Some(text.into().into());
         self
     }
 

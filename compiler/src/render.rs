@@ -75,7 +75,31 @@ impl RenderSource<'_> {
 
     /// Where a diagnostic points, as `(line, column)`, if anywhere.
     pub fn position(&self, d: &Diagnostic) -> Option<(usize, usize)> {
-        self.span_of(&d.site).map(|s| self.line_col(s.start))
+        self.primary_span(d).map(|s| self.line_col(s.start))
+    }
+
+    /// The byte range a diagnostic's primary label designates: its site, narrowed to the
+    /// text it names ([`Diagnostic::within`]) when that text is found in the node's
+    /// source (a placeholder on line 12 of a block-scalar template is shown on line 12).
+    pub fn primary_span(&self, d: &Diagnostic) -> Option<Range<usize>> {
+        if let (Some(needle), Site::Pointer(p), Some(spans)) = (&d.within, &d.site, self.spans) {
+            if let Some(node) = spans.get(p) {
+                let value =
+                    node.value.start.min(self.text.len())..node.value.end.min(self.text.len());
+                // The first occurrence not followed by a name character: `{{who` is not
+                // found inside `{{whoever}}`.
+                let text = self.text.get(value.clone()).unwrap_or_default();
+                let found = text.match_indices(&**needle).find(|(at, _)| {
+                    !text[at + needle.len()..]
+                        .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                if let Some((at, _)) = found {
+                    let start = value.start + at;
+                    return self.span_of(&Site::Span(start..start + needle.len()));
+                }
+            }
+        }
+        self.span_of(&d.site)
     }
 }
 
@@ -261,7 +285,7 @@ pub fn human(
             Severity::Error => (ReportKind::Error, Color::Red),
             Severity::Warning => (ReportKind::Warning, Color::Yellow),
         };
-        let primary = src.span_of(&d.site).map(char_span);
+        let primary = src.primary_span(d).map(char_span);
         let anchor = primary.clone().unwrap_or(0..0);
         let mut report = Report::build(kind, (name.clone(), anchor.clone()))
             .with_config(
@@ -326,13 +350,14 @@ fn write_cut(
         d.kind.as_str(),
         escape_control(&d.message)
     )?;
-    let places = std::iter::once((&d.site, primary_label(d)))
-        .chain(
-            d.labels
-                .iter()
-                .map(|l| (&l.site, escape_control(&l.message).into_owned())),
-        )
-        .filter_map(|(site, label)| src.span_of(site).map(|span| (span, label)));
+    let places = std::iter::once((src.primary_span(d), primary_label(d)))
+        .chain(d.labels.iter().map(|l| {
+            (
+                src.span_of(&l.site),
+                escape_control(&l.message).into_owned(),
+            )
+        }))
+        .filter_map(|(span, label)| span.map(|span| (span, label)));
     for (i, (span, label)) in places.enumerate() {
         let (line, col) = index.line_col(span.start);
         let corner = if i == 0 { '╭' } else { '├' };
@@ -397,7 +422,7 @@ pub fn json_lines(
     let mut out = io::BufWriter::with_capacity(64 << 10, out);
     let index = TextIndex::new(src.text);
     for d in diags {
-        let pos = src.span_of(&d.site).map(|s| index.line_col(s.start));
+        let pos = src.primary_span(d).map(|s| index.line_col(s.start));
         writeln!(out, "{}", json_at(src, d, pos))?;
     }
     out.flush()

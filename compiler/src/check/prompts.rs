@@ -87,6 +87,7 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &str) {
             ),
         )
         .at(join(ptr, &["system_template"]))
+        .within(format!("{{{{{name}"))
         .help(help);
         cx.push(d);
     }
