@@ -12,7 +12,7 @@
 //! - §1 the names of the container errors (compiler version, trailing bytes, missing
 //!   `MODL`, a file shorter than the magic, ...).
 
-use ir_spec::container::{crc32, Container, Tag, DEFAULT_MAX_ARTIFACT_BYTES};
+use ir_spec::container::{crc32, Container, Tag};
 use ir_spec::*;
 use serde_json::{json, Value};
 
@@ -22,7 +22,7 @@ use super::{check_agrees, dump, every_variant, python_available};
 type Verdict = Result<(), String>;
 
 fn rust_verdict(bytes: &[u8]) -> Verdict {
-    Artifact::decode(bytes, DEFAULT_MAX_ARTIFACT_BYTES)
+    super::decode(bytes)
         .map(drop)
         .map_err(|e| e.name().to_owned())
 }
@@ -272,8 +272,7 @@ fn json_value_numbers_read_as_the_format_says() {
         ("1e-400", json!(0.0_f64)),
     ] {
         let bytes = marked.with("@const@", text);
-        let a = Artifact::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES)
-            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let a = super::decode(&bytes).unwrap_or_else(|e| panic!("{text}: {e}"));
         let rust = match &a.module.compositions[0].steps[0].kind {
             StepKind::Prompt {
                 input: Bind::Const(v),
