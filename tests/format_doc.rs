@@ -127,9 +127,9 @@ fn expected_summary(a: &Artifact) -> Value {
         })
         .collect();
     json!({
-        "format": "1.0",
+        "format": format!("1.{}", ir_spec::container::FORMAT_MINOR),
         "compiler": a.compiler,
-        "sections": ["MODL"],
+        "sections": ["MODL", "spec"],
         "pack": m.id,
         "prompts": m.prompts.iter().map(|p| s(p.key)).collect::<Vec<_>>(),
         "tools": m.tools.iter().map(|t| s(t.key)).collect::<Vec<_>>(),
@@ -586,6 +586,7 @@ fn every_variant() -> Artifact {
                 output: None,
             },
         ],
+        spec: ir_spec::SpecInfo::default(),
     };
     Artifact {
         source_hash: [0x5a; 32],

@@ -65,6 +65,8 @@ pub struct Expect {
     pub at: Option<String>,
     /// `warnings`; `None` = not compared.
     pub warnings: Option<BTreeSet<String>>,
+    /// `notes`; `None` = not compared. Notes never count as warnings.
+    pub notes: Option<BTreeSet<String>>,
     /// `error`: a runtime error kind.
     pub error: Option<String>,
     /// `output` (`Some(Value::Null)` for an explicit `output: null`).
@@ -112,6 +114,12 @@ impl Case {
             compile_error: string("compile_error"),
             at: string("at"),
             warnings: e.get("warnings").and_then(Value::as_array).map(|w| {
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }),
+            notes: e.get("notes").and_then(Value::as_array).map(|w| {
                 w.iter()
                     .filter_map(Value::as_str)
                     .map(str::to_owned)
