@@ -131,12 +131,25 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     match result {
         Ok(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            print_reply(&outcome, args.quiet);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// The last turn's reply (RFC 0014 reply assembly), on stderr, when it says more than the
+/// output: several states contributed text, or the output is not that text.
+pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
+    if quiet || outcome.reply.is_empty() || outcome.output.as_str() == Some(&outcome.reply) {
+        return;
+    }
+    eprintln!("reply:");
+    for line in outcome.reply.lines() {
+        eprintln!("  {line}");
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Expect {
     pub output: Option<Value>,
     /// `state`.
     pub state: Option<String>,
+    /// `reply`: the last turn's reply (RFC 0014 reply assembly); `None` = not compared.
+    pub reply: Option<String>,
     /// `calls`.
     pub calls: Option<Vec<Value>>,
     /// `trace`.
@@ -128,6 +130,7 @@ impl Case {
             error: string("error"),
             output: e.get("output").cloned(),
             state: string("state"),
+            reply: string("reply"),
             calls: e.get("calls").and_then(Value::as_array).cloned(),
             trace: e.get("trace").and_then(Value::as_array).map(|t| {
                 t.iter()

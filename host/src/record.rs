@@ -172,6 +172,9 @@ pub fn to_case(
             if let Some(s) = &o.state {
                 expect.insert("state".into(), json!(s));
             }
+            if !o.reply.is_empty() {
+                expect.insert("reply".into(), json!(o.reply));
+            }
         }
         Err(e) => {
             expect.insert("error".into(), json!(e.kind.as_str()));

@@ -269,6 +269,11 @@ fn compare(case: &Case, actual: &Actual, diffs: &mut Vec<String>) {
                     diffs.push(format!("state: expected {state}, got {:?}", o.state));
                 }
             }
+            if let Some(reply) = &e.reply {
+                if o.reply != *reply {
+                    diffs.push(format!("reply: expected {reply:?}, got {:?}", o.reply));
+                }
+            }
         }
     }
     if let Some(trace) = &e.trace {
