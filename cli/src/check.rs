@@ -132,20 +132,6 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     })
 }
 
-/// Read and check one pack file under the default limits but `max_source_bytes`.
-pub fn check_file(path: &Path, max_source_bytes: usize) -> Result<(Checked, Vec<u8>)> {
-    let limits = Limits {
-        max_source_bytes,
-        ..Limits::default()
-    };
-    check_file_with(path, &limits)
-}
-
-/// Read and check one pack file within `limits`.
-pub fn check_file_with(path: &Path, limits: &Limits) -> Result<(Checked, Vec<u8>)> {
-    check_file_at(path, limits, None)
-}
-
 /// Read and check one pack file within `limits`, at `spec_level` when given (else at the
 /// level its `$schema` claims).
 pub fn check_file_at(
