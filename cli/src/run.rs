@@ -143,7 +143,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    if let Some(refusal) = admission(&module, args.environment.as_deref()) {
+    if let Err(refusal) = packc_host::governance::admission(&module, args.environment.as_deref()) {
         eprintln!("error: {refusal}");
         return Ok(ExitCode::from(2));
     }
@@ -240,26 +240,6 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
             _ => bail!("--var {v}: expected NAME=VALUE"),
         })
         .collect()
-}
-
-/// Admission by environment (RFC 0013, `later-versions.md` §6): a pack whose governance
-/// lists `approved_environments` without `environment` is refused, naming both. `None`
-/// admits (no `--environment`, or no list).
-pub fn admission(module: &Module, environment: Option<&str>) -> Option<String> {
-    let env = environment?;
-    let approved = module
-        .spec
-        .governance
-        .as_ref()?
-        .get("approved_environments")?
-        .as_array()?;
-    let names: Vec<&str> = approved.iter().filter_map(Value::as_str).collect();
-    (!names.contains(&env)).then(|| {
-        format!(
-            "environment `{env}` is not among the pack's approved_environments ({}): the run is refused before any call",
-            names.join(", ")
-        )
-    })
 }
 
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
