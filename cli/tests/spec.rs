@@ -391,3 +391,50 @@ fn the_transparency_corpus_pack_checks_at_level_1_8() {
         "{at_1_8:?}"
     );
 }
+
+/// RFC 0017 rules 3-4: every referenced key must be bound, `required: false` or not; an
+/// unreferenced declared key only warns; `default` is left to the primary model.
+#[test]
+fn provider_faults_list_every_unbound_referenced_key() {
+    let pack = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
+id: p
+name: P
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+requires:
+  providers: [default, {key: opt, role: llm, required: false}, judge, spare]
+prompts:
+  a: {id: a, name: A, version: 1.0.0, provider: opt, system_template: "A."}
+  b: {id: b, name: B, version: 1.0.0, system_template: "B."}
+workflow:
+  version: 1
+  entry: s
+  states:
+    s: {prompt_task: a, on_event: {Next: t}}
+    t: {prompt_task: b, terminal: true}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: x, kind: prompt, prompt_task: b, provider: judge}
+"#;
+    let checked = packc_compiler::check_bytes(pack.as_bytes(), &Default::default());
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    let module = packc_compiler::lower(&checked, &Default::default()).unwrap();
+    let none = packc_host::live::provider_faults(&module, |_| false);
+    assert_eq!(none.faults.len(), 2, "{none:?}");
+    assert!(
+        none.faults[0].contains("`opt` (required: false)"),
+        "{none:?}"
+    );
+    assert!(none.faults[0].contains("workflow state `s`"), "{none:?}");
+    assert!(none.faults[1].contains("`judge`"), "{none:?}");
+    assert!(
+        none.faults[1].contains("step `x` of composition `c`"),
+        "{none:?}"
+    );
+    assert_eq!(none.warnings.len(), 1, "{none:?}");
+    assert!(none.warnings[0].contains("`spare`"), "{none:?}");
+    let all = packc_host::live::provider_faults(&module, |_| true);
+    assert!(all.faults.is_empty() && all.warnings.is_empty(), "{all:?}");
+}
