@@ -125,11 +125,13 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                         | ir_spec::StepKind::Agent { prompt, .. } => *prompt,
                         _ => return 0,
                     };
-                    index(&spec.providers, v.get("provider"))
-                        .unwrap_or_else(|| spec.prompt_provider(prompt))
+                    let own = index(&spec.providers, v.get("provider"));
+                    // A step naming a provider other than its prompt's (`default`
+                    // included) keeps the table.
+                    any_step |= own.is_some_and(|p| p != spec.prompt_provider(prompt));
+                    own.unwrap_or_else(|| spec.prompt_provider(prompt))
                 })
                 .collect();
-            any_step |= per_step.iter().any(|p| *p != 0);
             spec.step_providers.push(per_step);
         }
         if !any_step {
