@@ -202,7 +202,12 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
             }
             stack.extend(g.edges[v].iter().copied());
         }
-        if !exit {
+        let ptr = g.ptr(s);
+        let reported = cx
+            .out
+            .iter()
+            .any(|d| d.kind == DiagKind::UnboundedLoop && d.pointer() == Some(ptr.as_str()));
+        if !exit && !reported {
             cx.push(
                 Diagnostic::new(
                     DiagKind::UnboundedLoop,
@@ -211,7 +216,7 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
                         g.names[s]
                     ),
                 )
-                .at(g.ptr(s))
+                .at(ptr)
                 .help("declare `max_visits` on a state of the loop, or let the loop reach a `control: user` or terminal state"),
             );
         }
@@ -429,5 +434,56 @@ fn governance(cx: &mut Cx<'_, '_>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::DiagKind;
+
+    fn kinds(yaml: &str) -> Vec<(DiagKind, String)> {
+        let checked = crate::check_bytes(yaml.as_bytes(), &crate::Options::default());
+        checked
+            .diagnostics
+            .iter()
+            .map(|d| (d.kind, d.pointer().unwrap_or("").to_owned()))
+            .collect()
+    }
+
+    const HEAD: &str = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
+id: d
+name: D
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
+"#;
+
+    #[test]
+    fn an_agent_loop_is_reported_once_per_state() {
+        let pack = format!(
+            "{HEAD}workflow:\n  version: 1\n  entry: a\n  states:\n    a: {{prompt_task: p, control: agent, on_event: {{N: b}}}}\n    b: {{prompt_task: p, control: agent, on_event: {{B: a}}}}\n"
+        );
+        let loops: Vec<_> = kinds(&pack)
+            .into_iter()
+            .filter(|(k, _)| *k == DiagKind::UnboundedLoop)
+            .collect();
+        assert_eq!(
+            loops,
+            vec![
+                (DiagKind::UnboundedLoop, "/workflow/states/a".to_owned()),
+                (DiagKind::UnboundedLoop, "/workflow/states/b".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn max_visits_on_a_member_bounds_an_agent_loop() {
+        let pack = format!(
+            "{HEAD}workflow:\n  version: 1\n  entry: a\n  engine: {{budget: {{max_total_visits: 9}}}}\n  states:\n    a: {{prompt_task: p, control: agent, max_visits: 3, on_event: {{N: b}}}}\n    b: {{prompt_task: p, control: agent, on_event: {{B: a}}}}\n"
+        );
+        assert!(!kinds(&pack)
+            .iter()
+            .any(|(k, _)| *k == DiagKind::UnboundedLoop));
     }
 }
