@@ -141,9 +141,9 @@ fn expected_summary(a: &Artifact) -> Value {
         })
         .collect();
     json!({
-        "format": "1.0",
+        "format": format!("1.{}", ir_spec::container::FORMAT_MINOR),
         "compiler": a.compiler,
-        "sections": ["MODL"],
+        "sections": ["MODL", "spec"],
         "pack": m.id,
         "prompts": m.prompts.iter().map(|p| s(p.key)).collect::<Vec<_>>(),
         "tools": m.tools.iter().map(|t| s(t.key)).collect::<Vec<_>>(),
@@ -596,6 +596,7 @@ fn every_variant() -> Artifact {
                 output: None,
             },
         ],
+        spec: ir_spec::SpecInfo::default(),
     };
     Artifact {
         source_hash: [0x5a; 32],

@@ -73,6 +73,10 @@ pub struct BenchArgs {
     /// --allow-path`).
     #[arg(long = "allow-path", value_name = "DIR")]
     pub allow_paths: Vec<PathBuf>,
+    /// Read the pack at this spec level instead of the one its `$schema` claims (as
+    /// `packc run --spec-level`).
+    #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
     /// The host script each run is answered from (as `packc run --host`).
     #[arg(long, value_name = "FILE")]
     pub host: PathBuf,
@@ -144,7 +148,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let module = match crate::run::load_module(&args.pack, &args.allow_paths)? {
+    let module = match crate::run::load_module(&args.pack, &args.allow_paths, args.spec_level)? {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };

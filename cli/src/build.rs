@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use packc_compiler::diag::Severity;
 use packc_compiler::render::RenderSource;
 
 use crate::Format;
@@ -34,7 +33,9 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     crate::files::check_target(&out, &args.pack, "-o")?;
     let limits = args.diagnostics.limits();
     let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;
-    let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits, &allow)?;
+    let options =
+        crate::check::options_for(&args.pack, &limits, &allow, args.diagnostics.spec_level);
+    let (checked, bytes) = crate::check::check_file(&args.pack, &options)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource {
@@ -49,19 +50,13 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         args.diagnostics.color.for_stderr(),
         args.diagnostics.max_diagnostics,
     )?;
-    let errors = checked
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    let warnings = checked.diagnostics.len() - errors;
+    let (errors, warnings, _notes) = crate::check::counts(&checked.diagnostics);
     if errors > 0 || (args.diagnostics.deny_warnings && warnings > 0) {
         if args.diagnostics.format == Format::Human {
             eprintln!("{name}: {errors} error(s), {warnings} warning(s); nothing written");
         }
         return Ok(ExitCode::from(1));
     }
-    let options = crate::check::options_for(&args.pack, &limits, &allow);
     let artifact = packc_compiler::artifact(&checked, &bytes, &options)?;
     let encoded = artifact.encode();
     let max = ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES;

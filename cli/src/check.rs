@@ -54,6 +54,22 @@ pub struct DiagnosticArgs {
     /// `--format json` prints them all.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DIAGNOSTICS)]
     pub max_diagnostics: usize,
+    /// Read the pack at this spec level (1.5, 1.5.1, 1.8 or 1.9; a version such as 1.7
+    /// names its level) instead of the one its `$schema` claims (README, "Spec versions").
+    #[arg(long, value_name = "LEVEL", value_parser = parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
+}
+
+/// `--spec-level`: `1.5`, `1.5.1`, `1.8`, `1.9`, or a version its level covers.
+pub fn parse_spec_level(text: &str) -> Result<ir_spec::SpecLevel, String> {
+    ir_spec::SpecLevel::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a spec level: use 1.5, 1.5.1, 1.8 or 1.9"))
+}
+
+/// Counts of errors, warnings and notes among diagnostics.
+pub fn counts(diags: &[packc_compiler::diag::Diagnostic]) -> (usize, usize, usize) {
+    let n = |s: Severity| diags.iter().filter(|d| d.severity == s).count();
+    (n(Severity::Error), n(Severity::Warning), n(Severity::Note))
 }
 
 /// How many diagnostics of one pack the human format prints by default.
@@ -105,10 +121,11 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let mut failed = false;
     let d = &args.diagnostics;
     let color = d.color.for_stderr();
-    let (mut errors, mut warnings) = (0usize, 0usize);
+    let (mut errors, mut warnings, mut notes) = (0usize, 0usize, 0usize);
     let allow = allowed_folders(&d.allow_paths)?;
     for path in &args.packs {
-        let (checked, bytes) = check_file_with(path, &d.limits(), &allow)?;
+        let options = options_for(path, &d.limits(), &allow, d.spec_level);
+        let (checked, bytes) = check_file(path, &options)?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -117,23 +134,23 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
-        let e = checked
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count();
-        let w = checked.diagnostics.len() - e;
+        let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
         warnings += w;
+        notes += n;
         failed |= e > 0 || (d.deny_warnings && w > 0);
     }
     if d.format == Format::Human {
         let files = args.packs.len();
         let noun = if files == 1 { "pack" } else { "packs" };
+        let notes = match notes {
+            0 => String::new(),
+            n => format!(", {n} note(s)"),
+        };
         if errors + warnings == 0 {
-            eprintln!("checked {files} {noun}: no problems");
+            eprintln!("checked {files} {noun}: no problems{notes}");
         } else {
-            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s)");
+            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}");
         }
     }
     Ok(if failed {
@@ -144,25 +161,27 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 }
 
 /// The compiler options for the pack file at `path`: its folder is where the files it
-/// names are read from, and `allow` widens that.
-pub fn options_for(path: &Path, limits: &Limits, allow: &[PathBuf]) -> Options {
+/// names are read from, `allow` widens that, and `spec_level` (when given) overrides
+/// the level its `$schema` claims.
+pub fn options_for(
+    path: &Path,
+    limits: &Limits,
+    allow: &[PathBuf],
+    spec_level: Option<ir_spec::SpecLevel>,
+) -> Options {
     Options {
         limits: limits.clone(),
         base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
         allow_paths: allow.to_vec(),
+        spec_level,
     }
 }
 
-/// Read and check one pack file within `limits`; `allow` as [`options_for`].
-pub fn check_file_with(
-    path: &Path,
-    limits: &Limits,
-    allow: &[PathBuf],
-) -> Result<(Checked, Vec<u8>)> {
-    let max_source_bytes = limits.max_source_bytes;
+/// Read and check one pack file with `options` (from [`options_for`]).
+pub fn check_file(path: &Path, options: &Options) -> Result<(Checked, Vec<u8>)> {
+    let max_source_bytes = options.limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let options = options_for(path, limits, allow);
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.
         let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);
@@ -175,7 +194,7 @@ pub fn check_file_with(
         ));
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok((check_file_bytes(path, &bytes, &options), bytes))
+    Ok((check_file_bytes(path, &bytes, options), bytes))
 }
 
 /// Print one file's diagnostics in the chosen format; the human format stops after `max`

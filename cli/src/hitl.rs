@@ -217,6 +217,10 @@ pub struct ResumeArgs {
     /// --allow-path`).
     #[arg(long = "allow-path", value_name = "DIR")]
     pub allow_paths: Vec<PathBuf>,
+    /// Read the pack at this spec level instead of the one its `$schema` claims (as
+    /// `packc run --spec-level`).
+    #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
     /// Answer the calls from a host script (as `packc run --host`).
     #[arg(long, value_name = "FILE", conflicts_with = "provider")]
     pub host: Option<PathBuf>,
@@ -247,7 +251,7 @@ pub struct ResumeArgs {
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
     let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
-    let module = match crate::run::load_module(&pack, &args.allow_paths)? {
+    let module = match crate::run::load_module(&pack, &args.allow_paths, args.spec_level)? {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };

@@ -118,6 +118,19 @@ pub struct RunArgs {
     /// output alone.
     #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
     pub format: crate::Format,
+    /// Bind a provider key of the pack's `requires.providers` to a server (repeatable):
+    /// `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`. Calls routed to KEY (RFC 0017)
+    /// go there; `default` falls back to `--provider openai --model NAME [--base-url]`.
+    #[arg(long = "bind-provider", value_name = "KEY=URL,model=NAME", value_parser = parse_binding, conflicts_with = "host")]
+    pub bind_provider: Vec<ProviderBinding>,
+    /// Read the pack at this spec level instead of the one its `$schema` claims
+    /// (1.5, 1.5.1, 1.8 or 1.9).
+    #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
+    /// The environment the run is in: a pack whose governance lists
+    /// `approved_environments` without NAME is refused before any call (RFC 0013).
+    #[arg(long, value_name = "NAME")]
+    pub environment: Option<String>,
 }
 
 /// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a
@@ -144,6 +157,50 @@ pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     format!("error[{}]: {message}{hint}", e.kind.as_str())
 }
 
+/// One `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderBinding {
+    /// The provider key.
+    pub key: String,
+    /// The API base URL.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The environment variable holding the API key, if any.
+    pub key_env: Option<String>,
+}
+
+/// Parses `KEY=URL,model=NAME[,key-env=VAR]`.
+pub fn parse_binding(text: &str) -> Result<ProviderBinding, String> {
+    let mut parts = text.split(',');
+    let first = parts.next().unwrap_or_default();
+    let (key, url) = first
+        .split_once('=')
+        .filter(|(k, u)| !k.is_empty() && !u.is_empty())
+        .ok_or_else(|| format!("`{text}`: expected KEY=URL,model=NAME[,key-env=VAR]"))?;
+    let mut binding = ProviderBinding {
+        key: key.trim().to_owned(),
+        base_url: url.trim().to_owned(),
+        model: String::new(),
+        key_env: None,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("model", v)) => binding.model = v.trim().to_owned(),
+            Some(("key-env", v)) => binding.key_env = Some(v.trim().to_owned()),
+            _ => {
+                return Err(format!(
+                    "`{part}` in `{text}`: expected model=NAME or key-env=VAR"
+                ))
+            }
+        }
+    }
+    if binding.model.is_empty() {
+        return Err(format!("`{text}`: name the model with `,model=NAME`"));
+    }
+    Ok(binding)
+}
+
 /// A model API `packc run` can call.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Provider {
@@ -154,11 +211,16 @@ pub enum Provider {
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
 /// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let module = match load_module(&args.pack, &args.allow_paths)? {
+    let module = match load_module(&args.pack, &args.allow_paths, args.spec_level)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    let live = args.host.is_none() && (args.provider.is_some() || args.tools.is_some());
+    if let Err(refusal) = packc_host::governance::admission(&module, args.environment.as_deref()) {
+        eprintln!("error: {refusal}");
+        return Ok(ExitCode::from(2));
+    }
+    let live = args.host.is_none()
+        && (args.provider.is_some() || args.tools.is_some() || !args.bind_provider.is_empty());
     if args.save.is_some() || args.interactive {
         return run_to_caller(args, module, live);
     }
@@ -245,6 +307,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
                     "note: the run stopped {why}; run it with --save FILE, then `packc resume FILE --event NAME`"
                 );
             }
+            print_reply(&outcome, args.quiet);
             Ok(ExitCode::SUCCESS)
         }
         Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
@@ -252,6 +315,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             eprintln!("{}", error_line(&e));
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// The last turn's reply (RFC 0014 reply assembly), on stderr, when it says more than the
+/// output: several states contributed text, or the output is not that text.
+pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
+    if quiet || outcome.reply.is_empty() || outcome.output.as_str() == Some(&outcome.reply) {
+        return;
+    }
+    eprintln!("reply:");
+    for line in outcome.reply.lines() {
+        eprintln!("  {line}");
     }
 }
 
@@ -355,15 +430,21 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
 
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
 /// source, reading the files it names from its folder and the `allow` folders
-/// (`--allow-path`). Diagnostics are printed to stderr (warnings too); `Err(code)` when
-/// the source has errors.
-pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Module, ExitCode>> {
+/// (`--allow-path`) at `spec_level` when given (else at the level its `$schema` claims;
+/// an artifact keeps the level it was built at). Diagnostics are printed to stderr
+/// (warnings and notes too); `Err(code)` when the source has errors.
+pub(crate) fn load_module(
+    path: &Path,
+    allow: &[PathBuf],
+    spec_level: Option<ir_spec::SpecLevel>,
+) -> Result<Result<Module, ExitCode>> {
     let allow = crate::check::allowed_folders(allow)?;
     if crate::inspect::is_artifact(path)? {
         return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
     }
     let limits = packc_compiler::load::Limits::default();
-    let (checked, bytes) = crate::check::check_file_with(path, &limits, &allow)?;
+    let options = crate::check::options_for(path, &limits, &allow, spec_level);
+    let (checked, bytes) = crate::check::check_file(path, &options)?;
     // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
     // checker found (a misspelled tool name) must not look clean.
     if !checked.diagnostics.is_empty() {
@@ -386,7 +467,6 @@ pub(crate) fn load_module(path: &Path, allow: &[PathBuf]) -> Result<Result<Modul
             return Ok(Err(ExitCode::from(1)));
         }
     }
-    let options = crate::check::options_for(path, &limits, &allow);
     Ok(Ok(packc_compiler::lower(&checked, &options)?))
 }
 

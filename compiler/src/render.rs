@@ -284,6 +284,7 @@ pub fn human(
         let (kind, label_color) = match d.severity {
             Severity::Error => (ReportKind::Error, Color::Red),
             Severity::Warning => (ReportKind::Warning, Color::Yellow),
+            Severity::Note => (ReportKind::Custom("Note", Color::Cyan), Color::Cyan),
         };
         let primary = src.primary_span(d).map(char_span);
         let anchor = primary.clone().unwrap_or(0..0);
@@ -343,6 +344,7 @@ fn write_cut(
     let word = match d.severity {
         Severity::Error => "Error",
         Severity::Warning => "Warning",
+        Severity::Note => "Note",
     };
     writeln!(
         out,

@@ -95,12 +95,16 @@ pub struct Expect {
     pub at: Option<String>,
     /// `warnings`; `None` = not compared.
     pub warnings: Option<BTreeSet<String>>,
+    /// `notes`; `None` = not compared. Notes never count as warnings.
+    pub notes: Option<BTreeSet<String>>,
     /// `error`: a runtime error kind.
     pub error: Option<String>,
     /// `output` (`Some(Value::Null)` for an explicit `output: null`).
     pub output: Option<Value>,
     /// `state`.
     pub state: Option<String>,
+    /// `reply`: the last turn's reply (RFC 0014 reply assembly); `None` = not compared.
+    pub reply: Option<String>,
     /// `calls`.
     pub calls: Option<Vec<Value>>,
     /// `trace`.
@@ -147,9 +151,11 @@ impl Case {
             compile_error: string(e, "compile_error"),
             at: string(e, "at"),
             warnings: strings("warnings").map(|w| w.into_iter().collect()),
+            notes: strings("notes").map(|w| w.into_iter().collect()),
             error: string(e, "error"),
             output: e.get("output").cloned(),
             state: string(e, "state"),
+            reply: string(e, "reply"),
             calls: e.get("calls").and_then(Value::as_array).cloned(),
             trace: strings("trace"),
         };

@@ -84,9 +84,11 @@ const MEMBERS: &[(Section, &str, Shape)] = &[
     (Section::Expect, "compile_error", Shape::String),
     (Section::Expect, "at", Shape::String),
     (Section::Expect, "warnings", Shape::Strings),
+    (Section::Expect, "notes", Shape::Strings),
     (Section::Expect, "error", Shape::String),
     (Section::Expect, "output", Shape::Any),
     (Section::Expect, "state", Shape::String),
+    (Section::Expect, "reply", Shape::String),
     (Section::Expect, "calls", Shape::ListOf(Section::Call)),
     (Section::Expect, "trace", Shape::Strings),
     (Section::Call, "prompt", Shape::String),
@@ -94,6 +96,7 @@ const MEMBERS: &[(Section, &str, Shape)] = &[
     (Section::Call, "system", Shape::Any),
     (Section::Call, "tool", Shape::String),
     (Section::Call, "args", Shape::Any),
+    (Section::Call, "provider", Shape::String),
 ];
 
 /// Finds the problems of a document that should be a `root` (a case file, or a host
@@ -252,10 +255,10 @@ impl Checker<'_> {
             );
         };
         let e = |k: &str| expect.get(k).is_some();
-        if !e("output") && !e("error") && !e("compile_error") && !e("warnings") {
+        if !e("output") && !e("error") && !e("compile_error") && !e("warnings") && !e("notes") {
             self.blame(
                 "/expect",
-                "`expect` expects nothing: give `output`, `error` or `compile_error` (or, for a case without `run`, `warnings`); a case that checks nothing would always pass".into(),
+                "`expect` expects nothing: give `output`, `error` or `compile_error` (or, for a case without `run`, `warnings` or `notes`); a case that checks nothing would always pass".into(),
             );
         } else if has("run") && !e("output") && !e("error") && !e("compile_error") {
             self.blame(

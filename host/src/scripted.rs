@@ -30,9 +30,21 @@ impl ScriptedHost {
 }
 
 impl Host for ScriptedHost {
+    /// A model call takes its answers from the queue keyed `provider/prompt_task` when
+    /// the script has one (`default/x` included), and from that queue only; otherwise
+    /// from the plain `prompt_task` queue (`later-versions.md` §3).
     fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let keyed;
         let (queues, what, name) = match call.prompt_task() {
-            Some(prompt) => (&mut self.prompts, "prompt", prompt),
+            Some(prompt) => {
+                keyed = format!("{}/{prompt}", call.provider().unwrap_or("default"));
+                let name = if self.prompts.contains_key(&keyed) {
+                    keyed.as_str()
+                } else {
+                    prompt
+                };
+                (&mut self.prompts, "prompt", name)
+            }
             None => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {

@@ -48,16 +48,15 @@ use crate::trace::TraceEvent;
 /// The eight bytes every snapshot starts with.
 pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 
-/// The snapshot format version this VM writes. It reads this one and format 3; others
-/// are refused. (2: the body carries the run's value and snapshot limits; 3: and
-/// `max_built_bytes`, and one eval record per step completion; 4: the body no longer
-/// carries the run's options (limits, `max_host_calls`, `record_calls`), which restore
-/// takes from the embedder, so a snapshot cannot raise or lift them.)
+/// The snapshot format version this VM writes and reads; other versions are refused.
+/// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`,
+/// and one eval record per step completion; 4: each model call record carries its
+/// provider key, and the body no longer carries the run's options (limits,
+/// `max_host_calls`, `record_calls`), which restore takes from the embedder, so a
+/// snapshot cannot raise or lift them.) Older snapshots are refused rather than read:
+/// their call records lack the provider, and their module fingerprint predates the
+/// spec level.
 pub const FORMAT_VERSION: u16 = 4;
-
-/// The oldest snapshot format this VM reads: 3, whose body also holds the options of
-/// the run that wrote it (ignored on restore).
-pub const OLDEST_FORMAT_VERSION: u16 = 3;
 
 const HEADER: usize = 8 + 2 + 8;
 const TRAILER: usize = 8;
@@ -122,51 +121,6 @@ struct Body {
     io: Io,
 }
 
-/// The options a format 3 body holds between the host variables and the state; read
-/// and dropped.
-#[derive(Serialize, Deserialize)]
-struct OptionsV3 {
-    record_calls: bool,
-    max_host_calls: Option<u64>,
-    max_value_bytes: usize,
-    max_value_depth: usize,
-    max_snapshot_bytes: usize,
-    max_built_bytes: usize,
-}
-
-/// A format 3 body: [`Body`] with the writer's options inside.
-#[derive(Serialize, Deserialize)]
-struct BodyV3 {
-    target: Target,
-    #[serde(with = "map_text")]
-    host_vars: Map<String, Value>,
-    options: OptionsV3,
-    workflow_run: bool,
-    top: Top,
-    #[serde(with = "value_text")]
-    input: Value,
-    wf: Wf,
-    walk: Walk,
-    lanes: Vec<Lane>,
-    io: Io,
-}
-
-impl BodyV3 {
-    fn into_body(self) -> Body {
-        Body {
-            target: self.target,
-            host_vars: self.host_vars,
-            workflow_run: self.workflow_run,
-            top: self.top,
-            input: self.input,
-            wf: self.wf,
-            walk: self.walk,
-            lanes: self.lanes,
-            io: self.io,
-        }
-    }
-}
-
 /// FNV-1a, 64 bits: tiny and stable across platforms and Rust versions.
 #[derive(Clone, Copy)]
 struct Fnv(u64);
@@ -212,7 +166,7 @@ pub fn fingerprint(module: &Module) -> u64 {
     // Postcard fails only on a full fixed buffer (this flavor has none), on sequences of
     // unknown length (the IR has none) and on custom errors (the IR's JSON values are
     // written as text, which cannot fail).
-    postcard::serialize_with_flavor(module, Fnv::new()).unwrap_or(0)
+    postcard::serialize_with_flavor(&(module, &module.spec), Fnv::new()).unwrap_or(0)
 }
 
 /// A postcard flavor appending to a `Vec` that refuses to grow past `max` bytes, so a
@@ -341,7 +295,7 @@ impl Run {
             u64::from_le_bytes(b)
         };
         let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        if version != FORMAT_VERSION {
             return Err(SnapshotError::Version {
                 found: version,
                 supported: FORMAT_VERSION,
@@ -358,12 +312,7 @@ impl Run {
         }
         let decode = |e: postcard::Error| SnapshotError::Decode(e.to_string());
         let body_bytes = &bytes[HEADER..end];
-        let (body, rest) = if version == FORMAT_VERSION {
-            postcard::take_from_bytes::<Body>(body_bytes).map_err(decode)?
-        } else {
-            let (old, rest) = postcard::take_from_bytes::<BodyV3>(body_bytes).map_err(decode)?;
-            (old.into_body(), rest)
-        };
+        let (body, rest) = postcard::take_from_bytes::<Body>(body_bytes).map_err(decode)?;
         if !rest.is_empty() {
             return Err(SnapshotError::Decode(format!(
                 "{} bytes after the body",
@@ -605,6 +554,7 @@ enum SnapRecord {
         prompt: String,
         input: T,
         system: String,
+        provider: Option<String>,
     },
     Tool {
         tool: String,
@@ -630,10 +580,12 @@ pub(crate) mod calls_text {
                             prompt,
                             input,
                             system,
+                            provider,
                         } => SnapRecord::Model {
                             prompt: prompt.clone(),
                             input: T(input.clone()),
                             system: system.clone(),
+                            provider: provider.clone(),
                         },
                         CallRecord::Tool { tool, args } => SnapRecord::Tool {
                             tool: tool.clone(),
@@ -659,10 +611,12 @@ pub(crate) mod calls_text {
                             prompt,
                             input,
                             system,
+                            provider,
                         } => CallRecord::Model {
                             prompt,
                             input: input.0,
                             system,
+                            provider,
                         },
                         SnapRecord::Tool { tool, args } => CallRecord::Tool { tool, args: args.0 },
                     },
@@ -713,94 +667,6 @@ pub(crate) mod artifacts_text {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Writes `run` as a format 3 snapshot would have: the body with the writer's
-    /// options between the host variables and the state.
-    fn v3_bytes(run: &Run, options: OptionsV3) -> Vec<u8> {
-        let bytes = run.snapshot();
-        let end = bytes.len() - TRAILER;
-        let body: Body = postcard::from_bytes(&bytes[HEADER..end]).unwrap();
-        let old = BodyV3 {
-            target: body.target,
-            host_vars: body.host_vars,
-            options,
-            workflow_run: body.workflow_run,
-            top: body.top,
-            input: body.input,
-            wf: body.wf,
-            walk: body.walk,
-            lanes: body.lanes,
-            io: body.io,
-        };
-        let mut out = bytes[..HEADER].to_vec();
-        out[8..10].copy_from_slice(&3u16.to_le_bytes());
-        out.extend_from_slice(&postcard::to_allocvec(&old).unwrap());
-        let sum = fnv(&out);
-        out.extend_from_slice(&sum.to_le_bytes());
-        out
-    }
-
-    #[test]
-    fn format_3_snapshots_load_and_their_options_are_ignored() {
-        use crate::{Input, Need, Target};
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../examples/rfc0010-ex3.pack.yaml"
-        );
-        let options = packc_compiler::Options {
-            base_dir: std::path::Path::new(path).parent().map(Into::into),
-            ..Default::default()
-        };
-        let checked = packc_compiler::check_bytes(&std::fs::read(path).unwrap(), &options);
-        let module = packc_compiler::lower(&checked, &options).unwrap();
-        let program = Arc::new(Program::new(module).unwrap());
-        let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
-        assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
-        let turn = serde_json::json!({"text": "doc"});
-        assert_eq!(run.resume(Input::Turn(turn)).unwrap(), Need::Calls);
-        // A format 3 snapshot whose writer lifted every limit.
-        let lifted = OptionsV3 {
-            record_calls: true,
-            max_host_calls: Some(u64::MAX),
-            max_value_bytes: usize::MAX,
-            max_value_depth: usize::MAX,
-            max_snapshot_bytes: usize::MAX,
-            max_built_bytes: usize::MAX,
-        };
-        let old = v3_bytes(&run, lifted);
-        assert_eq!(u16::from_le_bytes([old[8], old[9]]), 3);
-        let tight = RunOptions {
-            max_value_bytes: 3,
-            ..RunOptions::default()
-        };
-        let mut restored = Run::restore_with(program.clone(), &old, &tight).unwrap();
-        // The same state, written again in the current format.
-        assert_eq!(restored.snapshot(), run.snapshot());
-        assert_eq!(restored.limits, Limits::of(&tight));
-        assert_eq!(
-            (restored.record_calls, restored.max_host_calls),
-            (false, None)
-        );
-        let id = restored.pending().next().unwrap().id();
-        let answer = crate::Answer::Output {
-            output: serde_json::json!("longer than three"),
-            event: None,
-        };
-        let e = restored.resume(Input::Answer(id, answer)).unwrap_err();
-        assert!(e.message.contains("max_value_bytes"), "{e}");
-        // Format 2 and format 5 are refused by name.
-        for v in [2u16, FORMAT_VERSION + 1] {
-            let mut b = old.clone();
-            b[8..10].copy_from_slice(&v.to_le_bytes());
-            assert_eq!(
-                Run::restore(program.clone(), &b).unwrap_err(),
-                SnapshotError::Version {
-                    found: v,
-                    supported: FORMAT_VERSION
-                }
-            );
-        }
-    }
 
     #[test]
     fn fnv_matches_the_reference_vectors() {

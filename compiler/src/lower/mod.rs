@@ -7,10 +7,12 @@
 //! One module per job:
 //! - [`prompts`]: prompts (templates, variables, offered tools, policy) and tools;
 //! - [`workflow`]: states, transitions, budget, artifacts, agents;
-//! - [`compositions`]: steps in walk order, bindings, predicates.
+//! - [`compositions`]: steps in walk order, bindings, predicates;
+//! - [`spec`]: the spec level, who holds the turn, providers, governance.
 
 mod compositions;
 mod prompts;
+pub(crate) mod spec;
 mod workflow;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -26,6 +28,8 @@ pub struct LowerOptions {
     /// embedded. `None` for a pack that is not a file (inline in a case file): schema
     /// names are kept without a schema.
     pub base_dir: Option<PathBuf>,
+    /// The spec level override (`--spec-level`); `None` reads the pack's `$schema` claim.
+    pub spec_level: Option<ir_spec::SpecLevel>,
     /// Further folders the files a pack names may be read from (see
     /// [`crate::paths::Folders::allow`]).
     pub allow_paths: Vec<PathBuf>,
@@ -85,6 +89,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
     compositions::lower_all(&mut cx)?;
     workflow::lower_workflow(&mut cx, artifacts)?;
     workflow::lower_agents(&mut cx)?;
+    spec::lower_spec(&mut cx, crate::schema::level_of(pack, options.spec_level));
     Ok(cx.module)
 }
 
