@@ -99,25 +99,31 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
     }
 }
 
-/// Only PromptPack v1.5 is checked today; `spec_level` names it or is left out.
-fn spec_level(level: Option<&str>) -> PyResult<()> {
-    match level {
-        None | Some("1.5") | Some("v1.5") => Ok(()),
-        Some(other) => Err(PyValueError::new_err(format!(
-            "spec_level={other:?}: this packc checks PromptPack v1.5 (spec_level=\"v1.5\" or None)"
-        ))),
-    }
+/// `spec_level`: `None` reads the pack's `$schema` claim; otherwise a level (`"1.5"`,
+/// `"1.5.1"`, `"1.8"`, `"1.9"`, or a version such as `"v1.7"` that names its level)
+/// overriding the claim, as `packc check --spec-level`.
+fn spec_level(level: Option<&str>) -> PyResult<Option<ir_spec::SpecLevel>> {
+    level
+        .map(|text| {
+            ir_spec::SpecLevel::parse(text.strip_prefix('v').unwrap_or(text)).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "spec_level={text:?} is not a spec level: use \"1.5\", \"1.5.1\", \"1.8\" or \"1.9\""
+                ))
+            })
+        })
+        .transpose()
 }
 
-fn options(src: &Source) -> Options {
+fn options(src: &Source, spec_level: Option<ir_spec::SpecLevel>) -> Options {
     Options {
         base_dir: src.base_dir.clone(),
+        spec_level,
         ..Options::default()
     }
 }
 
 /// Checks a source; `strict_json` (text with `format="json"`) first requires JSON.
-fn check_source(src: &Source, strict_json: bool) -> Checked {
+fn check_source(src: &Source, strict_json: bool, level: Option<ir_spec::SpecLevel>) -> Checked {
     if strict_json {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(&src.bytes) {
             let offset = offset_of(&src.bytes, e.line(), e.column());
@@ -130,7 +136,7 @@ fn check_source(src: &Source, strict_json: bool) -> Checked {
             };
         }
     }
-    check_bytes(&src.bytes, &options(src))
+    check_bytes(&src.bytes, &options(src, level))
 }
 
 /// The byte offset of a 1-based line and column.
@@ -203,10 +209,10 @@ fn check(
     format: Option<&str>,
     spec_level: Option<&str>,
 ) -> PyResult<Vec<Py<Diagnostic>>> {
-    self::spec_level(spec_level)?;
+    let level = self::spec_level(spec_level)?;
     let strict = text.is_some() && format == Some("json");
     let src = source(path, text, format)?;
-    let checked = py.detach(|| check_source(&src, strict));
+    let checked = py.detach(|| check_source(&src, strict, level));
     diagnostics(py, &src, &checked)
 }
 
@@ -224,15 +230,15 @@ fn compile(
     format: Option<&str>,
     spec_level: Option<&str>,
 ) -> PyResult<Artifact> {
-    self::spec_level(spec_level)?;
+    let level = self::spec_level(spec_level)?;
     let strict = text.is_some() && format == Some("json");
     let src = source(path, text, format)?;
     let (checked, built) = py.detach(|| {
-        let checked = check_source(&src, strict);
+        let checked = check_source(&src, strict, level);
         if checked.has_errors() {
             return (checked, None);
         }
-        let built = packc_compiler::artifact(&checked, &src.bytes, &options(&src));
+        let built = packc_compiler::artifact(&checked, &src.bytes, &options(&src, level));
         (checked, Some(built))
     });
     match built {

@@ -464,6 +464,7 @@ pub struct Call {
     kind: &'static str,
     prompt_task: Option<String>,
     tool: Option<String>,
+    provider: Option<String>,
     branch: Option<u32>,
     input: PyOnceLock<Py<PyAny>>,
     system: OnceLock<String>,
@@ -477,6 +478,7 @@ impl Call {
             kind: kind_of(view),
             prompt_task: view.prompt_task().map(str::to_owned),
             tool: view.tool().map(str::to_owned),
+            provider: view.provider().map(str::to_owned),
             branch: view.branch(),
             input: PyOnceLock::new(),
             system: OnceLock::new(),
@@ -528,10 +530,11 @@ impl Call {
         self.tool.as_deref()
     }
 
-    /// The provider a model call names; `None`: the host's default provider.
+    /// A model call's effective provider key (RFC 0017: the step's `provider`, else its
+    /// prompt's, else `"default"`), resolved at compile time; `None` for a tool call.
     #[getter]
     fn provider(&self) -> Option<&str> {
-        None
+        self.provider.as_deref()
     }
 
     /// Inside a parallel step, the 0-based branch index; `None` elsewhere.

@@ -117,3 +117,30 @@ def test_inspect_gives_header_targets_and_bounds() -> None:
     assert info["prompts"] == ["doc_classifier", "research_paper_extractor", "general_doc_extractor"]
     assert info["bounds"]["compositions"]["analyze_document"] == {"model": 2, "tool": 0}
     assert info["bounds"]["workflow_turn"]["executions"] == 1
+
+
+CONTROL_PACK = """
+id: t
+name: T
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: hi}
+workflow:
+  version: 1
+  entry: a
+  states:
+    a: {prompt_task: p, control: agent}
+"""
+
+
+def test_spec_level_overrides_the_claim() -> None:
+    # `control` is a v1.7 member: a schema violation at the unclaimed level 1.5 ...
+    low = packc.check(text=CONTROL_PACK)
+    assert "schema_violation" in {d.kind for d in low}
+    assert any(d.pointer == "/workflow/states/a/control" for d in low)
+    # ... and known at 1.8 and 1.9, named as a level or as a version.
+    for level in ["1.8", "1.9", "v1.7"]:
+        kinds = {d.kind for d in packc.check(text=CONTROL_PACK, spec_level=level)}
+        assert "schema_violation" not in kinds, (level, kinds)
+    assert packc.compile(text=CONTROL_PACK, spec_level="1.9").inspect()

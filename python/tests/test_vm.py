@@ -21,7 +21,7 @@ def test_ex2_step_by_step(ex2_program: packc.Program) -> None:
     assert [c.id for c in run.pending] == [call.id]
     assert call.kind == "model"
     assert call.prompt_task == "doc_classifier"
-    assert call.tool is None and call.branch is None and call.provider is None
+    assert call.tool is None and call.branch is None and call.provider == "default"
     assert call.input == TEXT
     assert call.system.startswith("Classify the document") and call.system.endswith(TEXT)
     assert call.history == []

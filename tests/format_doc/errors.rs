@@ -68,6 +68,8 @@ fn fix_crc(mut bytes: Vec<u8>) -> Vec<u8> {
 struct Marked {
     artifact: Artifact,
     modl: Vec<u8>,
+    /// The `spec` section's payload, written after `MODL` as `Artifact::encode` does.
+    spec: Vec<u8>,
 }
 
 const VALUE_FIELDS: [(&str, &str); 5] = [
@@ -129,7 +131,12 @@ impl Marked {
             other => panic!("step 4 is {other:?}"),
         }
         let modl = postcard::to_allocvec(&a.module).unwrap();
-        Marked { artifact: a, modl }
+        let spec = postcard::to_allocvec(&a.module.spec).unwrap();
+        Marked {
+            artifact: a,
+            modl,
+            spec,
+        }
     }
 
     /// The artifact with the JSON text of the field marked `marker` replaced by `text`.
@@ -152,7 +159,10 @@ impl Marked {
         Container::encode(
             self.artifact.source_hash,
             &self.artifact.compiler,
-            &[(Tag(*b"MODL"), &modl)],
+            &[
+                (Tag(*b"MODL"), &modl),
+                (ir_spec::artifact::SPEC, &self.spec),
+            ],
         )
     }
 }
@@ -316,11 +326,18 @@ fn the_reading_order_is_the_documented_one() {
     v2[8] = 2;
     let mut flipped = bytes.clone();
     flipped[len / 2] ^= 0x10;
-    // MODL's length, just after its tag, said one byte longer (the checksum made valid).
+    // The last section's length, just after its tag, said one byte longer (the checksum
+    // made valid).
     let mut longer = bytes.clone();
-    let at = bytes.windows(4).position(|w| w == b"MODL").unwrap() + 4;
-    let modl_len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-    longer[at..at + 4].copy_from_slice(&(modl_len + 1).to_le_bytes());
+    let last = Container::decode(&bytes, usize::MAX)
+        .unwrap()
+        .sections
+        .last()
+        .unwrap()
+        .0;
+    let at = bytes.windows(4).rposition(|w| w == last.0).unwrap() + 4;
+    let last_len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    longer[at..at + 4].copy_from_slice(&(last_len + 1).to_le_bytes());
     let cases: Vec<(&str, Vec<u8>, Result<(), &str>)> = vec![
         ("empty", vec![], Err("truncated")),
         ("5 bytes of magic", bytes[..5].to_vec(), Err("truncated")),
@@ -340,7 +357,11 @@ fn the_reading_order_is_the_documented_one() {
             fix_crc(bytes[..len - 9].to_vec()),
             Err("truncated"),
         ),
-        ("MODL one byte longer", fix_crc(longer), Err("truncated")),
+        (
+            "last section one byte longer",
+            fix_crc(longer),
+            Err("truncated"),
+        ),
         ("major 2", v2.clone(), Err("unsupported_version")),
         (
             "major 2, 12 bytes",
