@@ -1,5 +1,5 @@
 //! Every pack of `../shared/corpus` that checks without errors also lowers: the module
-//! validates, survives a postcard round trip, and each of its targets (the workflow,
+//! validates, survives an artifact round trip (postcard `MODL` and `spec` sections), and each of its targets (the workflow,
 //! every agent member, every composition) runs without panicking against a host whose
 //! every call fails. One test per file; skipped cleanly when `../shared` is absent.
 
@@ -45,10 +45,17 @@ fn run(path: &PathBuf) -> Result<(), Failed> {
     }
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
     module.validate().map_err(|e| e.to_string())?;
-    let encoded = postcard::to_allocvec(&module).map_err(|e| e.to_string())?;
-    let decoded: ir_spec::Module = postcard::from_bytes(&encoded).map_err(|e| e.to_string())?;
+    // Through the artifact: the `MODL` section and the optional `spec` section.
+    let artifact = ir_spec::Artifact {
+        source_hash: [0; 32],
+        compiler: "packc".into(),
+        module: module.clone(),
+    };
+    let decoded = ir_spec::Artifact::decode(&artifact.encode(), usize::MAX)
+        .map_err(|e| e.to_string())?
+        .module;
     if decoded != module {
-        return Err("the postcard round trip changed the module".into());
+        return Err("the artifact round trip changed the module".into());
     }
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
     let module = program.module();
