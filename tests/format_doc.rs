@@ -127,7 +127,11 @@ fn expected_summary(a: &Artifact) -> Value {
         })
         .collect();
     json!({
-        "format": "1.0",
+        "format": format!(
+            "{}.{}",
+            ir_spec::container::FORMAT_MAJOR,
+            ir_spec::container::FORMAT_MINOR
+        ),
         "compiler": a.compiler,
         "sections": ["MODL"],
         "pack": m.id,
@@ -510,6 +514,7 @@ fn every_variant() -> Artifact {
             parameters: ir_spec::JsonText::from_value(
                 &json!({"temperature": 0.7, "max_tokens": 256}),
             ),
+            guards: every_guard(),
         }],
         tools: vec![Tool {
             key: StrId(1),
@@ -697,6 +702,44 @@ fn the_format_doc_reader_limits_json_depth() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("nested deeper than 127"), "{stderr}");
+}
+
+/// One guard of each [`ir_spec::Check`] variant, across every [`ir_spec::Direction`].
+fn every_guard() -> Vec<ir_spec::Guard> {
+    use ir_spec::{Check, Direction, Guard};
+    let checks = vec![
+        Check::BannedWords {
+            words: vec!["darn".into(), "heck".into()],
+            word_boundary: true,
+        },
+        Check::MaxLength {
+            max_characters: Some(200),
+            max_tokens: None,
+        },
+        Check::MaxSentences(3),
+        Check::ContainsAll(vec!["id".into()]),
+        Check::ContainsAny(vec!["yes".into(), "no".into()]),
+        Check::Regex {
+            pattern: "^[a-z]+$".into(),
+            expect_match: false,
+        },
+        Check::JsonValid,
+        Check::JsonSchema(ir_spec::JsonText::from_value(&json!({"type": "object"}))),
+        Check::Host {
+            params: ir_spec::JsonText::from_value(&json!({"threshold": 0.8})),
+        },
+    ];
+    let directions = [Direction::Output, Direction::Input, Direction::Both];
+    checks
+        .into_iter()
+        .enumerate()
+        .map(|(i, check)| Guard {
+            name: format!("type{i}"),
+            check,
+            message: "no".into(),
+            direction: directions[i % 3],
+        })
+        .collect()
 }
 
 /// The type listings `ppk_dump.py` decodes with are the tables of FORMAT.md §2.3–§2.6,

@@ -50,6 +50,9 @@ pub struct RunSpec {
     pub prompts: BTreeMap<String, VecDeque<Value>>,
     /// `host.tools`: answers keyed by tool key.
     pub tools: BTreeMap<String, VecDeque<Value>>,
+    /// `host.guards`: host validators' answers (`{output: {pass: bool}}`) keyed by
+    /// validator type.
+    pub guards: BTreeMap<String, VecDeque<Value>>,
     /// `host.clock` (default `[0]`).
     pub clock: Vec<u64>,
     /// `host.variables`.
@@ -184,6 +187,7 @@ fn parse_run(run: &Value) -> Result<RunSpec, String> {
         script,
         prompts: queues("prompts"),
         tools: queues("tools"),
+        guards: queues("guards"),
         clock,
         variables: host
             .and_then(|h| h.get("variables"))

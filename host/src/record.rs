@@ -112,6 +112,7 @@ pub fn to_case(
         script: spec.script.to_vec(),
         prompts: queues(&replay.prompts),
         tools: queues(&replay.tools),
+        guards: BTreeMap::new(),
         clock: recording.clock.clone(),
         variables: spec.variables.clone(),
     };

@@ -13,6 +13,7 @@ use crate::case::RunSpec;
 pub struct ScriptedHost {
     prompts: BTreeMap<String, VecDeque<Value>>,
     tools: BTreeMap<String, VecDeque<Value>>,
+    guards: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     reads: usize,
 }
@@ -23,6 +24,7 @@ impl ScriptedHost {
         ScriptedHost {
             prompts: spec.prompts.clone(),
             tools: spec.tools.clone(),
+            guards: spec.guards.clone(),
             clock: spec.clock.clone(),
             reads: 0,
         }
@@ -31,9 +33,11 @@ impl ScriptedHost {
 
 impl Host for ScriptedHost {
     fn call(&mut self, call: &CallView<'_>) -> Answer {
-        let (queues, what, name) = match call.prompt_task() {
-            Some(prompt) => (&mut self.prompts, "prompt", prompt),
-            None => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
+        let guard = call.guard();
+        let (queues, what, name) = match (call.prompt_task(), &guard) {
+            (Some(prompt), _) => (&mut self.prompts, "prompt", prompt),
+            (None, Some(g)) => (&mut self.guards, "guard", g.validator),
+            (None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
             Some(answer) => parse_answer(&answer),

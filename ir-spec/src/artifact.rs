@@ -140,6 +140,7 @@ mod tests {
                 tools: vec![ToolRef::Tool(ToolId(0))],
                 policy: ToolPolicy::default(),
                 parameters: crate::JsonText::from_value(&serde_json::json!({"temperature": 0.2})),
+                guards: vec![],
             }],
             tools: vec![Tool {
                 key: StrId(1),

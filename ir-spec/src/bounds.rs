@@ -575,6 +575,7 @@ mod tests {
                 .collect(),
             policy,
             parameters: crate::JsonText::from_value(&serde_json::Value::Null),
+            guards: Vec::new(),
         }
     }
 

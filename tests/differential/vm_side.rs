@@ -62,6 +62,7 @@ pub fn run(module: ir_spec::Module, g: &Generated) -> Result<Actual, String> {
         script: Vec::new(),
         prompts: queues(&g.prompts),
         tools: queues(&g.tools),
+        guards: BTreeMap::new(),
         clock: g.clock.clone(),
         variables: g.variables.clone(),
     };

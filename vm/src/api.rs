@@ -226,10 +226,32 @@ pub enum CallRecord {
         /// The arguments.
         args: Value,
     },
+    /// A host validator's `guard` call.
+    Guard {
+        /// The validator's `type`.
+        validator: String,
+        /// Its `params`.
+        params: Value,
+        /// The text it judges.
+        text: String,
+    },
+    /// Not a host call: a validator fired on the answer of the model call before it (or,
+    /// with `direction: input`, on the input of a call that was then not made).
+    Guardrail {
+        /// The validator's `type`, as written in the pack.
+        validator: String,
+        /// The step id, the state name, or the plain agent member's key.
+        at: String,
+        /// What it did.
+        action: crate::GuardAction,
+        /// The length of the text it read, in characters.
+        length: u64,
+    },
 }
 
 impl CallRecord {
-    /// The record as the case format writes it: `{prompt, input, system}` or `{tool, args}`.
+    /// The record as the case format writes it: `{prompt, input, system}`, `{tool, args}`
+    /// `{guard, params, text}` or `{guardrail, at, action, length}`.
     pub fn to_json(&self) -> Value {
         match self {
             CallRecord::Model {
@@ -238,6 +260,19 @@ impl CallRecord {
                 system,
             } => serde_json::json!({"prompt": prompt, "input": input, "system": system}),
             CallRecord::Tool { tool, args } => serde_json::json!({"tool": tool, "args": args}),
+            CallRecord::Guard {
+                validator,
+                params,
+                text,
+            } => serde_json::json!({"guard": validator, "params": params, "text": text}),
+            CallRecord::Guardrail {
+                validator,
+                at,
+                action,
+                length,
+            } => serde_json::json!({
+                "guardrail": validator, "at": at, "action": action.as_str(), "length": length
+            }),
         }
     }
 }
@@ -279,6 +314,10 @@ pub enum ErrorKind {
     NoOutput,
     /// `limit_exceeded`
     LimitExceeded,
+    /// `guardrail_blocked`: a validator triggered on a structured answer (the call has an
+    /// `output_schema`, or the answer is JSON), which is never rewritten. Retried by a
+    /// `retry` modifier like a host error.
+    GuardrailBlocked,
     /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
     /// call, an input the run did not ask for), or the module is invalid.
     Protocol,
@@ -299,6 +338,7 @@ impl ErrorKind {
             ErrorKind::InvalidVariable => "invalid_variable",
             ErrorKind::NoOutput => "no_output",
             ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::GuardrailBlocked => "guardrail_blocked",
             ErrorKind::Protocol => "protocol",
         }
     }

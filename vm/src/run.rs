@@ -157,6 +157,10 @@ macro_rules! ctx {
             max_host_calls: $run.max_host_calls,
             max_built: $run.limits.max_built_bytes,
             start_ms: $run.wf.start_ms,
+            state: match $run.top {
+                Top::StatePrompt(s) => Some(s),
+                _ => None,
+            },
         }
     };
 }

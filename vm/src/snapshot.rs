@@ -388,6 +388,16 @@ fn check_fits(run: &Run) -> Result<(), &'static str> {
             step_ok(c, s)
         }
         TraceEvent::Branch(c, s, t) => step_ok(c, s) && t.is_none_or(|t| step_ok(c, t)),
+        TraceEvent::Guardrail { prompt, guard, at } => {
+            m.prompts
+                .get(prompt.index())
+                .is_some_and(|p| (guard as usize) < p.guards.len())
+                && match at {
+                    crate::trace::At::Step(c, s) => step_ok(c, s),
+                    crate::trace::At::State(s) => state_ok(s),
+                    crate::trace::At::Prompt(p) => p.index() < m.prompts.len(),
+                }
+        }
         TraceEvent::Transition {
             from,
             to,
@@ -536,6 +546,17 @@ enum SnapRecord {
         tool: String,
         args: T,
     },
+    Guardrail {
+        validator: String,
+        at: String,
+        action: crate::GuardAction,
+        length: u64,
+    },
+    Guard {
+        validator: String,
+        params: T,
+        text: String,
+    },
 }
 
 /// The call log.
@@ -565,6 +586,26 @@ pub(crate) mod calls_text {
                             tool: tool.clone(),
                             args: T(args.clone()),
                         },
+                        CallRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        } => SnapRecord::Guardrail {
+                            validator: validator.clone(),
+                            at: at.clone(),
+                            action: *action,
+                            length: *length,
+                        },
+                        CallRecord::Guard {
+                            validator,
+                            params,
+                            text,
+                        } => SnapRecord::Guard {
+                            validator: validator.clone(),
+                            params: T(params.clone()),
+                            text: text.clone(),
+                        },
                     },
                 )
             })
@@ -591,6 +632,26 @@ pub(crate) mod calls_text {
                             system,
                         },
                         SnapRecord::Tool { tool, args } => CallRecord::Tool { tool, args: args.0 },
+                        SnapRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        } => CallRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        },
+                        SnapRecord::Guard {
+                            validator,
+                            params,
+                            text,
+                        } => CallRecord::Guard {
+                            validator,
+                            params: params.0,
+                            text,
+                        },
                     },
                 )
             })

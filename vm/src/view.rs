@@ -57,6 +57,18 @@ impl std::fmt::Debug for BoundInput<'_> {
     }
 }
 
+/// A host validator's `guard` call, borrowed from the run ([`CallView::guard`]).
+#[derive(Clone, Debug)]
+pub struct GuardCall<'r> {
+    /// The validator's `type`, as written in the pack.
+    pub validator: &'r str,
+    /// Its `params` as JSON text (`{}` when absent).
+    pub params: &'r ir_spec::JsonText,
+    /// The text to judge: a string answer (or input) as it is, another answer in
+    /// compact JSON.
+    pub text: Cow<'r, str>,
+}
+
 /// A tool offered to a model, borrowed from the module.
 #[derive(Clone, Copy, Debug)]
 pub struct OfferedTool<'r> {
@@ -129,7 +141,44 @@ impl<'r> CallView<'r> {
                 Job::Prompt { .. } => None,
             },
             Call::LoopTool { block, req, .. } => self.request(block, req).map(|r| r.name.as_str()),
+            Call::Guard { .. } => None,
         }
+    }
+
+    /// A host validator's `guard` call (`later-versions.md` §4): the validator's type,
+    /// params and the text to judge. The host answers with the output `{pass: bool}`;
+    /// a failed or malformed answer counts as the validator triggering.
+    pub fn guard(&self) -> Option<GuardCall<'r>> {
+        let Call::Guard { guard, input } = self.call else {
+            return None;
+        };
+        let prompt = self.ctx.model_prompt(self.lane.job)?;
+        let g = &self.ctx.prog.m.prompts[prompt.index()].guards[guard as usize];
+        let params = match &g.check {
+            ir_spec::Check::Host { params } => params,
+            _ => return None,
+        };
+        let text = if input {
+            self.ctx
+                .model_env(self.lane.job)
+                .and_then(|env| match env.input.as_cow() {
+                    Cow::Borrowed(Value::String(s)) => Some(Cow::Borrowed(s.as_str())),
+                    Cow::Owned(Value::String(s)) => Some(Cow::Owned(s)),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        } else {
+            match &self.lane.result {
+                Some(Ok(Value::String(s))) => Cow::Borrowed(s.as_str()),
+                Some(Ok(v)) => Cow::Owned(v.to_string()),
+                _ => Cow::Borrowed(""),
+            }
+        };
+        Some(GuardCall {
+            validator: &g.name,
+            params,
+            text,
+        })
     }
 
     fn request(&self, block: u32, req: u32) -> Option<&'r crate::api::ToolRequest> {
@@ -158,6 +207,7 @@ impl<'r> CallView<'r> {
             Call::LoopTool { block, req, .. } => self
                 .request(block, req)
                 .map_or(null, |r| BoundInput(BVal::V(VRef::Val(&r.args)))),
+            Call::Guard { .. } => null,
         }
     }
 
@@ -305,6 +355,7 @@ impl std::fmt::Debug for CallView<'_> {
             .field("branch", &self.branch())
             .field("prompt", &self.prompt_task())
             .field("tool", &self.tool())
+            .field("guard", &self.guard().map(|g| g.validator))
             .finish()
     }
 }

@@ -70,6 +70,7 @@ impl Run {
                         max_host_calls: *max_host_calls,
                         max_built: limits.max_built_bytes,
                         start_ms: wf.start_ms,
+                        state: None,
                     };
                     let pumped = match pump(&ctx, lanes, io) {
                         Ok(pumped) => pumped,
