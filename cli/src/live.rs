@@ -50,6 +50,13 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             unbound.join(", ")
         );
     }
+    let unbound_guards: Vec<String> = packc_host::live::host_guard_types(&module)
+        .into_iter()
+        .filter(|t| !tools.guards.contains_key(t))
+        .collect();
+    if !unbound_guards.is_empty() {
+        bail!(packc_host::live::unbound_guards_message(&unbound_guards));
+    }
     let host = LiveHost::new(LiveConfig {
         model,
         tools,

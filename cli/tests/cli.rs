@@ -187,3 +187,36 @@ fn run_command_prints_the_output() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("host_error"));
 }
+
+#[test]
+fn check_lists_host_validators_without_counting_them() {
+    let pack = write_temp(
+        "guarded.pack.yaml",
+        br#"id: g
+name: G
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Hi.
+    validators:
+      - {type: max_length, params: {max_characters: 10}}
+      - {type: toxicity, params: {threshold: 0.5}}
+      - {type: pii_leakage, enabled: false}
+"#,
+    );
+    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let infos: Vec<&str> = stderr.lines().filter(|l| l.starts_with("info:")).collect();
+    assert_eq!(infos.len(), 1, "{stderr}");
+    assert!(infos[0].contains("guarded.pack.yaml:13:9"), "{stderr}");
+    assert!(
+        infos[0].contains("`toxicity` (/prompts/chat/validators/1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no problems"), "{stderr}");
+}

@@ -239,3 +239,88 @@ fn a_terminal_gets_a_status_line_and_a_summary() {
         "{shown}"
     );
 }
+
+/// A pack whose one prompt state has a `toxicity` host validator.
+const TOXIC_PACK: &str = r#"
+id: civil
+name: Civil
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Answer politely.
+    validators:
+      - type: toxicity
+        params: {threshold: 0.5}
+        message: Let's keep this civil.
+workflow:
+  version: 1
+  entry: main
+  states:
+    main: {prompt_task: chat, terminal: true}
+"#;
+
+#[test]
+fn a_host_validator_without_a_binding_is_refused_before_any_request() {
+    let server = MockServer::start(|_, _| Reply::text("you fool"));
+    let dir = scratch("toxic-unbound");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("toxicity"), "{stderr}");
+    assert!(server.received().is_empty(), "no request may be made");
+}
+
+#[test]
+fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
+    let server = MockServer::start(|_, _| Reply::text("you fool"));
+    let dir = scratch("toxic-bound");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    // The validator: fails any text containing "fool", and logs what it was asked.
+    std::fs::write(
+        dir.join("toxicity.py"),
+        "import json, sys\nreq = json.load(sys.stdin)\nopen('asked.json', 'w').write(json.dumps(req))\nprint(json.dumps({'pass': 'fool' not in req['text']}))\n",
+    )
+    .unwrap();
+    let bindings = dir.join("tools.yaml");
+    std::fs::write(
+        &bindings,
+        "guards:\n  toxicity: {command: [python3, toxicity.py], timeout_sec: 30}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#, "--tools"])
+        .arg(&bindings)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("note: python3 is not available; skipping");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, "Let's keep this civil.");
+    let asked: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("asked.json")).unwrap()).unwrap();
+    assert_eq!(
+        asked,
+        serde_json::json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": "you fool"})
+    );
+    assert_eq!(server.received().len(), 1);
+}

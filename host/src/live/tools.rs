@@ -10,7 +10,10 @@
 //!     http: http://127.0.0.1:8080/search          # JSON POST of the args
 //!     headers: {x-team: docs}
 //!     timeout_sec: 5
-//! ```
+//! guards:                         # host validators, by validator `type`
+//!   toxicity:
+//!     command: [python3, guards/toxicity.py]      # {"type","params","text"} on stdin
+//! ```                                             # answers {"pass": true|false}
 //!
 //! A command gets the arguments as JSON on stdin and answers with JSON on stdout; a
 //! non-zero exit is a tool error carrying the end of its stderr, and so is output that is
@@ -53,11 +56,16 @@ pub enum Binding {
     },
 }
 
-/// The tool bindings of a run, by tool key.
+/// The tool bindings of a run, by tool key, and the host validators' bindings, by
+/// validator type.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolBindings {
     /// Bindings by tool key.
     pub tools: BTreeMap<String, Binding>,
+    /// `guards:` bindings by validator type (`toxicity`, `pii_leakage`, …): a command
+    /// gets `{"type", "params", "text"}` as JSON on stdin, an endpoint as the POST body;
+    /// either answers `{"pass": true|false}`.
+    pub guards: BTreeMap<String, Binding>,
 }
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -75,76 +83,90 @@ impl ToolBindings {
     pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, String> {
         let loaded =
             packc_compiler::load::load_str(text, &Default::default()).map_err(|d| d.message)?;
-        let tools = loaded
-            .value
-            .get("tools")
-            .and_then(Value::as_object)
-            .ok_or("a tool bindings file needs a `tools` mapping")?;
-        let mut out = BTreeMap::new();
-        for (key, b) in tools {
-            let at = |m: &str| format!("tools.{key}: {m}");
-            let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
-            if let Some(k) = b
-                .keys()
-                .find(|k| !matches!(k.as_str(), "command" | "http" | "headers" | "timeout_sec"))
-            {
-                return Err(at(&format!("unknown member `{k}`")));
-            }
-            let timeout = match b.get("timeout_sec") {
-                None => DEFAULT_TIMEOUT,
-                Some(v) => v
-                    .as_f64()
-                    .filter(|s| s.is_finite() && *s > 0.0)
-                    .map(Duration::from_secs_f64)
-                    .ok_or_else(|| at("`timeout_sec` is not a positive number"))?,
-            };
-            let binding = match (b.get("command"), b.get("http")) {
-                (Some(cmd), None) => {
-                    let argv: Vec<String> = match cmd {
-                        Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
-                        Value::Array(a) => a
-                            .iter()
-                            .map(|v| v.as_str().map(str::to_owned))
-                            .collect::<Option<_>>()
-                            .ok_or_else(|| at("`command` items must be strings"))?,
-                        _ => return Err(at("`command` is not a list of strings")),
-                    };
-                    if argv.is_empty() {
-                        return Err(at("`command` is empty"));
-                    }
-                    Binding::Command {
-                        argv,
-                        dir: dir.to_path_buf(),
-                        timeout,
-                    }
-                }
-                (None, Some(Value::String(url))) => Binding::Http {
-                    url: url.clone(),
-                    headers: b
-                        .get("headers")
-                        .and_then(Value::as_object)
-                        .map(|h| {
-                            h.iter()
-                                .map(|(k, v)| {
-                                    (
-                                        k.clone(),
-                                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                                    )
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    timeout,
-                },
-                (None, Some(_)) => return Err(at("`http` is not a URL string")),
-                (Some(_), Some(_)) => return Err(at("give `command` or `http`, not both")),
-                (None, None) => return Err(at("needs `command` or `http`")),
-            };
-            out.insert(key.clone(), binding);
+        let section = |name: &str| loaded.value.get(name).and_then(Value::as_object);
+        if section("tools").is_none() && section("guards").is_none() {
+            return Err("a bindings file needs a `tools` or a `guards` mapping".to_owned());
         }
-        Ok(ToolBindings { tools: out })
+        let empty = serde_json::Map::new();
+        Ok(ToolBindings {
+            tools: parse_section("tools", section("tools").unwrap_or(&empty), dir)?,
+            guards: parse_section("guards", section("guards").unwrap_or(&empty), dir)?,
+        })
     }
+}
 
+/// One mapping of a bindings file (`tools` or `guards`): bindings by key.
+fn parse_section(
+    name: &str,
+    section: &serde_json::Map<String, Value>,
+    dir: &Path,
+) -> Result<BTreeMap<String, Binding>, String> {
+    let mut out = BTreeMap::new();
+    for (key, b) in section {
+        let at = |m: &str| format!("{name}.{key}: {m}");
+        let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
+        if let Some(k) = b
+            .keys()
+            .find(|k| !matches!(k.as_str(), "command" | "http" | "headers" | "timeout_sec"))
+        {
+            return Err(at(&format!("unknown member `{k}`")));
+        }
+        let timeout = match b.get("timeout_sec") {
+            None => DEFAULT_TIMEOUT,
+            Some(v) => v
+                .as_f64()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| at("`timeout_sec` is not a positive number"))?,
+        };
+        let binding = match (b.get("command"), b.get("http")) {
+            (Some(cmd), None) => {
+                let argv: Vec<String> = match cmd {
+                    Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|v| v.as_str().map(str::to_owned))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| at("`command` items must be strings"))?,
+                    _ => return Err(at("`command` is not a list of strings")),
+                };
+                if argv.is_empty() {
+                    return Err(at("`command` is empty"));
+                }
+                Binding::Command {
+                    argv,
+                    dir: dir.to_path_buf(),
+                    timeout,
+                }
+            }
+            (None, Some(Value::String(url))) => Binding::Http {
+                url: url.clone(),
+                headers: b
+                    .get("headers")
+                    .and_then(Value::as_object)
+                    .map(|h| {
+                        h.iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.clone(),
+                                    v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                timeout,
+            },
+            (None, Some(_)) => return Err(at("`http` is not a URL string")),
+            (Some(_), Some(_)) => return Err(at("give `command` or `http`, not both")),
+            (None, None) => return Err(at("needs `command` or `http`")),
+        };
+        out.insert(key.clone(), binding);
+    }
+    Ok(out)
+}
+
+impl ToolBindings {
     /// Calls tool `key` with `args`: its JSON result, or the error the model (or the
     /// step) gets. An HTTP binding gets a client of its own for this call; a host making
     /// many calls uses [`ToolBindings::call_via`] with [`ToolBindings::http_clients`].
@@ -174,6 +196,33 @@ impl ToolBindings {
                 Binding::Command { .. } => None,
             })
             .collect()
+    }
+
+    /// Asks the binding of host validator `ty` to judge `text`: sends
+    /// `{"type", "params", "text"}` and reads `{"pass": bool}`. The answer is the
+    /// output the VM applies; an error (unbound, failed, not JSON) fails closed there.
+    pub fn call_guard(
+        &self,
+        ty: &str,
+        params: &Value,
+        text: &str,
+        transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        let request = serde_json::json!({"type": ty, "params": params, "text": text});
+        match self.guards.get(ty) {
+            None => Err(format!(
+                "validator `{ty}` is not bound to anything: bind it under `guards:` in a --tools file"
+            )),
+            Some(Binding::Command { argv, dir, timeout }) => {
+                run_command(&format!("validator {ty}"), argv, dir, *timeout, &request)
+            }
+            Some(Binding::Http {
+                url,
+                headers,
+                timeout,
+            }) => Transport::new(http_config(*timeout, transport), Default::default())
+                .post_json(&format!("validator `{ty}`"), url, headers, &request),
+        }
     }
 
     /// As [`ToolBindings::call`], POSTing an HTTP binding through `client` (from
