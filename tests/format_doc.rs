@@ -112,6 +112,7 @@ fn expected_summary(a: &Artifact) -> Value {
         ir_spec::StepKind::Tool { .. } => "tool",
         ir_spec::StepKind::Branch { .. } => "branch",
         ir_spec::StepKind::Parallel { .. } => "parallel",
+        ir_spec::StepKind::Extension { .. } => "extension",
     };
     let compositions: Vec<Value> = m
         .compositions
@@ -445,9 +446,10 @@ fn every_variant() -> Artifact {
         // 6, 7: the branches of 5
         step(
             16,
-            StepKind::Tool {
-                tool: ToolId(0),
-                args: Bind::Const(json!({})),
+            StepKind::Extension {
+                kind: "acme.rerank".into(),
+                params: ir_spec::JsonText::from_value(&json!({"top_k": 3})),
+                input: Bind::Whole(r(Root::Input, &["q"])),
             },
         ),
         step(

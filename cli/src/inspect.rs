@@ -392,6 +392,18 @@ fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent
                 bind(m, c, args)
             );
         }
+        StepKind::Extension {
+            kind,
+            params,
+            input,
+        } => {
+            let _ = write!(
+                line,
+                "extension {kind}({}) {}",
+                bind(m, c, input),
+                params.get()
+            );
+        }
         StepKind::Branch {
             then,
             otherwise,

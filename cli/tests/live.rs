@@ -324,3 +324,39 @@ fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
     );
     assert_eq!(server.received().len(), 1);
 }
+
+#[test]
+fn an_extension_step_without_a_binding_is_refused_before_any_request() {
+    let server = MockServer::start(|_, _| Reply::text("hi"));
+    let dir = scratch("ext-unbound");
+    let pack = dir.join("ext.pack.yaml");
+    std::fs::write(
+        &pack,
+        r#"$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
+id: ext
+name: Ext
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: S}
+compositions:
+  main:
+    version: 1
+    steps:
+      - {id: ask, kind: prompt, prompt_task: p}
+      - {id: rerank, kind: acme.rerank, input: "${ask.output}"}
+"#,
+    )
+    .unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--target", "composition:main", "--input", r#""q""#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("acme.rerank"), "{stderr}");
+    assert!(server.received().is_empty(), "no request may be made");
+}

@@ -53,6 +53,8 @@ pub struct RunSpec {
     /// `host.guards`: host validators' answers (`{output: {pass: bool}}`) keyed by
     /// validator type.
     pub guards: BTreeMap<String, VecDeque<Value>>,
+    /// `host.extensions`: extension steps' answers keyed by step kind (`vendor.name`).
+    pub extensions: BTreeMap<String, VecDeque<Value>>,
     /// `host.clock` (default `[0]`).
     pub clock: Vec<u64>,
     /// `host.variables`.
@@ -188,6 +190,7 @@ fn parse_run(run: &Value) -> Result<RunSpec, String> {
         prompts: queues("prompts"),
         tools: queues("tools"),
         guards: queues("guards"),
+        extensions: queues("extensions"),
         clock,
         variables: host
             .and_then(|h| h.get("variables"))

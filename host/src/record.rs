@@ -113,6 +113,7 @@ pub fn to_case(
         prompts: queues(&replay.prompts),
         tools: queues(&replay.tools),
         guards: BTreeMap::new(),
+        extensions: BTreeMap::new(),
         clock: recording.clock.clone(),
         variables: spec.variables.clone(),
     };

@@ -14,6 +14,7 @@ pub struct ScriptedHost {
     prompts: BTreeMap<String, VecDeque<Value>>,
     tools: BTreeMap<String, VecDeque<Value>>,
     guards: BTreeMap<String, VecDeque<Value>>,
+    extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     reads: usize,
 }
@@ -25,6 +26,7 @@ impl ScriptedHost {
             prompts: spec.prompts.clone(),
             tools: spec.tools.clone(),
             guards: spec.guards.clone(),
+            extensions: spec.extensions.clone(),
             clock: spec.clock.clone(),
             reads: 0,
         }
@@ -34,10 +36,11 @@ impl ScriptedHost {
 impl Host for ScriptedHost {
     fn call(&mut self, call: &CallView<'_>) -> Answer {
         let guard = call.guard();
-        let (queues, what, name) = match (call.prompt_task(), &guard) {
-            (Some(prompt), _) => (&mut self.prompts, "prompt", prompt),
-            (None, Some(g)) => (&mut self.guards, "guard", g.validator),
-            (None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
+        let (queues, what, name) = match (call.prompt_task(), &guard, call.extension()) {
+            (Some(prompt), _, _) => (&mut self.prompts, "prompt", prompt),
+            (None, Some(g), _) => (&mut self.guards, "guard", g.validator),
+            (None, None, Some((kind, _))) => (&mut self.extensions, "extension", kind),
+            (None, None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
             Some(answer) => parse_answer(&answer),

@@ -320,6 +320,7 @@ ENUMS = {
                     ("otherwise", opt("StepId"))]),
         ("Parallel", [("branches", seq("StepId")), ("strategy", E("Reduce")),
                       ("into", "str")]),
+        ("Extension", [("kind", "str"), ("params", "json"), ("input", E("Bind"))]),
     ],
     "Reduce": [("Append", None), ("Replace", None), ("Barrier", None)],
     "Root": [("Input", None), ("Step", "StepId")],
@@ -614,7 +615,7 @@ def verify_composition(m, c, need):
             return all(pred_ok(item, reader) for item in x)
         return pred_ok(x, reader)
 
-    leaf = ("Prompt", "Agent", "Tool")
+    leaf = ("Prompt", "Agent", "Tool", "Extension")
     for i, s in enumerate(steps):
         kind, k = variant(s["kind"])
         if kind in ("Prompt", "Agent"):
@@ -625,6 +626,8 @@ def verify_composition(m, c, need):
                 ) and (k["tool_called"] is None or k["tool_called"] < n_tools)
         elif kind == "Tool":
             ok = k["tool"] < n_tools and bind_ok(k["args"], i)
+        elif kind == "Extension":
+            ok = bind_ok(k["input"], i)
         elif kind == "Branch":
             ok = pred_ok(k["predicate"], i) and k["then"] < n \
                 and (k["otherwise"] is None or k["otherwise"] < n)

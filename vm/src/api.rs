@@ -226,6 +226,15 @@ pub enum CallRecord {
         /// The arguments.
         args: Value,
     },
+    /// An extension step's call.
+    Extension {
+        /// The step's `kind`, `vendor.name`.
+        extension: String,
+        /// The resolved input.
+        input: Value,
+        /// The step's other members.
+        params: Value,
+    },
     /// A host validator's `guard` call.
     Guard {
         /// The validator's `type`.
@@ -251,7 +260,8 @@ pub enum CallRecord {
 
 impl CallRecord {
     /// The record as the case format writes it: `{prompt, input, system}`, `{tool, args}`
-    /// `{guard, params, text}` or `{guardrail, at, action, length}`.
+    /// `{extension, input, params}`, `{guard, params, text}` or
+    /// `{guardrail, at, action, length}`.
     pub fn to_json(&self) -> Value {
         match self {
             CallRecord::Model {
@@ -265,6 +275,11 @@ impl CallRecord {
                 params,
                 text,
             } => serde_json::json!({"guard": validator, "params": params, "text": text}),
+            CallRecord::Extension {
+                extension,
+                input,
+                params,
+            } => serde_json::json!({"extension": extension, "input": input, "params": params}),
             CallRecord::Guardrail {
                 validator,
                 at,

@@ -51,6 +51,8 @@ pub(crate) enum Call {
     /// A tool call a model turn requested: request `req` of transcript entry `block`;
     /// `finish`: it names the step's `termination.tool_called`.
     LoopTool { block: u32, req: u32, finish: bool },
+    /// An extension step's `extension` call (`later-versions.md` §5).
+    Extension,
     /// A host validator's call: guard `guard` of the model call's prompt judges the
     /// answer held in [`Lane::result`], or (`input`) the call's input.
     Guard { guard: u32, input: bool },
@@ -363,8 +365,12 @@ pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pum
 
 fn first_call(ctx: &Ctx<'_>, job: Job) -> Call {
     match job {
-        Job::Step(s) if matches!(ctx.step_kind(s), StepKind::Tool { .. }) => Call::ToolStep,
-        _ => Call::Model,
+        Job::Step(s) => match ctx.step_kind(s) {
+            StepKind::Tool { .. } => Call::ToolStep,
+            StepKind::Extension { .. } => Call::Extension,
+            _ => Call::Model,
+        },
+        Job::Prompt { .. } => Call::Model,
     }
 }
 
@@ -383,6 +389,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         let bind = match ctx.step_kind(s) {
             StepKind::Prompt { input, .. } | StepKind::Agent { input, .. } => input,
             StepKind::Tool { args, .. } => args,
+            StepKind::Extension { input, .. } => input,
             _ => {
                 lane.done(
                     Err(RunError::new(ErrorKind::Protocol, "not a leaf step")),
@@ -608,6 +615,27 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 }
             }
         }
+        (Call::Extension, _) => match answer {
+            Answer::Output { output, .. } => lane.done(Ok(output), None),
+            Answer::Error(e) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension call `{kind}` failed: {e}")),
+                );
+            }
+            Answer::ToolCalls(_) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension `{kind}` answered with tool calls")),
+                );
+            }
+        },
         (Call::ToolStep, _) => match answer {
             Answer::Output { output, .. } => lane.done(Ok(output), None),
             Answer::Error(e) => {
@@ -956,6 +984,16 @@ fn guard_answered(
     }
 }
 
+fn extension_kind<'a>(ctx: &Ctx<'a>, job: Job) -> &'a str {
+    match job {
+        Job::Step(s) => match ctx.step_kind(s) {
+            StepKind::Extension { kind, .. } => kind,
+            _ => "",
+        },
+        Job::Prompt { .. } => "",
+    }
+}
+
 fn tool_step_key<'a>(ctx: &Ctx<'a>, job: Job) -> &'a str {
     match job {
         Job::Step(s) => match ctx.step_kind(s) {
@@ -1055,6 +1093,13 @@ fn failed(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, e: RunError) {
 
 /// A call's record for the call log.
 pub(crate) fn record_of(view: &crate::view::CallView<'_>) -> CallRecord {
+    if let Some((kind, params)) = view.extension() {
+        return CallRecord::Extension {
+            extension: kind.to_owned(),
+            input: view.input().to_value(),
+            params: params.parse(),
+        };
+    }
     if let Some(g) = view.guard() {
         return CallRecord::Guard {
             validator: g.validator.to_owned(),

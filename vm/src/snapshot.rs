@@ -557,6 +557,11 @@ enum SnapRecord {
         params: T,
         text: String,
     },
+    Extension {
+        extension: String,
+        input: T,
+        params: T,
+    },
 }
 
 /// The call log.
@@ -606,6 +611,15 @@ pub(crate) mod calls_text {
                             params: T(params.clone()),
                             text: text.clone(),
                         },
+                        CallRecord::Extension {
+                            extension,
+                            input,
+                            params,
+                        } => SnapRecord::Extension {
+                            extension: extension.clone(),
+                            input: T(input.clone()),
+                            params: T(params.clone()),
+                        },
                     },
                 )
             })
@@ -651,6 +665,15 @@ pub(crate) mod calls_text {
                             validator,
                             params: params.0,
                             text,
+                        },
+                        SnapRecord::Extension {
+                            extension,
+                            input,
+                            params,
+                        } => CallRecord::Extension {
+                            extension,
+                            input: input.0,
+                            params: params.0,
                         },
                     },
                 )

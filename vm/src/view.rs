@@ -141,7 +141,20 @@ impl<'r> CallView<'r> {
                 Job::Prompt { .. } => None,
             },
             Call::LoopTool { block, req, .. } => self.request(block, req).map(|r| r.name.as_str()),
-            Call::Guard { .. } => None,
+            Call::Guard { .. } | Call::Extension => None,
+        }
+    }
+
+    /// An extension step's `extension` call (`later-versions.md` §5): its `kind`
+    /// (`vendor.name`) and `params` (the step's other members, a JSON object). The
+    /// resolved `input` is [`CallView::input`]; the answer's output is the step's output.
+    pub fn extension(&self) -> Option<(&'r str, &'r ir_spec::JsonText)> {
+        let (Call::Extension, Job::Step(s)) = (self.call, self.lane.job) else {
+            return None;
+        };
+        match self.ctx.step_kind(s) {
+            StepKind::Extension { kind, params, .. } => Some((kind, params)),
+            _ => None,
         }
     }
 
@@ -188,8 +201,8 @@ impl<'r> CallView<'r> {
         }
     }
 
-    /// The model call's input (the turn input, or the step's resolved input), or the
-    /// tool call's arguments.
+    /// The model call's input (the turn input, or the step's resolved input), the tool
+    /// call's arguments, or an extension call's resolved input.
     pub fn input(&self) -> BoundInput<'r> {
         let null = BoundInput(BVal::V(VRef::Val(&Value::Null)));
         match self.call {
@@ -208,6 +221,15 @@ impl<'r> CallView<'r> {
                 .request(block, req)
                 .map_or(null, |r| BoundInput(BVal::V(VRef::Val(&r.args)))),
             Call::Guard { .. } => null,
+            Call::Extension => match self.lane.job {
+                Job::Step(s) => match self.ctx.step_kind(s) {
+                    StepKind::Extension { input, .. } => {
+                        BoundInput(BVal::Bind(input, self.ctx.scope()))
+                    }
+                    _ => null,
+                },
+                Job::Prompt { .. } => null,
+            },
         }
     }
 
@@ -356,6 +378,7 @@ impl std::fmt::Debug for CallView<'_> {
             .field("prompt", &self.prompt_task())
             .field("tool", &self.tool())
             .field("guard", &self.guard().map(|g| g.validator))
+            .field("extension", &self.extension().map(|e| e.0))
             .finish()
     }
 }

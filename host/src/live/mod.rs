@@ -167,7 +167,39 @@ pub fn unbound_guards_message(types: &[String]) -> String {
     )
 }
 
+/// The extension step kinds a module's compositions use, in module order, without
+/// repeats. A live host must serve each one before it starts a run.
+pub fn extension_kinds(module: &ir_spec::Module) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &module.compositions {
+        for s in &c.steps {
+            if let ir_spec::StepKind::Extension { kind, .. } = &s.kind {
+                if !out.contains(kind) {
+                    out.push(kind.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a live host says when it refuses a run for extension step kinds it cannot serve.
+pub fn unbound_extensions_message(kinds: &[String]) -> String {
+    format!(
+        "the pack's compositions use extension step kinds this host does not serve: {} (bind each under `extensions:` in a --tools file); refusing to run without them",
+        kinds.join(", ")
+    )
+}
+
 impl LiveConfig {
+    /// The extension step kinds `module` uses that no `extensions:` binding serves.
+    pub fn unbound_extensions(&self, module: &ir_spec::Module) -> Vec<String> {
+        extension_kinds(module)
+            .into_iter()
+            .filter(|k| !self.tools.extensions.contains_key(k))
+            .collect()
+    }
+
     /// The host validator types `module` uses that neither a handler nor a `guards:`
     /// binding serves. A live run must refuse to start when there is one (fail closed).
     pub fn unbound_guards(&self, module: &ir_spec::Module) -> Vec<String> {
@@ -190,6 +222,15 @@ pub enum Job {
         /// The arguments.
         args: Value,
     },
+    /// An extension step's call.
+    Extension {
+        /// The step kind, `vendor.name`.
+        kind: String,
+        /// The step's other members.
+        params: Value,
+        /// The resolved input.
+        input: Value,
+    },
     /// A host validator's `guard` call.
     Guard {
         /// The validator type.
@@ -204,6 +245,13 @@ pub enum Job {
 impl Job {
     /// Copies a call out of the run.
     pub fn of(view: &CallView<'_>) -> Job {
+        if let Some((kind, params)) = view.extension() {
+            return Job::Extension {
+                kind: kind.to_owned(),
+                params: params.parse(),
+                input: view.input().to_value(),
+            };
+        }
         if let Some(g) = view.guard() {
             return Job::Guard {
                 validator: g.validator.to_owned(),
@@ -344,6 +392,25 @@ impl LiveHost {
                 },
                 0,
             ),
+            Job::Extension {
+                kind,
+                params,
+                input,
+            } => {
+                let config = &self.inner.config;
+                let answer =
+                    match config
+                        .tools
+                        .call_extension(kind, params, input, &config.transport)
+                    {
+                        Ok(output) => Answer::Output {
+                            output,
+                            event: None,
+                        },
+                        Err(e) => Answer::Error(e),
+                    };
+                (answer, 0)
+            }
             Job::Guard {
                 validator,
                 params,
@@ -557,9 +624,20 @@ impl LiveHost {
             stats,
             recording,
         };
-        let unbound = self.inner.config.unbound_guards(run.program().module());
-        if !unbound.is_empty() {
-            let e = RunError::new(ErrorKind::HostError, unbound_guards_message(&unbound));
+        let module = run.program().module();
+        let (guards, extensions) = (
+            self.inner.config.unbound_guards(module),
+            self.inner.config.unbound_extensions(module),
+        );
+        if !guards.is_empty() || !extensions.is_empty() {
+            let mut faults = Vec::new();
+            if !guards.is_empty() {
+                faults.push(unbound_guards_message(&guards));
+            }
+            if !extensions.is_empty() {
+                faults.push(unbound_extensions_message(&extensions));
+            }
+            let e = RunError::new(ErrorKind::HostError, faults.join("; "));
             return finish(Ended::Failed(e), stats, recording);
         }
         loop {

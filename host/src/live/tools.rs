@@ -13,7 +13,11 @@
 //! guards:                         # host validators, by validator `type`
 //!   toxicity:
 //!     command: [python3, guards/toxicity.py]      # {"type","params","text"} on stdin
-//! ```                                             # answers {"pass": true|false}
+//!                                                 # answers {"pass": true|false}
+//! extensions:                     # extension step kinds (`vendor.name`)
+//!   acme.rerank:
+//!     http: http://127.0.0.1:9000/rerank          # {"kind","params","input"} POSTed
+//! ```                                             # answers the step's output
 //!
 //! A command gets the arguments as JSON on stdin and answers with JSON on stdout; a
 //! non-zero exit is a tool error carrying the end of its stderr, and so is output that is
@@ -66,6 +70,10 @@ pub struct ToolBindings {
     /// gets `{"type", "params", "text"}` as JSON on stdin, an endpoint as the POST body;
     /// either answers `{"pass": true|false}`.
     pub guards: BTreeMap<String, Binding>,
+    /// `extensions:` bindings by extension step kind (`acme.rerank`): a command gets
+    /// `{"kind", "params", "input"}` as JSON on stdin, an endpoint as the POST body;
+    /// either answers with the step's output as JSON.
+    pub extensions: BTreeMap<String, Binding>,
 }
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -84,13 +92,19 @@ impl ToolBindings {
         let loaded =
             packc_compiler::load::load_str(text, &Default::default()).map_err(|d| d.message)?;
         let section = |name: &str| loaded.value.get(name).and_then(Value::as_object);
-        if section("tools").is_none() && section("guards").is_none() {
-            return Err("a bindings file needs a `tools` or a `guards` mapping".to_owned());
+        if ["tools", "guards", "extensions"]
+            .iter()
+            .all(|name| section(name).is_none())
+        {
+            return Err(
+                "a bindings file needs a `tools`, `guards` or `extensions` mapping".to_owned(),
+            );
         }
         let empty = serde_json::Map::new();
         Ok(ToolBindings {
             tools: parse_section("tools", section("tools").unwrap_or(&empty), dir)?,
             guards: parse_section("guards", section("guards").unwrap_or(&empty), dir)?,
+            extensions: parse_section("extensions", section("extensions").unwrap_or(&empty), dir)?,
         })
     }
 }
@@ -222,6 +236,32 @@ impl ToolBindings {
                 timeout,
             }) => Transport::new(http_config(*timeout, transport), Default::default())
                 .post_json(&format!("validator `{ty}`"), url, headers, &request),
+        }
+    }
+
+    /// Carries out an extension step of kind `kind`: sends `{"kind", "params", "input"}`
+    /// to its binding and returns the JSON answer, the step's output.
+    pub fn call_extension(
+        &self,
+        kind: &str,
+        params: &Value,
+        input: &Value,
+        transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        let request = serde_json::json!({"kind": kind, "params": params, "input": input});
+        match self.extensions.get(kind) {
+            None => Err(format!(
+                "extension `{kind}` is not bound to anything: bind it under `extensions:` in a --tools file"
+            )),
+            Some(Binding::Command { argv, dir, timeout }) => {
+                run_command(&format!("extension {kind}"), argv, dir, *timeout, &request)
+            }
+            Some(Binding::Http {
+                url,
+                headers,
+                timeout,
+            }) => Transport::new(http_config(*timeout, transport), Default::default())
+                .post_json(&format!("extension `{kind}`"), url, headers, &request),
         }
     }
 
