@@ -1,8 +1,10 @@
 //! Determinism suite: for generated packs (compositions with prompt, tool, agent, branch
 //! and parallel steps, bindings, predicates, modifiers; workflows with prompt and
 //! composition states, events, loops, `max_visits`, artifacts and budgets; plain and
-//! state-backed agents) and generated scripts and host answers, the compiler + VM give
-//! the same output (or error kind), end state, trace, calls and eval requests as a small
+//! state-backed agents; spec levels 1.5, 1.8 and 1.9 with `control` and providers) and
+//! generated scripts and host answers (some keyed `provider/prompt_task`), the compiler +
+//! VM give the same output (or error kind), end state, reply, trace, calls and eval
+//! requests as a small
 //! reference interpreter that walks the pack's JSON directly (`differential/reference.rs`).
 //! A fifth of the VM runs go through a snapshot and restore at every `resume`.
 //!
@@ -67,6 +69,12 @@ fn differences(reference: &Outcome, vm: &vm_side::Actual) -> Vec<String> {
             if *state != o.state {
                 diffs.push(format!("state: reference {state:?}, vm {:?}", o.state));
             }
+            if reference.reply != o.reply {
+                diffs.push(format!(
+                    "reply: reference {:?}, vm {:?}",
+                    reference.reply, o.reply
+                ));
+            }
         }
         (Err(kind), Err(e)) if kind == e.kind.as_str() => {}
         (r, v) => diffs.push(format!(
@@ -120,6 +128,7 @@ fn as_case(g: &Generated, reference: &Outcome) -> Value {
             if let Some(s) = state {
                 e["state"] = json!(s);
             }
+            e["reply"] = json!(reference.reply);
             e
         }
         Err(kind) => json!({ "error": kind }),

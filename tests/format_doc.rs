@@ -134,7 +134,11 @@ fn expected_summary(a: &Artifact) -> Value {
             ir_spec::container::FORMAT_MINOR
         ),
         "compiler": a.compiler,
-        "sections": ["MODL"],
+        "sections": if m.prompts.iter().any(|p| !p.guards.is_empty()) {
+            json!(["MODL", "spec", "GARD"])
+        } else {
+            json!(["MODL", "spec"])
+        },
         "pack": m.id,
         "prompts": m.prompts.iter().map(|p| s(p.key)).collect::<Vec<_>>(),
         "tools": m.tools.iter().map(|t| s(t.key)).collect::<Vec<_>>(),
@@ -156,6 +160,11 @@ fn check_agrees(name: &str, bytes: &[u8]) {
         both["serde"],
         serde_json::to_value(&rust.module).unwrap(),
         "{name}: full module"
+    );
+    assert_eq!(
+        both["guards"],
+        serde_json::to_value(rust.module.guards()).unwrap(),
+        "{name}: guards"
     );
 }
 
@@ -593,6 +602,7 @@ fn every_variant() -> Artifact {
                 output: None,
             },
         ],
+        spec: ir_spec::SpecInfo::default(),
     };
     Artifact {
         source_hash: [0x5a; 32],

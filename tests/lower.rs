@@ -1,5 +1,5 @@
 //! Every pack of `../shared/corpus` that checks without errors also lowers: the module
-//! validates, survives a postcard round trip, and each of its targets (the workflow,
+//! validates, survives an artifact round trip, and each of its targets (the workflow,
 //! every agent member, every composition) runs without panicking against a host whose
 //! every call fails. One test per file; skipped cleanly when `../shared` is absent.
 
@@ -45,11 +45,19 @@ fn run(path: &PathBuf) -> Result<(), Failed> {
     }
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
     module.validate().map_err(|e| e.to_string())?;
-    let encoded = postcard::to_allocvec(&module).map_err(|e| e.to_string())?;
-    let decoded: ir_spec::Module = postcard::from_bytes(&encoded).map_err(|e| e.to_string())?;
-    if decoded != module {
-        return Err("the postcard round trip changed the module".into());
+    // The artifact round trip: the MODL payload plus the sections beside it (`spec`,
+    // `GARD`), which a bare postcard round trip of the module leaves out.
+    let artifact = ir_spec::Artifact {
+        source_hash: [0; 32],
+        compiler: String::new(),
+        module,
+    };
+    let decoded =
+        ir_spec::Artifact::decode(&artifact.encode(), usize::MAX).map_err(|e| e.to_string())?;
+    if decoded.module != artifact.module {
+        return Err("the artifact round trip changed the module".into());
     }
+    let module = artifact.module;
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
     let module = program.module();
     let mut targets = Vec::new();

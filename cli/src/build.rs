@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use packc_compiler::diag::Severity;
 use packc_compiler::render::RenderSource;
 use packc_compiler::Options;
 
@@ -29,7 +28,8 @@ pub struct BuildArgs {
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let limits = args.diagnostics.limits();
-    let (checked, bytes) = crate::check::check_file_with(&args.pack, &limits)?;
+    let spec_level = args.diagnostics.spec_level;
+    let (checked, bytes) = crate::check::check_file_at(&args.pack, &limits, spec_level)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource {
@@ -43,12 +43,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         args.diagnostics.format,
         args.diagnostics.color.for_stderr(),
     )?;
-    let errors = checked
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    let warnings = checked.diagnostics.len() - errors;
+    let (errors, warnings, _notes) = crate::check::counts(&checked.diagnostics);
     if errors > 0 || (args.diagnostics.deny_warnings && warnings > 0) {
         if args.diagnostics.format == Format::Human {
             eprintln!("{name}: {errors} error(s), {warnings} warning(s); nothing written");
@@ -57,6 +52,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     }
     let mut options = Options {
         limits,
+        spec_level,
         ..Options::default()
     };
     options.base_dir = Some(

@@ -44,6 +44,22 @@ pub struct DiagnosticArgs {
     /// When to colour the output.
     #[arg(long, value_enum, default_value_t)]
     pub color: ColorChoice,
+    /// Read the pack at this spec level (1.5, 1.5.1, 1.8 or 1.9; a version such as 1.7
+    /// names its level) instead of the one its `$schema` claims (README, "Spec versions").
+    #[arg(long, value_name = "LEVEL", value_parser = parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
+}
+
+/// `--spec-level`: `1.5`, `1.5.1`, `1.8`, `1.9`, or a version its level covers.
+pub fn parse_spec_level(text: &str) -> Result<ir_spec::SpecLevel, String> {
+    ir_spec::SpecLevel::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a spec level: use 1.5, 1.5.1, 1.8 or 1.9"))
+}
+
+/// Counts of errors, warnings and notes among diagnostics.
+pub fn counts(diags: &[packc_compiler::diag::Diagnostic]) -> (usize, usize, usize) {
+    let n = |s: Severity| diags.iter().filter(|d| d.severity == s).count();
+    (n(Severity::Error), n(Severity::Warning), n(Severity::Note))
 }
 
 impl DiagnosticArgs {
@@ -79,9 +95,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let mut failed = false;
     let d = &args.diagnostics;
     let color = d.color.for_stderr();
-    let (mut errors, mut warnings) = (0usize, 0usize);
+    let (mut errors, mut warnings, mut notes) = (0usize, 0usize, 0usize);
     for path in &args.packs {
-        let (checked, bytes) = check_file_with(path, &d.limits())?;
+        let (checked, bytes) = check_file_at(path, &d.limits(), d.spec_level)?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -93,23 +109,23 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         if d.format == Format::Human {
             print_host_validators(&src, &checked);
         }
-        let e = checked
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count();
-        let w = checked.diagnostics.len() - e;
+        let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
         warnings += w;
+        notes += n;
         failed |= e > 0 || (d.deny_warnings && w > 0);
     }
     if d.format == Format::Human {
         let files = args.packs.len();
         let noun = if files == 1 { "pack" } else { "packs" };
+        let notes = match notes {
+            0 => String::new(),
+            n => format!(", {n} note(s)"),
+        };
         if errors + warnings == 0 {
-            eprintln!("checked {files} {noun}: no problems");
+            eprintln!("checked {files} {noun}: no problems{notes}");
         } else {
-            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s)");
+            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}");
         }
     }
     Ok(if failed {
@@ -119,22 +135,19 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     })
 }
 
-/// Read and check one pack file under the default limits but `max_source_bytes`.
-pub fn check_file(path: &Path, max_source_bytes: usize) -> Result<(Checked, Vec<u8>)> {
-    let limits = Limits {
-        max_source_bytes,
-        ..Limits::default()
-    };
-    check_file_with(path, &limits)
-}
-
-/// Read and check one pack file within `limits`.
-pub fn check_file_with(path: &Path, limits: &Limits) -> Result<(Checked, Vec<u8>)> {
+/// Read and check one pack file within `limits`, at `spec_level` when given (else at the
+/// level its `$schema` claims).
+pub fn check_file_at(
+    path: &Path,
+    limits: &Limits,
+    spec_level: Option<ir_spec::SpecLevel>,
+) -> Result<(Checked, Vec<u8>)> {
     let max_source_bytes = limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut options = Options {
         limits: limits.clone(),
+        spec_level,
         ..Options::default()
     };
     options.base_dir = Some(path.parent().map(Path::to_path_buf).unwrap_or_default());

@@ -106,9 +106,17 @@ fn hex(bytes: &[u8]) -> String {
 /// The module, table by table. Indices are in range: the module was validated.
 fn summarize(w: &mut String, m: &Module) {
     let _ = writeln!(w, "module {:?}", m.id);
+    let _ = writeln!(w, "  spec level: {}", m.spec.level);
+    if !m.spec.providers.is_empty() {
+        let _ = writeln!(w, "  providers ({}):", m.spec.providers.len());
+        for p in &m.spec.providers {
+            let required = if p.required { "required" } else { "optional" };
+            let _ = writeln!(w, "    {}  role {}  {required}", p.key, p.role);
+        }
+    }
     let _ = writeln!(w, "  strings: {}", m.strings.len());
     let _ = writeln!(w, "  prompts ({}):", m.prompts.len());
-    for p in &m.prompts {
+    for (i, p) in m.prompts.iter().enumerate() {
         let mut line = format!("    {}", m.str(p.key));
         if !p.variables.is_empty() {
             let vars: Vec<&str> = p.variables.iter().map(|v| v.name.as_str()).collect();
@@ -116,6 +124,11 @@ fn summarize(w: &mut String, m: &Module) {
         }
         if !p.tools.is_empty() {
             let _ = write!(line, "  tools [{}]", tool_refs(m, &p.tools));
+        }
+        let pid = ir_spec::PromptId(i as u32);
+        let provider = m.spec.prompt_provider(pid);
+        if provider != 0 {
+            let _ = write!(line, "  provider {}", m.spec.provider_key(provider));
         }
         let _ = writeln!(w, "{line}");
     }
@@ -140,7 +153,7 @@ fn summarize(w: &mut String, m: &Module) {
                 state(wf.entry),
                 wf.states.len()
             );
-            for s in &wf.states {
+            for (i, s) in wf.states.iter().enumerate() {
                 let body = match s.body {
                     StateBody::Prompt(p) => format!("prompt {}", m.str(m.prompts[p.index()].key)),
                     StateBody::Composition(c) => {
@@ -159,6 +172,14 @@ fn summarize(w: &mut String, m: &Module) {
                 }
                 if s.persistent {
                     line.push_str("  persistent");
+                }
+                let sid = ir_spec::StateId(i as u32);
+                if m.spec.level >= ir_spec::SpecLevel::V1_8 && !s.terminal {
+                    line.push_str(if m.spec.holds_turn(sid) {
+                        "  control user"
+                    } else {
+                        "  control agent"
+                    });
                 }
                 let _ = writeln!(w, "{line}");
                 for (event, to) in &s.on_event {
@@ -209,6 +230,44 @@ fn summarize(w: &mut String, m: &Module) {
         }
     }
     describe_bounds(w, m);
+    describe_governance(w, m);
+}
+
+/// `metadata.governance` (RFC 0013, RFC 0016): purpose, autonomy, risk, approved
+/// environments, obligations and their controls.
+fn describe_governance(w: &mut String, m: &Module) {
+    let Some(g) = &m.spec.governance else {
+        return;
+    };
+    let _ = writeln!(w, "governance:");
+    let text = |k: &str| g.get(k).and_then(serde_json::Value::as_str);
+    for (label, key) in [
+        ("purpose", "intended_purpose"),
+        ("autonomy level", "autonomy_level"),
+        ("risk", "risk_classification"),
+        ("accountable owner", "accountable_owner"),
+    ] {
+        if let Some(v) = text(key) {
+            let _ = writeln!(w, "  {label}: {}", v.trim());
+        }
+    }
+    if let Some(envs) = g.get("approved_environments").and_then(|e| e.as_array()) {
+        let envs: Vec<&str> = envs.iter().filter_map(|e| e.as_str()).collect();
+        let _ = writeln!(w, "  approved environments: {}", envs.join(", "));
+    }
+    let obligations = g.get("obligations").and_then(|o| o.as_array());
+    for o in obligations.into_iter().flatten() {
+        let id = o.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+        let what = o.get("obligation").and_then(|v| v.as_str()).unwrap_or("?");
+        let _ = writeln!(w, "  obligation {id}: {what}");
+        let controls = o.get("controls").and_then(|c| c.as_array());
+        for c in controls.into_iter().flatten().filter_map(|c| c.as_object()) {
+            for (kind, v) in c {
+                let v = v.as_str().unwrap_or_default().trim();
+                let _ = writeln!(w, "    control {kind}: {v}");
+            }
+        }
+    }
 }
 
 /// The most model and tool calls one run can make (`ir_spec::bounds`): per composition
@@ -345,6 +404,30 @@ fn tool_refs(m: &Module, tools: &[ToolRef]) -> String {
 /// One line: `<index> <id>  <kind> <details>  [depends_on ...]  [attempts N]`.
 fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent: usize) {
     let step: &Step = &c.steps[id.index()];
+    let mut line = describe_step_kind(m, c, id, step, indent);
+    if let StepKind::Prompt { prompt, .. } | StepKind::Agent { prompt, .. } = &step.kind {
+        let comp = m
+            .compositions
+            .iter()
+            .position(|x| std::ptr::eq(x, c))
+            .and_then(ir_spec::CompId::from_index);
+        if let Some(comp) = comp {
+            let provider = m.spec.step_provider(comp, id, *prompt);
+            if provider != 0 {
+                let _ = write!(line, "  provider {}", m.spec.provider_key(provider));
+            }
+        }
+    }
+    let _ = writeln!(w, "{line}");
+}
+
+fn describe_step_kind(
+    m: &Module,
+    c: &Composition,
+    id: StepId,
+    step: &Step,
+    indent: usize,
+) -> String {
     let prompt = |p: ir_spec::PromptId| m.str(m.prompts[p.index()].key);
     let mut line = format!("{:indent$}{} {}  ", "", id.0, m.str(step.id));
     match &step.kind {
@@ -450,5 +533,5 @@ fn describe_step(w: &mut String, m: &Module, c: &Composition, id: StepId, indent
     if !step.evals.is_empty() {
         let _ = write!(line, "  eval [{}]", step.evals.join(", "));
     }
-    let _ = writeln!(w, "{line}");
+    line
 }

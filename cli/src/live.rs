@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use ir_spec::Module;
 use packc_host::live::{
-    callable_tools, Ended, LiveConfig, LiveHost, ModelEndpoint, Observer, Stats, ToolBindings,
-    TransportConfig,
+    callable_tools, provider_faults, Ended, LiveConfig, LiveHost, ModelEndpoint, Observer, Stats,
+    ToolBindings, TransportConfig,
 };
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
@@ -36,6 +36,49 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         None => None,
         Some(crate::run::Provider::Openai) => Some(endpoint(args)?),
     };
+    let mut providers = std::collections::BTreeMap::new();
+    for b in &args.bind_provider {
+        let api_key = match &b.key_env {
+            Some(var) => Some(
+                std::env::var(var)
+                    .ok()
+                    .filter(|k| !k.is_empty())
+                    .with_context(|| {
+                        format!(
+                            "{var} is not set: export the API key for provider `{}` there",
+                            b.key
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let endpoint = ModelEndpoint {
+            base_url: b.base_url.clone(),
+            model: b.model.clone(),
+            api_key,
+        };
+        if providers.insert(b.key.clone(), endpoint).is_some() {
+            bail!("--bind-provider binds `{}` twice", b.key);
+        }
+    }
+    // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
+    // provider is unbound; list every fault.
+    let check = provider_faults(&module, |key| providers.contains_key(key));
+    if !check.faults.is_empty() {
+        for f in &check.faults {
+            eprintln!("error[unbound_provider]: {f}");
+        }
+        eprintln!(
+            "the run is refused before any request: {} provider fault(s)",
+            check.faults.len()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if !args.quiet {
+        for w in &check.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let tools = match &args.tools {
         Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
         None => ToolBindings::default(),
@@ -72,6 +115,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     }
     let host = LiveHost::new(LiveConfig {
         model,
+        providers,
         tools,
         transport: TransportConfig {
             timeout: Duration::from_secs_f64(args.timeout),
@@ -120,6 +164,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     let code = match &result.ended {
         Ended::Done(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            crate::run::print_reply(outcome, args.quiet);
             ExitCode::SUCCESS
         }
         Ended::Failed(e) => {

@@ -28,8 +28,9 @@ struct Cli {
 enum Command {
     /// Check packs for errors without building anything.
     ///
-    /// Every pack is parsed (YAML 1.2 or JSON), validated against the PromptPack v1.5
-    /// schema and checked against every rule of the spec. All problems of a file are
+    /// Every pack is parsed (YAML 1.2 or JSON), validated against the schema of its spec
+    /// level (its `$schema` claim, or `--spec-level`) and checked against every rule of
+    /// the spec. All problems of a file are
     /// reported in one pass, in source order, each pointing at its line.
     ///
     /// Examples:
@@ -100,7 +101,7 @@ enum Command {
     ///   packc run pack.yaml --provider openai --model local --base-url http://127.0.0.1:8080/v1 \
     ///       --tools tools.yaml --record run.case.yaml
     #[command(verbatim_doc_comment)]
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
 }
 
 /// How diagnostics are printed.

@@ -70,6 +70,63 @@ pub struct RunArgs {
     /// Print only the result: no status line, no notes.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Bind a provider key of the pack's `requires.providers` to a server (repeatable):
+    /// `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`. Calls routed to KEY (RFC 0017)
+    /// go there; `default` falls back to `--provider openai --model NAME [--base-url]`.
+    #[arg(long = "bind-provider", value_name = "KEY=URL,model=NAME", value_parser = parse_binding, conflicts_with = "host")]
+    pub bind_provider: Vec<ProviderBinding>,
+    /// Read the pack at this spec level instead of the one its `$schema` claims
+    /// (1.5, 1.5.1, 1.8 or 1.9).
+    #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
+    /// The environment the run is in: a pack whose governance lists
+    /// `approved_environments` without NAME is refused before any call (RFC 0013).
+    #[arg(long, value_name = "NAME")]
+    pub environment: Option<String>,
+}
+
+/// One `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderBinding {
+    /// The provider key.
+    pub key: String,
+    /// The API base URL.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The environment variable holding the API key, if any.
+    pub key_env: Option<String>,
+}
+
+/// Parses `KEY=URL,model=NAME[,key-env=VAR]`.
+pub fn parse_binding(text: &str) -> Result<ProviderBinding, String> {
+    let mut parts = text.split(',');
+    let first = parts.next().unwrap_or_default();
+    let (key, url) = first
+        .split_once('=')
+        .filter(|(k, u)| !k.is_empty() && !u.is_empty())
+        .ok_or_else(|| format!("`{text}`: expected KEY=URL,model=NAME[,key-env=VAR]"))?;
+    let mut binding = ProviderBinding {
+        key: key.trim().to_owned(),
+        base_url: url.trim().to_owned(),
+        model: String::new(),
+        key_env: None,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("model", v)) => binding.model = v.trim().to_owned(),
+            Some(("key-env", v)) => binding.key_env = Some(v.trim().to_owned()),
+            _ => {
+                return Err(format!(
+                    "`{part}` in `{text}`: expected model=NAME or key-env=VAR"
+                ))
+            }
+        }
+    }
+    if binding.model.is_empty() {
+        return Err(format!("`{text}`: name the model with `,model=NAME`"));
+    }
+    Ok(binding)
 }
 
 /// A model API `packc run` can call.
@@ -82,11 +139,16 @@ pub enum Provider {
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
 /// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let module = match load_module(&args.pack)? {
+    let module = match load_module_at(&args.pack, args.spec_level)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    if args.host.is_none() && (args.provider.is_some() || args.tools.is_some()) {
+    if let Err(refusal) = packc_host::governance::admission(&module, args.environment.as_deref()) {
+        eprintln!("error: {refusal}");
+        return Ok(ExitCode::from(2));
+    }
+    let live = args.provider.is_some() || args.tools.is_some() || !args.bind_provider.is_empty();
+    if args.host.is_none() && live {
         return crate::live::run(args, module);
     }
     let mut spec = match &args.host {
@@ -131,12 +193,25 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     match result {
         Ok(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            print_reply(&outcome, args.quiet);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
             eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// The last turn's reply (RFC 0014 reply assembly), on stderr, when it says more than the
+/// output: several states contributed text, or the output is not that text.
+pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
+    if quiet || outcome.reply.is_empty() || outcome.output.as_str() == Some(&outcome.reply) {
+        return;
+    }
+    eprintln!("reply:");
+    for line in outcome.reply.lines() {
+        eprintln!("  {line}");
     }
 }
 
@@ -170,13 +245,41 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
 /// source. `Err(code)` when the source has errors (they are printed).
 pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
+    load_module_at(path, None)
+}
+
+/// [`load_module`], reading a pack source at `spec_level` when given. Notes (e.g.
+/// `no_spec_version`) are printed; an artifact keeps the level it was built at.
+pub(crate) fn load_module_at(
+    path: &Path,
+    spec_level: Option<ir_spec::SpecLevel>,
+) -> Result<Result<Module, ExitCode>> {
     if crate::inspect::is_artifact(path)? {
         return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
     }
-    let (checked, bytes) = crate::check::check_file(
-        path,
-        packc_compiler::load::Limits::default().max_source_bytes,
-    )?;
+    let limits = packc_compiler::load::Limits::default();
+    let (checked, bytes) = crate::check::check_file_at(path, &limits, spec_level)?;
+    let notes: Vec<_> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == packc_compiler::diag::Severity::Note)
+        .cloned()
+        .collect();
+    if !checked.has_errors() && !notes.is_empty() {
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        let src = packc_compiler::render::RenderSource {
+            name: &name,
+            text: &text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        };
+        let color = crate::ColorChoice::Auto.for_stderr();
+        let only_notes = packc_compiler::Checked {
+            loaded: None,
+            diagnostics: notes,
+        };
+        crate::check::print_diagnostics(&src, &only_notes, crate::Format::Human, color)?;
+    }
     if checked.has_errors() {
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
@@ -191,6 +294,7 @@ pub(crate) fn load_module(path: &Path) -> Result<Result<Module, ExitCode>> {
     }
     let options = Options {
         base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
+        spec_level,
         ..Options::default()
     };
     Ok(Ok(packc_compiler::lower(&checked, &options)?))

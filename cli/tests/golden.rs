@@ -75,3 +75,31 @@ fn golden_artifact_runs() {
         "Deep Residual Learning for Image Recognition"
     );
 }
+
+/// `tests/golden/rfc0010-ex2.format-1.0.ppk` is the same pack built by a format 1.0
+/// compiler (no `spec` section): it still loads, as level 1.5, and runs.
+#[test]
+fn format_1_0_artifact_loads_as_level_1_5() {
+    let text = String::from_utf8(packc(&[
+        "inspect",
+        "tests/golden/rfc0010-ex2.format-1.0.ppk",
+    ]))
+    .unwrap();
+    assert!(text.contains("format:    1.0\n"), "{text}");
+    assert!(!text.contains("(optional)"), "{text}");
+    assert!(text.contains("  spec level: 1.5\n"), "{text}");
+    let bytes = std::fs::read(repo().join("tests/golden/rfc0010-ex2.format-1.0.ppk")).unwrap();
+    let a = ir_spec::Artifact::decode(&bytes, 1 << 20).unwrap();
+    assert_eq!(a.module.spec, ir_spec::SpecInfo::default());
+    let out = packc(&[
+        "run",
+        "tests/golden/rfc0010-ex2.format-1.0.ppk",
+        "--host",
+        "examples/rfc0010-ex2.host.yaml",
+    ]);
+    let output: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        output["title"],
+        "Deep Residual Learning for Image Recognition"
+    );
+}

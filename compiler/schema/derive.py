@@ -1,7 +1,24 @@
 #!/usr/bin/env python3
-"""Derive packc's v1.5 schema from the official PromptPack v1.4.0 schema.
+"""Derive packc's schemas, one per spec level, from the official PromptPack schemas.
 
-Run from this folder:  python3 derive.py ../../../shared/spec/promptpack.schema.v1.4.0.json
+Run from this folder (S = ../../../shared/spec):
+
+    python3 derive.py v1.5 $S/promptpack.schema.v1.4.0.json > promptpack.v1.5.schema.json
+    python3 derive.py official $S/promptpack.schema.v1.5.1.json > promptpack.v1.5.1.schema.json
+    python3 derive.py v1.6 $S/promptpack.schema.v1.5.1.json $S/promptpack.schema.v1.8.1.json \
+        > promptpack.v1.6.schema.json
+    python3 derive.py official $S/promptpack.schema.v1.8.1.json > promptpack.v1.8.1.schema.json
+    python3 derive.py official $S/promptpack.schema.v1.9.0.json > promptpack.v1.9.0.schema.json
+
+`official`: the official v1.5.1, v1.8.1 and v1.9.0 schemas already define compositions,
+`requires.providers` and `AgentDef.state`; only their annotations are dropped. Nothing is
+added to them by hand.
+
+`v1.6`: a v1.6 claim is read at level 1.5.1, with RFC 0013's governance members as v1.8.1
+defines them: `metadata.governance` and `AgentDef.governance`, and the definitions they
+use, copied from the v1.8.1 schema unchanged.
+
+`v1.5` (the level of packs that claim v1.5.0 or earlier, or nothing):
 
 What changes (RFC 0010, RFC 0011, shared/semantics/workflow.md §16):
 - top level: `compositions`, a map of composition name to object. The inside of a
@@ -35,7 +52,35 @@ def strip(node, in_properties=False):
     return node
 
 
-src = json.load(open(sys.argv[1]))
+def official(path):
+    return strip(json.load(open(path)))
+
+
+def v16(path_151, path_181):
+    schema = official(path_151)
+    later = official(path_181)
+    for name in ("Governance", "Obligation", "ObligationControl", "Review", "ActionScope"):
+        schema["$defs"][name] = later["$defs"][name]
+    ref = {"$ref": "#/$defs/Governance"}
+    schema["properties"]["metadata"]["properties"]["governance"] = ref
+    schema["$defs"]["AgentDef"]["properties"]["governance"] = ref
+    return schema
+
+
+def dump(schema):
+    json.dump(schema, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+mode = sys.argv[1]
+if mode == "official":
+    dump(official(sys.argv[2]))
+    sys.exit(0)
+if mode == "v1.6":
+    dump(v16(sys.argv[2], sys.argv[3]))
+    sys.exit(0)
+assert mode == "v1.5", "mode: v1.5, v1.6 or official"
+src = json.load(open(sys.argv[2]))
 schema = strip(src)
 schema["$id"] = "https://packc.invalid/schema/v1.5/promptpack.schema.json"
 schema["title"] = "PromptPack v1.5 (packc)"
@@ -60,5 +105,4 @@ state["properties"]["persistence"] = {"type": "string", "enum": ["transient", "p
 defs["WorkflowConfig"]["properties"]["version"] = {"type": "integer", "enum": [1, 2]}
 defs["AgentDef"]["properties"]["state"] = {"type": "string"}
 
-json.dump(schema, sys.stdout, indent=1, sort_keys=True)
-sys.stdout.write("\n")
+dump(schema)

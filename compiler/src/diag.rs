@@ -56,8 +56,39 @@ diag_kinds! {
     /// Wrong type, missing required member, unknown member, value outside an enum.
     /// Triggered by: cases/val-schema-wrong-type.case.yaml
     SchemaViolation = "schema_violation", Error;
-    /// `$schema` names a spec version above 1.5; unknown fields are ignored.
+    /// `$schema` names a spec version above 1.9; the pack is read at level 1.9 and
+    /// unknown fields are ignored.
+    /// Triggered by: tests/cases/own-newer-spec-version.case.yaml
     NewerSpecVersion = "newer_spec_version", Warning;
+    /// (note) The pack has no `$schema`, and declaring a version of v1.7 or later would
+    /// change how it runs: a reachable non-terminal state whose own answer can name an
+    /// event has an `on_event` target (or that target's `on_max_visits` redirect) that is
+    /// neither terminal nor external (`later-versions.md` §1).
+    /// Triggered by: tests/cases/spec-note-no-spec-version.case.yaml
+    NoSpecVersion = "no_spec_version", Note;
+    /// An unknown member of a v1 composition step kind: it has no effect. Also `provider`
+    /// on a step that makes no model call (tool, branch, parallel).
+    /// Triggered by: tests/cases/spec-ignored-member.case.yaml
+    IgnoredMember = "ignored_member", Warning;
+    /// `control: agent` on a terminal state (`terminal: true` or no `on_event`), where
+    /// it has no effect (RFC 0014 rule 3).
+    /// Triggered by: tests/cases/spec-inert-control.case.yaml
+    InertControl = "inert_control", Warning;
+    /// A conversational workflow state whose prompt names a provider whose role is not
+    /// `llm`, or a `prompt` step without `output_schema` on such a provider (RFC 0017 rule 5).
+    /// Triggered by: tests/cases/spec-provider-role.case.yaml
+    ProviderRole = "provider_role", Warning;
+    /// Two entries of `requires.providers` share a key (at the second).
+    /// Triggered by: tests/cases/spec-duplicate-provider-key.case.yaml
+    DuplicateProviderKey = "duplicate_provider_key", Error;
+    /// A `provider` names a key that `requires.providers` does not declare (and is not
+    /// `default`), RFC 0017 rule 1.
+    /// Triggered by: tests/cases/spec-unresolved-provider.case.yaml
+    UnresolvedProvider = "unresolved_provider", Error;
+    /// A governance obligation's control names a validator or eval `id` that the pack
+    /// does not declare (RFC 0016).
+    /// Triggered by: tests/cases/spec-unresolved-control.case.yaml
+    UnresolvedControl = "unresolved_control", Error;
     /// A `prompt_task` (or agent key) names no prompt.
     /// Triggered by: cases/val-unresolved-prompt.case.yaml
     UnresolvedPrompt = "unresolved_prompt", Error;
@@ -145,21 +176,25 @@ impl fmt::Display for DiagKind {
     }
 }
 
-/// How bad a diagnostic is. Warnings never fail a build unless `--deny-warnings`.
+/// How bad a diagnostic is. Warnings never fail a build unless `--deny-warnings`; notes
+/// never fail anything and are never counted as warnings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     /// Compilation fails.
     Error,
     /// Reported; compilation goes on.
     Warning,
+    /// Information the author should know (like rustc's notes): printed, never a warning.
+    Note,
 }
 
 impl Severity {
-    /// `"error"` or `"warning"`.
+    /// `"error"`, `"warning"` or `"note"`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Note => "note",
         }
     }
 }
@@ -260,6 +295,11 @@ impl Diagnostic {
     /// Whether this diagnostic fails compilation.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// Whether this diagnostic is a warning (notes are not).
+    pub fn is_warning(&self) -> bool {
+        self.severity == Severity::Warning
     }
 }
 

@@ -6,8 +6,10 @@
 //!    from JSON pointer to byte span. Malformed input is a `parse_error`; an oversized
 //!    one, or one past the other [`load::Limits`] (string length, steps, states,
 //!    compositions…), a `limit_exceeded` naming the limit, and nothing else is checked.
-//! 2. [`schema`]: the value is checked against the official v1.4.0 schema extended with
-//!    the v1.5 additions (RFC 0010 compositions, RFC 0011 `AgentDef.state`).
+//! 2. [`schema`]: the `$schema` claim picks the pack's spec level (1.5, 1.5.1, 1.8 or
+//!    1.9; `Options::spec_level` overrides it), and the value is checked against that
+//!    level's schema (the official v1.4.0 schema extended with the v1.5 additions, or the
+//!    official v1.5.1, v1.8.1, v1.9.0 schemas).
 //! 3. [`model`]: the value is read leniently into a typed pack model whose nodes keep their
 //!    JSON pointers.
 //! 4. [`check`]: the semantic rules of `shared/semantics/compositions.md` §2 and
@@ -46,6 +48,9 @@ pub struct Options {
     /// The folder of the pack file, for `output_schema` lookups; `None` for a pack that is
     /// not a file.
     pub base_dir: Option<PathBuf>,
+    /// The spec level to read the pack at, overriding its `$schema` claim
+    /// (`packc check --spec-level`); `None` reads the claim.
+    pub spec_level: Option<ir_spec::SpecLevel>,
 }
 
 /// The result of checking one pack: the loaded document (when it parsed) and every
@@ -54,7 +59,7 @@ pub struct Options {
 pub struct Checked {
     /// The document and its span index, if the source parsed.
     pub loaded: Option<load::Loaded>,
-    /// Errors and warnings, in source order.
+    /// Errors, warnings and notes, in source order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -62,6 +67,15 @@ impl Checked {
     /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The spec level the pack was read at: `over` (the `--spec-level` override) when
+    /// given, else its `$schema` claim's; level 1.5 when it did not parse.
+    pub fn level(&self, over: Option<ir_spec::SpecLevel>) -> ir_spec::SpecLevel {
+        match &self.loaded {
+            Some(l) => schema::level_of(&l.value, over),
+            None => over.unwrap_or_default(),
+        }
     }
 }
 
@@ -125,9 +139,10 @@ fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagno
     if load::check_limits(value, &options.limits, out) {
         return;
     }
-    schema::validate(value, out);
+    schema::validate_at(value, options.spec_level, out);
     let check_options = check::CheckOptions {
         base_dir: options.base_dir.clone(),
+        spec_level: options.spec_level,
     };
     check::check(value, &check_options, out);
 }
@@ -160,6 +175,7 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
         })?;
     let lower_options = lower::LowerOptions {
         base_dir: options.base_dir.clone(),
+        spec_level: options.spec_level,
     };
     lower::lower(&loaded.value, &lower_options)
 }

@@ -100,6 +100,7 @@ pub fn human(
         let (kind, label_color) = match d.severity {
             Severity::Error => (ReportKind::Error, Color::Red),
             Severity::Warning => (ReportKind::Warning, Color::Yellow),
+            Severity::Note => (ReportKind::Custom("Note", Color::Cyan), Color::Cyan),
         };
         let primary = src.span_of(&d.site).map(|s| src.char_span(s));
         let anchor = primary.clone().unwrap_or(0..0);

@@ -1,28 +1,57 @@
-//! Schema validation: the official v1.4.0 schema extended with the v1.5 additions.
+//! Schema validation against the schema of the pack's spec level.
 //!
-//! The schema (`schema/promptpack.v1.5.schema.json`, derived by `schema/derive.py`) checks
-//! everything outside compositions. The inside of a composition is checked by hand in
-//! [`crate::check`], because most of its rules have kinds more specific than
-//! `schema_violation` (`shared/semantics/compositions.md` 2.23).
+//! The `$schema` claim picks the level ([`claim`], `shared/semantics/later-versions.md` §1),
+//! and the level the schema: level 1.5 uses `schema/promptpack.v1.5.schema.json` (the
+//! official v1.4.0 schema with the v1.5 additions), levels 1.5.1, 1.8 and 1.9 the official
+//! v1.5.1, v1.8.1 and v1.9.0 schemas (a v1.6 claim: v1.5.1 with RFC 0013's governance
+//! members), all derived by `schema/derive.py` and compiled into the binary. The inside of
+//! a composition is checked by hand in [`crate::check`], because most of its rules have
+//! kinds more specific than `schema_violation` (`shared/semantics/compositions.md` 2.23).
 //!
-//! A `$schema` URL naming a spec version above 1.5 turns unknown members into one
-//! `newer_spec_version` warning (RFC runtime support Level 0).
+//! A claim above v1.9 is read at level 1.9 and turns unknown members into one
+//! `newer_spec_version` warning.
 
 use std::sync::OnceLock;
 
+use ir_spec::SpecLevel;
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::Validator;
 use serde_json::Value;
 
 use crate::diag::{join, DiagKind, Diagnostic};
 
-/// The v1.5 schema packc validates against, as JSON text.
+/// The v1.5 schema packc validates level-1.5 packs against, as JSON text.
 pub const SCHEMA_V1_5: &str = include_str!("../schema/promptpack.v1.5.schema.json");
+/// The official v1.5.1 schema (annotations dropped): level 1.5.1.
+pub const SCHEMA_V1_5_1: &str = include_str!("../schema/promptpack.v1.5.1.schema.json");
+/// The official v1.5.1 schema with v1.8.1's governance members: a v1.6 claim.
+pub const SCHEMA_V1_6: &str = include_str!("../schema/promptpack.v1.6.schema.json");
+/// The official v1.8.1 schema (annotations dropped): level 1.8.
+pub const SCHEMA_V1_8_1: &str = include_str!("../schema/promptpack.v1.8.1.schema.json");
+/// The official v1.9.0 schema (annotations dropped): level 1.9.
+pub const SCHEMA_V1_9_0: &str = include_str!("../schema/promptpack.v1.9.0.schema.json");
 
-fn validator() -> &'static Validator {
-    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        let schema: Value = serde_json::from_str(SCHEMA_V1_5).expect("embedded schema is JSON");
+/// Which of the embedded schemas a pack is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    V1_5,
+    V1_5_1,
+    V1_6,
+    V1_8_1,
+    V1_9_0,
+}
+
+fn validator(which: Which) -> &'static Validator {
+    static VALIDATORS: [OnceLock<Validator>; 5] = [const { OnceLock::new() }; 5];
+    let (slot, text) = match which {
+        Which::V1_5 => (0, SCHEMA_V1_5),
+        Which::V1_5_1 => (1, SCHEMA_V1_5_1),
+        Which::V1_6 => (2, SCHEMA_V1_6),
+        Which::V1_8_1 => (3, SCHEMA_V1_8_1),
+        Which::V1_9_0 => (4, SCHEMA_V1_9_0),
+    };
+    VALIDATORS[slot].get_or_init(|| {
+        let schema: Value = serde_json::from_str(text).expect("embedded schema is JSON");
         jsonschema::options()
             .should_validate_formats(false)
             .build(&schema)
@@ -48,31 +77,79 @@ pub fn claimed_version(url: &str) -> Option<(u64, u64, u64)> {
     })
 }
 
-/// Whether the pack's `$schema` claims a spec version above 1.5.
-pub fn claims_newer_version(pack: &Value) -> bool {
-    pack.get("$schema")
-        .and_then(Value::as_str)
-        .and_then(claimed_version)
-        .is_some_and(|v| v > (1, 5, 0))
+/// What a pack's `$schema` claims (`shared/semantics/later-versions.md` §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The level the pack is read at.
+    pub level: SpecLevel,
+    /// The claim names a version above 1.9.0: unknown members are ignored, with the
+    /// warning `newer_spec_version`.
+    pub newer: bool,
+    /// The pack has a `$schema` member at all (none: the note `no_spec_version` may apply).
+    pub declared: bool,
+    /// The claim is v1.6: level 1.5.1 with RFC 0013's governance members.
+    pub v1_6: bool,
 }
 
-/// Validate `pack` against the v1.5 schema, pushing one diagnostic per violation.
+/// The claim of `pack`'s `$schema`: the §1 table. No `$schema`, or a URL that names no
+/// version (and is not `latest`), is level 1.5.
+pub fn claim(pack: &Value) -> Claim {
+    let url = pack.get("$schema").and_then(Value::as_str);
+    let version = url.and_then(claimed_version);
+    let latest = url.is_some_and(|u| u.split(['/', '?', '#']).any(|seg| seg == "latest"));
+    let level = match version {
+        Some(v) => SpecLevel::of_version(v).unwrap_or_default(),
+        None if latest => SpecLevel::V1_9,
+        None => SpecLevel::V1_5,
+    };
+    Claim {
+        level,
+        newer: version.is_some_and(|v| v > (1, 9, 0)),
+        declared: pack.get("$schema").is_some(),
+        v1_6: version.is_some_and(|v| (v.0, v.1) == (1, 6)),
+    }
+}
+
+/// Whether the pack's `$schema` claims a spec version above 1.9 (unknown members are
+/// then tolerated).
+pub fn claims_newer_version(pack: &Value) -> bool {
+    claim(pack).newer
+}
+
+/// The level `pack` is read at: `over` when given (`--spec-level`), else its claim's.
+pub fn level_of(pack: &Value, over: Option<SpecLevel>) -> SpecLevel {
+    over.unwrap_or_else(|| claim(pack).level)
+}
+
+/// Validate `pack` against the schema of its level (its claim's, or `over`), pushing one
+/// diagnostic per violation.
 ///
 /// Errors inside `/compositions/<c>` are left to the composition checks; unknown members
-/// are tolerated (with one warning) when the pack claims a newer spec version.
-pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
-    let newer = claims_newer_version(pack);
+/// are tolerated (with one warning) when the pack claims a version above 1.9.
+pub fn validate_at(pack: &Value, over: Option<SpecLevel>, out: &mut Vec<Diagnostic>) {
+    let c = claim(pack);
+    let level = over.unwrap_or(c.level);
+    let which = match level {
+        SpecLevel::V1_5 => Which::V1_5,
+        SpecLevel::V1_5_1 if c.v1_6 && over.is_none() => Which::V1_6,
+        SpecLevel::V1_5_1 => Which::V1_5_1,
+        SpecLevel::V1_8 => Which::V1_8_1,
+        SpecLevel::V1_9 => Which::V1_9_0,
+    };
+    let newer = c.newer;
     if newer {
         out.push(
             Diagnostic::new(
                 DiagKind::NewerSpecVersion,
-                "`$schema` names a spec version newer than 1.5: fields unknown to v1.5 are ignored",
+                "`$schema` names a spec version newer than 1.9: fields unknown to v1.9 are ignored",
             )
             .at("/$schema")
-            .help("packc implements PromptPack v1.5; upgrade packc to check the newer fields"),
+            .help(
+                "packc implements PromptPack up to v1.9; upgrade packc to check the newer fields",
+            ),
         );
     }
-    for error in validator().iter_errors(pack) {
+    for error in validator(which).iter_errors(pack) {
         let path = error.instance_path().as_str();
         if is_in_composition(path) {
             continue;
@@ -84,16 +161,20 @@ pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
                 }
                 for name in unexpected {
                     let ptr = join(path, &[name]);
-                    out.push(
-                        Diagnostic::new(
-                            DiagKind::SchemaViolation,
-                            format!("unknown member `{name}`"),
-                        )
-                        .at(ptr)
-                        .help(format!(
+                    let mut d = Diagnostic::new(
+                        DiagKind::SchemaViolation,
+                        format!("unknown member `{name}`"),
+                    )
+                    .at(ptr);
+                    d = match later_level_defining(name, level) {
+                        Some(v) => d.help(format!(
+                            "`{name}` is defined by PromptPack v{v}: declare `$schema` for v{v} or later (this pack is read at level {level})"
+                        )),
+                        None => d.help(format!(
                             "remove `{name}`, or check its spelling against the PromptPack schema"
                         )),
-                    );
+                    };
+                    out.push(d);
                 }
             }
             ValidationErrorKind::Required { property } => {
@@ -119,6 +200,23 @@ pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// The first spec version that defines a member named `name` above `level`, for the
+/// help line of an unknown member (`provider` → 1.9, `control` → 1.7, …).
+pub fn later_level_defining(name: &str, level: SpecLevel) -> Option<&'static str> {
+    let (version, at) = match name {
+        "provider" => ("1.9", SpecLevel::V1_9),
+        "control" | "extensions" => ("1.7", SpecLevel::V1_8),
+        "governance" => ("1.6", SpecLevel::V1_8),
+        "requires" => ("1.5.1", SpecLevel::V1_5_1),
+        _ => return None,
+    };
+    (level < at).then_some(version)
+}
+
+/// Validate `pack` against the schema of its claimed level.
+pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
+    validate_at(pack, None, out);
+}
 /// `/compositions/<c>/...` (the composition object itself and everything inside it).
 fn is_in_composition(path: &str) -> bool {
     path.strip_prefix("/compositions/").is_some()
@@ -242,7 +340,7 @@ mod tests {
     #[test]
     fn newer_version_turns_unknown_members_into_one_warning() {
         let mut v = minimal();
-        v["$schema"] = json!("https://promptpack.org/schema/v1.6/promptpack.schema.json");
+        v["$schema"] = json!("https://promptpack.org/schema/v2.0/promptpack.schema.json");
         v["prompts"]["p"]["shiny"] = json!(true);
         v["prompts"]["p"]["version"] = json!(3);
         assert_eq!(
@@ -252,6 +350,52 @@ mod tests {
                 (DiagKind::SchemaViolation, "/prompts/p/version".into())
             ]
         );
+    }
+
+    #[test]
+    fn claims_pick_levels() {
+        let level = |s: &str| claim(&json!({ "$schema": s })).level;
+        let url = |v: &str| format!("https://promptpack.org/schema/{v}/promptpack.schema.json");
+        assert_eq!(level(&url("v1.0")), SpecLevel::V1_5);
+        assert_eq!(level(&url("v1.5.0")), SpecLevel::V1_5);
+        assert_eq!(level(&url("v1")), SpecLevel::V1_5);
+        assert_eq!(level(&url("v1.5.1")), SpecLevel::V1_5_1);
+        assert_eq!(level(&url("v1.6")), SpecLevel::V1_5_1);
+        assert_eq!(level(&url("v1.7.0")), SpecLevel::V1_8);
+        assert_eq!(level(&url("v1.8.1")), SpecLevel::V1_8);
+        assert_eq!(level(&url("v1.9.0")), SpecLevel::V1_9);
+        assert_eq!(level(&url("latest")), SpecLevel::V1_9);
+        assert_eq!(level(&url("v3.1")), SpecLevel::V1_9);
+        assert_eq!(level("not a url"), SpecLevel::V1_5);
+        assert_eq!(claim(&json!({})).level, SpecLevel::V1_5);
+        assert!(!claim(&json!({})).declared);
+        assert!(claim(&json!({"$schema": url("v1.6")})).v1_6);
+    }
+
+    #[test]
+    fn each_level_checks_its_schema() {
+        // `control` is a v1.7 member: a schema_violation at level 1.5, nothing at 1.8.
+        let mut v = minimal();
+        v["workflow"] = json!({"version": 1, "entry": "a",
+            "states": {"a": {"prompt_task": "p", "control": "agent"}}});
+        let at = |v: &Value, over| {
+            let mut out = Vec::new();
+            validate_at(v, over, &mut out);
+            out.into_iter()
+                .map(|d| (d.kind, d.pointer().unwrap_or("").to_owned(), d.help))
+                .collect::<Vec<_>>()
+        };
+        let low = at(&v, None);
+        assert_eq!(low.len(), 1);
+        assert_eq!(low[0].1, "/workflow/states/a/control");
+        assert!(low[0].2.as_deref().unwrap().contains("v1.7"), "{low:?}");
+        assert_eq!(at(&v, Some(SpecLevel::V1_8)), vec![]);
+        // `provider` on a prompt is v1.9.
+        let mut v = minimal();
+        v["prompts"]["p"]["provider"] = json!("drafter");
+        assert_eq!(at(&v, Some(SpecLevel::V1_9)), vec![]);
+        let low = at(&v, Some(SpecLevel::V1_8));
+        assert!(low[0].2.as_deref().unwrap().contains("v1.9"), "{low:?}");
     }
 
     #[test]
@@ -268,8 +412,11 @@ mod tests {
         assert_eq!(c("https://promptpack.org/schema/latest/x.json"), None);
         assert_eq!(c("https://promptpack.org/schema/v1/x.json"), None);
         let newer = |s: &str| claims_newer_version(&json!({ "$schema": s }));
-        assert!(newer("https://promptpack.org/schema/v1.6/x.json"));
-        assert!(newer("https://promptpack.org/schema/v1.5.1/x.json"));
+        assert!(newer("https://promptpack.org/schema/v1.9.1/x.json"));
+        assert!(newer("https://promptpack.org/schema/v2.0/x.json"));
+        assert!(!newer("https://promptpack.org/schema/v1.9.0/x.json"));
+        assert!(!newer("https://promptpack.org/schema/latest/x.json"));
+        assert!(!newer("https://promptpack.org/schema/v1.6/x.json"));
         assert!(!newer("https://promptpack.org/schema/v1.5/x.json"));
         assert!(!newer("https://promptpack.org/schema/v1.4.0/x.json"));
         assert!(!newer("not a url"));

@@ -354,16 +354,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The pack is read at spec level 1.8 or above: its `$schema` claims v1.7 or later, or
-/// `latest` (`later-versions.md` §1).
-pub(crate) fn level_1_8(root: &Map<String, Value>) -> bool {
-    let Some(url) = root.get("$schema").and_then(Value::as_str) else {
-        return false;
-    };
-    url.split(['/', '?', '#']).any(|seg| seg == "latest")
-        || crate::schema::claimed_version(url).is_some_and(|v| v >= (1, 7, 0))
-}
-
 /// Every enabled host validator of a pack (a `type` that is not built in): its pointer
 /// and its type, in source order. `packc check` lists them; a live host must serve each.
 pub fn host_validators(pack: &Value) -> Vec<(String, String)> {

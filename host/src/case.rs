@@ -70,12 +70,16 @@ pub struct Expect {
     pub at: Option<String>,
     /// `warnings`; `None` = not compared.
     pub warnings: Option<BTreeSet<String>>,
+    /// `notes`; `None` = not compared. Notes never count as warnings.
+    pub notes: Option<BTreeSet<String>>,
     /// `error`: a runtime error kind.
     pub error: Option<String>,
     /// `output` (`Some(Value::Null)` for an explicit `output: null`).
     pub output: Option<Value>,
     /// `state`.
     pub state: Option<String>,
+    /// `reply`: the last turn's reply (RFC 0014 reply assembly); `None` = not compared.
+    pub reply: Option<String>,
     /// `calls`.
     pub calls: Option<Vec<Value>>,
     /// `trace`.
@@ -122,9 +126,16 @@ impl Case {
                     .map(str::to_owned)
                     .collect()
             }),
+            notes: e.get("notes").and_then(Value::as_array).map(|w| {
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            }),
             error: string("error"),
             output: e.get("output").cloned(),
             state: string("state"),
+            reply: string("reply"),
             calls: e.get("calls").and_then(Value::as_array).cloned(),
             trace: e.get("trace").and_then(Value::as_array).map(|t| {
                 t.iter()

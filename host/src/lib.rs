@@ -9,10 +9,12 @@
 //!   API, tools bound to commands or HTTP endpoints, `output_schema` checks.
 //! - [`record`]: a live run written as a case file that `packc test` replays.
 //! - [`yaml`]: a small YAML writer for the case files it writes.
+//! - [`governance`]: admission by environment (RFC 0013).
 //! - `mock` (feature `mock`): a mock OpenAI-compatible server for tests.
 #![forbid(unsafe_code)]
 
 pub mod case;
+pub mod governance;
 pub mod live;
 #[cfg(feature = "mock")]
 pub mod mock;

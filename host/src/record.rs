@@ -174,6 +174,9 @@ pub fn to_case(
             if let Some(s) = &o.state {
                 expect.insert("state".into(), json!(s));
             }
+            if !o.reply.is_empty() {
+                expect.insert("reply".into(), json!(o.reply));
+            }
         }
         Err(e) => {
             expect.insert("error".into(), json!(e.kind.as_str()));
@@ -214,8 +217,16 @@ impl Host for Replay {
             self.missing += 1;
             return Answer::Error("no recorded answer for this call".into());
         };
+        // A call routed to a provider other than `default` is recorded under
+        // `provider/prompt_task`, so the case says which provider answered it.
         let queue = match call.prompt_task() {
-            Some(p) => self.prompts.entry(p.to_owned()).or_default(),
+            Some(p) => {
+                let key = match call.provider() {
+                    Some(provider) if provider != "default" => format!("{provider}/{p}"),
+                    _ => p.to_owned(),
+                };
+                self.prompts.entry(key).or_default()
+            }
             None => self
                 .tools
                 .entry(call.tool().unwrap_or_default().to_owned())

@@ -124,6 +124,17 @@ fn compile_half(case: &Case) -> Result<Option<(Checked, Option<std::path::PathBu
             ));
         }
     }
+    if let Some(expected) = &expect.notes {
+        let notes: BTreeSet<String> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Note)
+            .map(|d| d.kind.as_str().to_owned())
+            .collect();
+        if *expected != notes {
+            diffs.push(format!("notes: expected {expected:?}, reported {notes:?}"));
+        }
+    }
     match &expect.compile_error {
         Some(kind) => {
             let at = expect.at.as_deref();
@@ -256,6 +267,11 @@ fn compare(case: &Case, actual: &Actual, diffs: &mut Vec<String>) {
             if let Some(state) = &e.state {
                 if o.state.as_deref() != Some(state) {
                     diffs.push(format!("state: expected {state}, got {:?}", o.state));
+                }
+            }
+            if let Some(reply) = &e.reply {
+                if o.reply != *reply {
+                    diffs.push(format!("reply: expected {reply:?}, got {:?}", o.reply));
                 }
             }
         }

@@ -34,10 +34,22 @@ impl ScriptedHost {
 }
 
 impl Host for ScriptedHost {
+    /// A model call takes its answers from the queue keyed `provider/prompt_task` when
+    /// the script has one (`default/x` included), and from that queue only; otherwise
+    /// from the plain `prompt_task` queue (`later-versions.md` §3).
     fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let keyed;
         let guard = call.guard();
         let (queues, what, name) = match (call.prompt_task(), &guard, call.extension()) {
-            (Some(prompt), _, _) => (&mut self.prompts, "prompt", prompt),
+            (Some(prompt), _, _) => {
+                keyed = format!("{}/{prompt}", call.provider().unwrap_or("default"));
+                let name = if self.prompts.contains_key(&keyed) {
+                    keyed.as_str()
+                } else {
+                    prompt
+                };
+                (&mut self.prompts, "prompt", name)
+            }
             (None, Some(g), _) => (&mut self.guards, "guard", g.validator),
             (None, None, Some((kind, _))) => (&mut self.extensions, "extension", kind),
             (None, None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),

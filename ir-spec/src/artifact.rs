@@ -19,6 +19,15 @@ use crate::{InvalidModule, Module};
 /// The tag of the required section holding the postcard-encoded [`Module`].
 pub const MODL: Tag = Tag(*b"MODL");
 
+/// The tag of the required section holding every prompt's guards (validators), one list
+/// per prompt in table order, written only when some prompt has one: a reader that does
+/// not know it refuses the file rather than run without the pack's guardrails.
+pub const GARD: Tag = Tag(*b"GARD");
+
+/// The tag of the optional section holding the postcard-encoded [`SpecInfo`](crate::SpecInfo)
+/// (format 1.1). A file without it is read as level 1.5 with no providers or governance.
+pub const SPEC: Tag = Tag(*b"spec");
+
 /// The deepest nesting of predicates (`not`, `all_of`, `any_of`) and of bound arrays and
 /// objects a decoded module may have. Packs are loaded with a depth limit of 128 by
 /// default, so lowering never comes near it; a file that does is refused rather than
@@ -68,7 +77,14 @@ impl Artifact {
         // Serializing the IR into a Vec cannot fail: every sequence has a known length,
         // and JSON values (string keys only) always serialize to text.
         let modl = postcard::to_allocvec(&self.module).expect("the IR always serializes");
-        Container::encode(self.source_hash, &self.compiler, &[(MODL, &modl)])
+        let spec = postcard::to_allocvec(&self.module.spec).expect("the IR always serializes");
+        let mut sections: Vec<(Tag, &[u8])> = vec![(MODL, &modl), (SPEC, &spec)];
+        let gard;
+        if self.module.prompts.iter().any(|p| !p.guards.is_empty()) {
+            gard = postcard::to_allocvec(&self.module.guards()).expect("the IR always serializes");
+            sections.push((GARD, &gard));
+        }
+        Container::encode(self.source_hash, &self.compiler, &sections)
     }
 
     /// Decode and verify a `.ppk` file of at most `max_bytes` bytes
@@ -87,9 +103,15 @@ impl Artifact {
     /// the module's counts once it decoded, then [`Module::validate`].
     pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<Artifact, ArtifactError> {
         let container = Container::decode(bytes, limits.max_artifact_bytes)?;
-        container.check_known(&[MODL])?;
+        container.check_known(&[MODL, SPEC, GARD])?;
         let payload = container.require(MODL)?;
-        let module = decode_module(payload)?;
+        let mut module = decode_module(payload)?;
+        if let Some(spec) = container.section(SPEC) {
+            module.spec = decode_spec(spec)?;
+        }
+        if let Some(gard) = container.section(GARD) {
+            decode_guards(gard, &mut module)?;
+        }
         limits.check(&module)?;
         module.validate()?;
         Ok(Artifact {
@@ -98,6 +120,36 @@ impl Artifact {
             module,
         })
     }
+}
+
+/// Decode a `spec` payload, which must be exactly one [`SpecInfo`](crate::SpecInfo).
+fn decode_spec(payload: &[u8]) -> Result<crate::SpecInfo, ArtifactError> {
+    let (spec, rest) = postcard::take_from_bytes::<crate::SpecInfo>(payload)
+        .map_err(|e| ArtifactError::Decode(format!("section spec: {e}")))?;
+    if !rest.is_empty() {
+        return Err(ArtifactError::Decode(format!(
+            "{} unexpected bytes after the spec section",
+            rest.len()
+        )));
+    }
+    Ok(spec)
+}
+
+/// Decode a `GARD` payload into `module`'s prompts: exactly one list of guards per prompt.
+fn decode_guards(payload: &[u8], module: &mut Module) -> Result<(), ArtifactError> {
+    let (guards, rest) = postcard::take_from_bytes::<Vec<Vec<crate::Guard>>>(payload)
+        .map_err(|e| ArtifactError::Decode(format!("section GARD: {e}")))?;
+    if !rest.is_empty() || guards.len() != module.prompts.len() {
+        return Err(ArtifactError::Decode(format!(
+            "section GARD holds {} guard lists for {} prompts",
+            guards.len(),
+            module.prompts.len()
+        )));
+    }
+    for (p, g) in module.prompts.iter_mut().zip(guards) {
+        p.guards = g;
+    }
+    Ok(())
 }
 
 /// Decode a `MODL` payload, which must be exactly one module.
@@ -212,6 +264,25 @@ mod tests {
                 walk: vec![StepId(0), StepId(1), StepId(2)],
                 output: Some(StepId(0)),
             }],
+            spec: SpecInfo {
+                level: SpecLevel::V1_9,
+                holds_turn: vec![false],
+                providers: vec![
+                    Provider {
+                        key: "default".into(),
+                        role: "llm".into(),
+                        required: true,
+                    },
+                    Provider {
+                        key: "drafter".into(),
+                        role: "llm".into(),
+                        required: false,
+                    },
+                ],
+                prompt_providers: vec![1],
+                step_providers: vec![vec![0, 1, 0]],
+                governance: Some(serde_json::json!({"approved_environments": ["prod"]})),
+            },
         };
         Artifact {
             source_hash: [0xab; 32],
@@ -235,11 +306,18 @@ mod tests {
     }
 
     #[test]
-    fn layout_is_one_modl_section() {
+    fn layout_is_modl_then_spec() {
         let a = sample();
         let bytes = a.encode();
         let c = Container::decode(&bytes, usize::MAX).unwrap();
-        assert_eq!(c.sections.len(), 1);
+        assert_eq!(c.minor, 1);
+        assert_eq!(c.sections.len(), 2);
+        assert_eq!(c.sections[1].0, SPEC);
+        assert!(SPEC.is_optional());
+        assert_eq!(
+            c.sections[1].1,
+            postcard::to_allocvec(&a.module.spec).unwrap().as_slice()
+        );
         assert_eq!(c.sections[0].0, MODL);
         assert_eq!(
             c.sections[0].1,
@@ -265,6 +343,26 @@ mod tests {
                 assert!(Artifact::decode(&b, usize::MAX).is_err(), "flip {i}:{bit}");
             }
         }
+    }
+
+    #[test]
+    fn without_a_spec_section_the_module_is_level_1_5() {
+        let a = sample();
+        let modl = postcard::to_allocvec(&a.module).unwrap();
+        let back = Artifact::decode(&with_modl(&a, &modl), usize::MAX).unwrap();
+        assert_eq!(back.module.spec, SpecInfo::default());
+        assert_eq!(back.module.spec.level, SpecLevel::V1_5);
+    }
+
+    #[test]
+    fn spec_indices_out_of_range_are_refused() {
+        let mut a = sample();
+        a.module.spec.prompt_providers = vec![2];
+        let e = Artifact::decode(&a.encode(), usize::MAX).unwrap_err();
+        assert!(e.to_string().contains("provider index"), "{e}");
+        let mut a = sample();
+        a.module.spec.holds_turn = vec![true, true];
+        assert!(Artifact::decode(&a.encode(), usize::MAX).is_err());
     }
 
     #[test]
@@ -312,6 +410,9 @@ mod tests {
             &a.compiler,
             &[(MODL, &modl), (Tag(*b"note"), b"hi")],
         );
+        // (without a `spec` section, the module reads as level 1.5)
+        let mut a = a;
+        a.module.spec = SpecInfo::default();
         assert_eq!(Artifact::decode(&optional, usize::MAX), Ok(a));
     }
 

@@ -32,6 +32,7 @@ pub mod limits;
 pub use json_text::JsonText;
 mod nesting;
 mod prompt;
+mod spec;
 pub mod text_form;
 mod validate;
 mod workflow;
@@ -41,6 +42,7 @@ pub use composition::*;
 pub use ids::*;
 pub use limits::DecodeLimits;
 pub use prompt::*;
+pub use spec::{Provider, SpecInfo, SpecLevel};
 pub use validate::InvalidModule;
 pub use workflow::*;
 
@@ -74,12 +76,21 @@ pub struct Module {
     pub agents: Vec<Agent>,
     /// The pack's `compositions`, in source order, indexed by [`CompId`].
     pub compositions: Vec<Composition>,
+    /// The spec level and what it settles (control, providers, governance). Not part of
+    /// the `MODL` payload: an artifact carries it in its optional `spec` section.
+    #[serde(skip)]
+    pub spec: SpecInfo,
 }
 
 impl Module {
     /// The interned string `id`; the empty string for an id out of range.
     pub fn str(&self, id: StrId) -> &str {
         self.strings.get(id.index()).map_or("", String::as_str)
+    }
+
+    /// Every prompt's guards, in prompt order (the `GARD` section's payload).
+    pub fn guards(&self) -> Vec<&Vec<Guard>> {
+        self.prompts.iter().map(|p| &p.guards).collect()
     }
 
     /// The name of event `id`.

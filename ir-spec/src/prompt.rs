@@ -33,7 +33,10 @@ pub struct Prompt {
     pub parameters: crate::JsonText,
     /// The enabled `validators` that can trigger, in declaration order: the prompt's
     /// guard program (`later-versions.md` §4). Empty for most prompts, and then the VM
-    /// does nothing for them.
+    /// does nothing for them. Not part of the `MODL` payload: an artifact carries the
+    /// guards of every prompt in its required `GARD` section, present only when some
+    /// prompt has one (so a reader that does not enforce them refuses the file).
+    #[serde(skip)]
     pub guards: Vec<Guard>,
 }
 

@@ -88,7 +88,9 @@ impl Module {
         for c in &self.compositions {
             validate_composition(self, c)?;
         }
-        Ok(())
+        self.spec
+            .validate(self)
+            .map_err(|e| InvalidModule(e.to_owned()))
     }
 }
 

@@ -41,7 +41,7 @@ MAGIC = b"\x89PPK\r\n\x1a\n"
 FORMAT_MAJOR = 1
 MAX_NESTING = 256
 MAX_JSON_DEPTH = 127
-KNOWN_SECTIONS = {b"MODL"}
+KNOWN_SECTIONS = {b"MODL", b"GARD"}
 
 
 class Refused(Exception):
@@ -195,7 +195,6 @@ STRUCTS = {
         ("tools", seq(E("ToolRef"))),
         ("policy", S("ToolPolicy")),
         ("parameters", "json"),
-        ("guards", seq(S("Guard"))),
     ],
     "Guard": [
         ("name", "str"),
@@ -687,7 +686,20 @@ def read(data):
         raise Refused("section MODL is missing")
     module = decode_module(modl)
     verify(module)
+    module["guards"] = decode_guards(dict(header["sections"]).get(b"GARD"), module)
     return header, module
+
+
+def decode_guards(payload, module):
+    """The `GARD` section (§2.4.1): one list of guards per prompt; all empty without it."""
+    n = len(module["prompts"])
+    if payload is None:
+        return [[] for _ in range(n)]
+    d = Decoder(payload)
+    guards = d.value(seq(seq(S("Guard"))))
+    if d.pos != len(payload) or len(guards) != n:
+        raise Refused(f"GARD holds {len(guards)} guard lists for {n} prompts")
+    return guards
 
 
 def main(argv):
@@ -708,8 +720,10 @@ def main(argv):
     except Refused as e:
         print(f"{args[0]}: {e}", file=sys.stderr)
         return 1
+    guards = module.pop("guards")
     if "--both" in flags:
-        out = {"summary": summary(header, module), "serde": plain(module, raw_json=True)}
+        out = {"summary": summary(header, module), "serde": plain(module, raw_json=True),
+               "guards": plain(guards, raw_json=True)}
     elif "--serde" in flags:
         out = plain(module, raw_json=True)
     elif "--full" in flags:

@@ -56,6 +56,8 @@ const INTOS: [&str; 3] = ["m", "items", "x"];
 /// What the host generator needs to know about the pack.
 struct Info {
     prompts: Vec<String>,
+    /// Provider keys other than `default` that calls may be routed to (level 1.9).
+    providers: Vec<String>,
     tools: Vec<String>,
     members: Vec<String>,
     targets: Vec<(String, u32)>,
@@ -95,6 +97,16 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
             answers.splice(0..0, long);
         }
         prompts.insert(p.clone(), answers);
+        // Answers keyed `provider/prompt_task`: a call routed to that provider takes
+        // them, and only them (`later-versions.md` §3).
+        for provider in std::iter::once("default").chain(info.providers.iter().map(|s| s.as_str()))
+        {
+            if !info.providers.is_empty() && t.chance(25) {
+                let n = t.range(0, 6) as usize;
+                let keyed: Vec<Value> = (0..n).map(|_| model_answer(t, &info)).collect();
+                prompts.insert(format!("{provider}/{p}"), keyed);
+            }
+        }
     }
     let mut tools = BTreeMap::new();
     for name in info.tools.iter().chain(&info.members) {
@@ -377,8 +389,37 @@ fn pack(t: &mut Tape) -> (Value, Info) {
     // runs get deep.
     let risky = t.chance(35);
     let has_fragments = t.chance(25);
+    // The spec level (`later-versions.md` §1): no claim (1.5), v1.8.1 (`control`), or
+    // v1.9.0 (`control` and providers).
+    let level = t.weighted(&[60, 15, 25]);
+    let providers: Vec<String> = if level == 2 && t.chance(60) {
+        vec!["fast".into(), "slow".into()]
+    } else {
+        Vec::new()
+    };
 
     let mut pack = Map::new();
+    match level {
+        1 => {
+            pack.insert(
+                "$schema".into(),
+                json!("https://promptpack.org/schema/v1.8.1/promptpack.schema.json"),
+            );
+        }
+        2 => {
+            pack.insert(
+                "$schema".into(),
+                json!("https://promptpack.org/schema/v1.9.0/promptpack.schema.json"),
+            );
+        }
+        _ => {}
+    }
+    if !providers.is_empty() {
+        pack.insert(
+            "requires".into(),
+            json!({"providers": ["default", {"key": "fast", "role": "llm"}, "slow"]}),
+        );
+    }
     pack.insert("id".into(), json!("gen"));
     pack.insert("name".into(), json!("Generated"));
     pack.insert("version".into(), json!("1.0.0"));
@@ -393,11 +434,17 @@ fn pack(t: &mut Tape) -> (Value, Info) {
     offer_pool.extend(members.iter().cloned());
     offer_pool.push("ghost".into());
     let mut prompts = Map::new();
+    let provider_pool: Vec<String> = providers
+        .iter()
+        .cloned()
+        .chain(std::iter::once("default".to_owned()))
+        .collect();
     for key in &prompt_keys {
-        prompts.insert(
-            key.clone(),
-            prompt(t, key, &offer_pool, risky, has_fragments),
-        );
+        let mut p = prompt(t, key, &offer_pool, risky, has_fragments);
+        if !providers.is_empty() && t.chance(40) {
+            p["provider"] = json!(t.pick(&provider_pool));
+        }
+        prompts.insert(key.clone(), p);
     }
     pack.insert("prompts".into(), Value::Object(prompts));
     if has_fragments {
@@ -437,6 +484,11 @@ fn pack(t: &mut Tape) -> (Value, Info) {
 
     if !comp_keys.is_empty() {
         let ctx = CompCtx {
+            providers: if providers.is_empty() {
+                &[]
+            } else {
+                &provider_pool
+            },
             prompts: &prompt_keys,
             tools: &tool_keys,
             has_evals,
@@ -453,7 +505,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
     if has_workflow {
         pack.insert(
             "workflow".into(),
-            workflow(t, &state_keys, &prompt_keys, &comp_keys, focus),
+            workflow(t, &state_keys, &prompt_keys, &comp_keys, focus, level > 0),
         );
     }
 
@@ -487,6 +539,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
     }
     let info = Info {
         prompts: prompt_keys,
+        providers,
         tools: tool_keys,
         members,
         targets,
@@ -649,6 +702,8 @@ fn variable(t: &mut Tape, name: &str) -> Value {
 // Compositions
 
 struct CompCtx<'a> {
+    /// Provider keys a prompt or agent step may name (empty below level 1.9).
+    providers: &'a [String],
     prompts: &'a [String],
     tools: &'a [String],
     has_evals: bool,
@@ -824,6 +879,9 @@ fn leaf(t: &mut Tape, ctx: &CompCtx, id: &str, kind: usize, visible: &[Root]) ->
             if t.chance(20) {
                 s.insert("output_schema".into(), json!("out.schema.json"));
             }
+            if !ctx.providers.is_empty() && t.chance(30) {
+                s.insert("provider".into(), json!(t.pick(ctx.providers)));
+            }
             if kind == 2 {
                 let mut termination = Map::new();
                 let mut listed = Vec::new();
@@ -974,10 +1032,22 @@ fn workflow(
     prompts: &[String],
     comps: &[String],
     focus: bool,
+    control: bool,
 ) -> Value {
     let mut out = Map::new();
     for (i, key) in states.iter().enumerate() {
         let mut s = Map::new();
+        if control {
+            match t.weighted(&[50, 40, 10]) {
+                1 => {
+                    s.insert("control".into(), json!("agent"));
+                }
+                2 => {
+                    s.insert("control".into(), json!("user"));
+                }
+                _ => {}
+            }
+        }
         if !comps.is_empty() && (focus && i == 0 || t.chance(35)) {
             s.insert("orchestration".into(), json!("composition"));
             s.insert("composition".into(), json!(t.pick(comps)));

@@ -42,6 +42,8 @@ pub struct Outcome {
     pub calls: Vec<Value>,
     /// The eval requests (`compositions.md` §9.2), as `{step, eval, output}`.
     pub evals: Vec<Value>,
+    /// The last turn's reply (RFC 0014 reply assembly).
+    pub reply: String,
 }
 
 /// A scripted answer, read as the conformance README says.
@@ -120,6 +122,8 @@ struct Interp<'p> {
     /// The embedder's cap on host calls, and the calls issued so far.
     max_host_calls: Option<u64>,
     host_calls: u64,
+    /// The turn's reply: the non-empty string outputs of the states executed in it.
+    reply: Vec<String>,
 }
 
 /// Runs `g` on the reference interpreter.
@@ -146,9 +150,11 @@ pub fn run(g: &Generated) -> Outcome {
         artifacts: BTreeMap::new(),
         max_host_calls: g.max_host_calls,
         host_calls: 0,
+        reply: Vec::new(),
     };
     let result = it.target(&g.target, &g.script);
     Outcome {
+        reply: it.reply.join("\n\n"),
         result: result.map_err(str::to_owned),
         trace: it.log.trace,
         calls: it.log.calls,
@@ -170,7 +176,11 @@ impl<'p> Interp<'p> {
             let mut last = Value::Null;
             for item in script {
                 match item {
-                    Item::Turn(input) => last = self.composition(name, input)?,
+                    Item::Turn(input) => {
+                        last = self.composition(name, input)?;
+                        self.reply.clear();
+                        self.add_reply(&last);
+                    }
                     Item::Event(_) => return Err("invalid_event"),
                 }
             }
@@ -183,11 +193,48 @@ impl<'p> Interp<'p> {
         let mut last = Value::Null;
         for item in script {
             match item {
-                Item::Turn(input) => last = self.prompt_state(member, input)?.0,
+                Item::Turn(input) => {
+                    last = self.prompt_state(member, input)?.0;
+                    self.reply.clear();
+                    self.add_reply(&last);
+                }
                 Item::Event(_) => return Err("invalid_event"),
             }
         }
         Ok((last, None))
+    }
+
+    /// Appends a non-empty string output to the turn's reply (RFC 0014).
+    fn add_reply(&mut self, output: &Value) {
+        if let Some(text) = output.as_str().filter(|t| !t.is_empty()) {
+            self.reply.push(text.to_owned());
+        }
+    }
+
+    /// The pack claims v1.7 or later: `control` is executed (`later-versions.md` §2).
+    fn control_level(&self) -> bool {
+        self.pack["$schema"]
+            .as_str()
+            .is_some_and(|s| s.contains("/v1.7") || s.contains("/v1.8") || s.contains("/v1.9"))
+    }
+
+    /// The provider of a call made with `prompt` (`default` below level 1.9).
+    fn prompt_provider(&self, prompt: &str) -> String {
+        let level_1_9 = self.pack["$schema"]
+            .as_str()
+            .is_some_and(|s| s.contains("/v1.9"));
+        match self.pack["prompts"][prompt]["provider"].as_str() {
+            Some(p) if level_1_9 => p.to_owned(),
+            _ => "default".to_owned(),
+        }
+    }
+
+    /// A prompt or agent step's provider: its own, else its prompt's.
+    fn step_provider(&self, step: &Value) -> String {
+        match step["provider"].as_str() {
+            Some(p) => p.to_owned(),
+            None => self.prompt_provider(step["prompt_task"].as_str().unwrap()),
+        }
     }
 
     // -----------------------------------------------------------------------------------
@@ -226,12 +273,20 @@ impl<'p> Interp<'p> {
         Ok(())
     }
 
-    fn issue_model(&mut self, prompt: &str, input: &Value, system: &str) -> Res<()> {
+    fn issue_model(
+        &mut self,
+        prompt: &str,
+        provider: &str,
+        input: &Value,
+        system: &str,
+    ) -> Res<()> {
         self.check_clock()?;
         self.check_cap()?;
-        self.log
-            .calls
-            .push(json!({"prompt": prompt, "input": input, "system": system}));
+        let mut call = json!({"prompt": prompt, "input": input, "system": system});
+        if provider != "default" {
+            call["provider"] = json!(provider);
+        }
+        self.log.calls.push(call);
         Ok(())
     }
 
@@ -257,17 +312,26 @@ impl<'p> Interp<'p> {
     }
 
     /// Issues (unless `pre_issued` says it already was) and answers a model call.
+    /// Answers come from the `provider/prompt` queue when the script has one, else
+    /// from the plain `prompt` queue.
     fn model_call(
         &mut self,
         prompt: &str,
+        provider: &str,
         input: &Value,
         system: &str,
         pre_issued: &mut bool,
     ) -> Res<Answer> {
         if !std::mem::take(pre_issued) {
-            self.issue_model(prompt, input, system)?;
+            self.issue_model(prompt, provider, input, system)?;
         }
-        Ok(Self::answer(&mut self.prompts, prompt))
+        let keyed = format!("{provider}/{prompt}");
+        let key = if self.prompts.contains_key(&keyed) {
+            keyed.as_str()
+        } else {
+            prompt
+        };
+        Ok(Self::answer(&mut self.prompts, key))
     }
 
     /// Issues (unless `pre_issued`) and answers a tool call.
@@ -335,7 +399,11 @@ impl<'p> Interp<'p> {
             self.start_ms = self.read_clock();
         }
         let mut last = Value::Null;
+        let control = self.control_level();
         for item in script {
+            if let Item::Turn(_) = item {
+                self.reply.clear();
+            }
             match item {
                 Item::Turn(input) => loop {
                     let state = &wf["states"][&current];
@@ -348,13 +416,20 @@ impl<'p> Interp<'p> {
                         self.prompt_state(state["prompt_task"].as_str().unwrap(), input)?
                     };
                     self.write_artifacts(state, &output);
+                    self.add_reply(&output);
                     last = output;
                     if terminal(state) || state["orchestration"] == "external" {
                         break;
                     }
                     let Some(event) = event else { break };
                     self.transition(&mut current, &event, &mut visits, &mut total)?;
-                    if wf["states"][&current]["orchestration"] == "external" {
+                    let dest = &wf["states"][&current];
+                    if dest["orchestration"] == "external" {
+                        break;
+                    }
+                    // RFC 0014: at level 1.8+, a non-terminal destination runs in this
+                    // turn only with `control: agent`.
+                    if control && !terminal(dest) && dest["control"] != "agent" {
                         break;
                     }
                 },
@@ -455,7 +530,8 @@ impl<'p> Interp<'p> {
         let offered = self.offered(prompt, None);
         let mut made = 0;
         for round in 1.. {
-            match self.model_call(prompt, input, &system, &mut false)? {
+            let provider = self.prompt_provider(prompt);
+            match self.model_call(prompt, &provider, input, &system, &mut false)? {
                 Answer::Error => return Err(HOST_ERROR),
                 Answer::Output(v, event) => return Ok((v, event)),
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),
@@ -581,7 +657,13 @@ impl<'p> Interp<'p> {
         if step["kind"] == "tool" {
             self.issue_tool(step["tool"].as_str().unwrap(), &p.input)
         } else {
-            self.issue_model(step["prompt_task"].as_str().unwrap(), &p.input, &p.system)
+            let provider = self.step_provider(step);
+            self.issue_model(
+                step["prompt_task"].as_str().unwrap(),
+                &provider,
+                &p.input,
+                &p.system,
+            )
         }
     }
 
@@ -611,7 +693,8 @@ impl<'p> Interp<'p> {
             },
             "prompt" => {
                 let prompt = step["prompt_task"].as_str().unwrap();
-                match self.model_call(prompt, &p.input, &p.system, pre_issued)? {
+                let provider = self.step_provider(step);
+                match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
                     Answer::Output(v, _) => Ok(string_rule(step, v)),
                     _ => Err(HOST_ERROR),
                 }
@@ -629,8 +712,9 @@ impl<'p> Interp<'p> {
         let max_steps = step["termination"]["max_steps"].as_u64();
         let finish = step["termination"]["tool_called"].as_str();
         let mut made = 0;
+        let provider = self.step_provider(step);
         for turn in 1.. {
-            let reqs = match self.model_call(prompt, &p.input, &p.system, pre_issued)? {
+            let reqs = match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
                 Answer::Error => return Err(HOST_ERROR),
                 Answer::Output(v, _) => return Ok(string_rule(step, v)),
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),

@@ -154,6 +154,10 @@ pub struct Outcome<'r> {
     /// The last output: of the last executed state, agent turn or composition
     /// (`null` when nothing executed).
     pub output: &'r Value,
+    /// The last turn's reply: the non-empty string outputs of the states (or agent turn,
+    /// or composition) executed in it, in order, joined with one blank line (`"\n\n"`);
+    /// empty when none was a non-empty string (RFC 0014 reply assembly).
+    pub reply: &'r str,
     /// The workflow state the run ended in; `None` without a workflow.
     pub state: Option<&'r str>,
 }
@@ -163,6 +167,7 @@ impl Outcome<'_> {
     pub fn into_owned(self) -> OwnedOutcome {
         OwnedOutcome {
             output: self.output.clone(),
+            reply: self.reply.to_owned(),
             state: self.state.map(str::to_owned),
         }
     }
@@ -173,6 +178,9 @@ impl Outcome<'_> {
 pub struct OwnedOutcome {
     /// The last output (see [`Outcome::output`]).
     pub output: Value,
+    /// The last turn's reply (see [`Outcome::reply`]).
+    #[serde(default)]
+    pub reply: String,
     /// The workflow state the run ended in; `None` without a workflow.
     pub state: Option<String>,
 }
@@ -218,6 +226,8 @@ pub enum CallRecord {
         input: Value,
         /// The rendered system template.
         system: String,
+        /// The effective provider key (`later-versions.md` §3); `None` for `default`.
+        provider: Option<String>,
     },
     /// A tool call.
     Tool {
@@ -259,16 +269,23 @@ pub enum CallRecord {
 }
 
 impl CallRecord {
-    /// The record as the case format writes it: `{prompt, input, system}`, `{tool, args}`
-    /// `{extension, input, params}`, `{guard, params, text}` or
-    /// `{guardrail, at, action, length}`.
+    /// The record as the case format writes it: `{prompt, input, system, provider?}`
+    /// (`provider` omitted for `default`), `{tool, args}`, `{extension, input, params}`,
+    /// `{guard, params, text}` or `{guardrail, at, action, length}`.
     pub fn to_json(&self) -> Value {
         match self {
             CallRecord::Model {
                 prompt,
                 input,
                 system,
-            } => serde_json::json!({"prompt": prompt, "input": input, "system": system}),
+                provider,
+            } => {
+                let mut v = serde_json::json!({"prompt": prompt, "input": input, "system": system});
+                if let Some(p) = provider {
+                    v["provider"] = Value::String(p.clone());
+                }
+                v
+            }
             CallRecord::Tool { tool, args } => serde_json::json!({"tool": tool, "args": args}),
             CallRecord::Guard {
                 validator,

@@ -241,6 +241,23 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The effective provider key of a model call made by `job` (`later-versions.md` §3),
+    /// resolved at compile time: the step's, else its prompt's, else `default`.
+    pub fn provider(&self, job: Job) -> &'a str {
+        let spec = &self.prog.m.spec;
+        let index = match (job, self.cid) {
+            (Job::Prompt { prompt, .. }, _) => spec.prompt_provider(prompt),
+            (Job::Step(s), Some(c)) => match self.step_kind(s) {
+                StepKind::Prompt { prompt, .. } | StepKind::Agent { prompt, .. } => {
+                    spec.step_provider(c, s, *prompt)
+                }
+                _ => 0,
+            },
+            (Job::Step(_), None) => 0,
+        };
+        spec.provider_key(index)
+    }
+
     pub fn step_kind(&self, s: StepId) -> &'a StepKind {
         let comp = self.comp().expect("a step job runs inside a composition");
         &comp.steps[s.index()].kind
@@ -1115,6 +1132,10 @@ pub(crate) fn record_of(view: &crate::view::CallView<'_>) -> CallRecord {
                 prompt: prompt.to_owned(),
                 input: view.input().to_value(),
                 system,
+                provider: view
+                    .provider()
+                    .filter(|p| *p != "default")
+                    .map(str::to_owned),
             }
         }
         None => CallRecord::Tool {

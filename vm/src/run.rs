@@ -97,6 +97,9 @@ pub(crate) struct Wf {
     /// The turn ended: its input and last output go to the history when the next turn
     /// starts (the history is read only by later turns).
     pub exchange_pending: bool,
+    /// The turn's reply so far: the non-empty string outputs of the states executed in
+    /// it, joined with a blank line (RFC 0014 reply assembly).
+    pub reply: String,
 }
 
 /// One run of a [`Program`] against a [`Target`].
@@ -263,6 +266,7 @@ impl Run {
         wf.last = Value::Null;
         wf.last_slot = None;
         wf.exchange_pending = false;
+        wf.reply.clear();
         let w = &mut self.walk;
         w.id = None;
         w.pos = 0;
@@ -490,6 +494,7 @@ impl Run {
                     let output = result?;
                     self.wf.last = output;
                     self.wf.last_slot = None;
+                    self.push_reply();
                     match self.top {
                         Top::StatePrompt(s) => {
                             let event = match event {
@@ -509,6 +514,7 @@ impl Run {
                         Walked::Finished(o) => o,
                     };
                     self.wf.last_slot = Some(out);
+                    self.push_reply();
                     match self.top {
                         Top::StateComp(s) => {
                             let name = self.state_output().and_then(|o| match o.member("event") {
@@ -556,6 +562,22 @@ impl Run {
         }
     }
 
+    /// Appends the output of what executed last to the turn's reply, when it is a
+    /// non-empty string (`later-versions.md` §2: non-string outputs contribute nothing).
+    /// Allocates only for a string output.
+    pub(crate) fn push_reply(&mut self) {
+        let mut reply = std::mem::take(&mut self.wf.reply);
+        if let Some(VRef::Val(Value::String(text))) = self.state_output() {
+            if !text.is_empty() {
+                if !reply.is_empty() {
+                    reply.push_str("\n\n");
+                }
+                reply.push_str(text);
+            }
+        }
+        self.wf.reply = reply;
+    }
+
     /// The output of the state (or agent turn, or composition) that executed last.
     pub(crate) fn state_output(&self) -> Option<VRef<'_>> {
         match self.wf.last_slot {
@@ -590,6 +612,7 @@ impl Run {
 
     /// The caller's turn (`workflow.md` §5).
     fn begin_turn(&mut self, input: Value) -> Result<(), RunError> {
+        self.wf.reply.clear();
         if self.wf.exchange_pending {
             self.settle_slots();
             self.wf.exchange_pending = false;
@@ -729,6 +752,7 @@ impl Run {
                 .state_output()
                 .and_then(VRef::real)
                 .unwrap_or(&self.wf.last),
+            reply: &self.wf.reply,
             state,
         })
     }

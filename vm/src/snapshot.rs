@@ -46,7 +46,7 @@ pub const MAGIC: [u8; 8] = *b"\x89PPS\r\n\x1a\n";
 /// The snapshot format version this VM writes and reads; other versions are refused.
 /// (2: the body carries the run's value and snapshot limits; 3: and `max_built_bytes`,
 /// and one eval record per step completion.)
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 
 const HEADER: usize = 8 + 2 + 8;
 const TRAILER: usize = 8;
@@ -159,7 +159,8 @@ pub fn fingerprint(module: &Module) -> u64 {
     // Postcard fails only on a full fixed buffer (this flavor has none), on sequences of
     // unknown length (the IR has none) and on custom errors (the IR's JSON values are
     // written as text, which cannot fail).
-    postcard::serialize_with_flavor(module, Fnv::new()).unwrap_or(0)
+    postcard::serialize_with_flavor(&(module, &module.spec, module.guards()), Fnv::new())
+        .unwrap_or(0)
 }
 
 /// A postcard flavor appending to a `Vec` that refuses to grow past `max` bytes, so a
@@ -541,6 +542,7 @@ enum SnapRecord {
         prompt: String,
         input: T,
         system: String,
+        provider: Option<String>,
     },
     Tool {
         tool: String,
@@ -582,10 +584,12 @@ pub(crate) mod calls_text {
                             prompt,
                             input,
                             system,
+                            provider,
                         } => SnapRecord::Model {
                             prompt: prompt.clone(),
                             input: T(input.clone()),
                             system: system.clone(),
+                            provider: provider.clone(),
                         },
                         CallRecord::Tool { tool, args } => SnapRecord::Tool {
                             tool: tool.clone(),
@@ -640,10 +644,12 @@ pub(crate) mod calls_text {
                             prompt,
                             input,
                             system,
+                            provider,
                         } => CallRecord::Model {
                             prompt,
                             input: input.0,
                             system,
+                            provider,
                         },
                         SnapRecord::Tool { tool, args } => CallRecord::Tool { tool, args: args.0 },
                         SnapRecord::Guardrail {

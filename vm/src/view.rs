@@ -117,6 +117,16 @@ impl<'r> CallView<'r> {
         Some(self.ctx.prog.prompt_key(p))
     }
 
+    /// A model call's effective provider key (`later-versions.md` §3): the step's
+    /// `provider`, else its prompt's, else `default`. Resolved at compile time; reading it
+    /// allocates nothing.
+    pub fn provider(&self) -> Option<&'r str> {
+        if !self.is_model() {
+            return None;
+        }
+        Some(self.ctx.provider(self.lane.job))
+    }
+
     /// A model call's prompt `parameters` (temperature, max_tokens, …; `null` when the
     /// prompt sets none), for a host making the real call.
     pub fn parameters(&self) -> Option<&'r ir_spec::JsonText> {

@@ -217,7 +217,9 @@ impl Run {
         }
         if !mid_turn {
             self.top = Top::Idle;
-        } else if external {
+        } else if external || self.prog.m.spec.holds_turn(to) {
+            // An external destination, or (level 1.8 and above) a `control: user`
+            // non-terminal one, runs on the next turn (RFC 0014 rule 3).
             self.end_turn();
         } else {
             self.begin_state(to);

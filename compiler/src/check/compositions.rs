@@ -156,7 +156,8 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
     };
     let newer = cx.newer_spec;
     for (key, _) in obj {
-        if !COMPOSITION_MEMBERS.contains(&key.as_str()) && !newer {
+        let later = key == "extensions" && cx.level >= ir_spec::SpecLevel::V1_8;
+        if !COMPOSITION_MEMBERS.contains(&key.as_str()) && !newer && !later {
             cx.push(
                 schema(
                     &join(ptr, &[key]),
@@ -289,7 +290,7 @@ fn collect_ids<'p>(cx: &mut Cx<'_, '_>, c: &mut Comp<'p>, steps: &'p [Value], st
         let kind = step
             .get("kind")
             .and_then(Value::as_str)
-            .and_then(|k| Kind::parse_at(k, crate::validators::level_1_8(cx.root)));
+            .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
         if let Some(id) = step.get("id").and_then(Value::as_str) {
             if seen(cx, id, (i, None)) {
                 c.top.insert(id, TopStep { index: i, kind });
@@ -319,6 +320,60 @@ fn unresolved_step(c: &Comp<'_>, name: &str, ptr: String, what: &str) -> Diagnos
 }
 
 /// Check one step. `index` is the top-level index (for a nested step, its parallel's).
+/// Members no v1 step kind defines (`later-versions.md` §1 "Steps"): `provider` below
+/// level 1.9 is a `schema_violation` naming v1.9; `provider` on a step that makes no
+/// model call, and any other unknown member, is the warning `ignored_member`.
+fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &serde_json::Map<String, Value>, ptr: &str) {
+    for key in obj.keys() {
+        let key = key.as_str();
+        if KIND_MEMBERS.contains(&key) || SHARED_STEP_MEMBERS.contains(&key) {
+            continue;
+        }
+        let model = matches!(kind, Kind::Prompt | Kind::Agent);
+        let mptr = join(ptr, &[key]);
+        if key == "provider" && cx.level < ir_spec::SpecLevel::V1_9 && !cx.newer_spec {
+            cx.push(
+                schema(
+                    &mptr,
+                    format!(
+                        "`provider` on a step is defined by PromptPack v1.9; this pack is read at level {}",
+                        cx.level
+                    ),
+                )
+                .help("declare `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json` (or `--spec-level 1.9`) and the key under `requires.providers`, or remove `provider`"),
+            );
+        } else if key == "provider" && model {
+            // resolved by the provider checks
+        } else {
+            let why = if key == "provider" {
+                format!(
+                    "`provider` has no effect on a {} step, which makes no model call",
+                    kind_name(kind)
+                )
+            } else {
+                format!(
+                    "unknown member `{key}` of a {} step is ignored",
+                    kind_name(kind)
+                )
+            };
+            cx.push(
+                Diagnostic::new(DiagKind::IgnoredMember, why)
+                    .at(mptr)
+                    .help(format!(
+                        "remove `{key}`; a {} step takes: {}",
+                        kind_name(kind),
+                        SHARED_STEP_MEMBERS
+                            .iter()
+                            .chain(kind.members())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+            );
+        }
+    }
+}
+
 fn check_step(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
@@ -368,7 +423,7 @@ fn check_step(
             );
             None
         }
-        Some(Value::String(k)) => match Kind::parse_at(k, crate::validators::level_1_8(cx.root)) {
+        Some(Value::String(k)) => match Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8) {
             Some(kind @ (Kind::Branch | Kind::Parallel)) if nested => {
                 cx.push(
                     Diagnostic::new(
@@ -406,6 +461,9 @@ fn check_step(
             None
         }
     };
+    if let Some(kind) = kind {
+        step_members(cx, kind, obj, ptr);
+    }
     if let Some(kind) = kind {
         for key in obj.keys() {
             let key = key.as_str();

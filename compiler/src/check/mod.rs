@@ -9,6 +9,7 @@
 mod compositions;
 pub(crate) use compositions::is_extension_kind;
 mod prompts;
+mod spec;
 mod workflow;
 
 use rustc_hash::FxHashSet as HashSet;
@@ -25,6 +26,8 @@ pub struct CheckOptions {
     /// `None` for a pack that is not a file (inline in a case file): schema names are
     /// then not looked up and no `unresolved_schema` is reported.
     pub base_dir: Option<PathBuf>,
+    /// The spec level override (`--spec-level`); `None` reads the pack's claim.
+    pub spec_level: Option<ir_spec::SpecLevel>,
 }
 
 /// Run every semantic check on `pack`, pushing diagnostics to `out` (unsorted).
@@ -33,16 +36,20 @@ pub fn check(pack: &Value, options: &CheckOptions, out: &mut Vec<Diagnostic>) {
         return; // the schema stage reports a non-object document
     };
     let names = Names::collect(root);
+    let claim = crate::schema::claim(pack);
     let mut cx = Cx {
         root,
         names,
-        newer_spec: crate::schema::claims_newer_version(pack),
+        newer_spec: claim.newer,
+        level: options.spec_level.unwrap_or(claim.level),
+        claim,
         options,
         out,
     };
     prompts::check(&mut cx);
     workflow::check(&mut cx);
     compositions::check(&mut cx);
+    spec::check(&mut cx);
 }
 
 /// The name spaces references resolve in.
@@ -89,8 +96,12 @@ impl<'a> Names<'a> {
 struct Cx<'a, 'o> {
     root: &'a Map<String, Value>,
     names: Names<'a>,
-    /// The pack claims a spec version above 1.5: unknown members are tolerated.
+    /// The pack claims a spec version above 1.9: unknown members are tolerated.
     newer_spec: bool,
+    /// The level the pack is read at.
+    level: ir_spec::SpecLevel,
+    /// What its `$schema` claims.
+    claim: crate::schema::Claim,
     options: &'o CheckOptions,
     out: &'o mut Vec<Diagnostic>,
 }

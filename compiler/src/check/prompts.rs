@@ -27,7 +27,7 @@ fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
     let Some(list) = prompt.get("validators").and_then(Value::as_array) else {
         return;
     };
-    let level_1_8 = crate::validators::level_1_8(cx.root);
+    let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
     for (i, v) in list.iter().enumerate() {
         let base = join(ptr, &["validators", &i.to_string()]);
         for p in crate::validators::read(v, level_1_8).1 {

@@ -298,7 +298,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
 
 /// Which nodes lie on a cycle (a self-edge counts): Tarjan's strongly connected
 /// components, iteratively so that a long chain of states cannot overflow the stack.
-fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
+pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
     let n = edges.len();
     const UNSEEN: usize = usize::MAX;
     let mut index = vec![UNSEEN; n];

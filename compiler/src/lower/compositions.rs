@@ -184,7 +184,7 @@ fn lower_one(
                 }
             }
             other
-                if crate::validators::level_1_8(cx.root)
+                if cx.level >= ir_spec::SpecLevel::V1_8
                     && crate::check::is_extension_kind(other) =>
             {
                 const NOT_PARAMS: &[&str] = &[

@@ -7,10 +7,12 @@
 //! One module per job:
 //! - [`prompts`]: prompts (templates, variables, offered tools, policy) and tools;
 //! - [`workflow`]: states, transitions, budget, artifacts, agents;
-//! - [`compositions`]: steps in walk order, bindings, predicates.
+//! - [`compositions`]: steps in walk order, bindings, predicates;
+//! - [`spec`]: the spec level, who holds the turn, providers, governance.
 
 mod compositions;
 mod prompts;
+pub(crate) mod spec;
 mod workflow;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -26,6 +28,8 @@ pub struct LowerOptions {
     /// embedded. `None` for a pack that is not a file (inline in a case file): schema
     /// names are kept without a schema.
     pub base_dir: Option<PathBuf>,
+    /// The spec level override (`--spec-level`); `None` reads the pack's `$schema` claim.
+    pub spec_level: Option<ir_spec::SpecLevel>,
 }
 
 /// A pack shape lowering cannot handle. The checks reject every such pack first, so this
@@ -60,6 +64,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
         .as_object()
         .ok_or_else(|| LowerError::new("", "the pack is not an object"))?;
     let mut cx = Cx::new(root, options);
+    cx.level = crate::schema::level_of(pack, options.spec_level);
     cx.module.id = root
         .get("id")
         .and_then(Value::as_str)
@@ -72,12 +77,15 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
     compositions::lower_all(&mut cx)?;
     workflow::lower_workflow(&mut cx, artifacts)?;
     workflow::lower_agents(&mut cx)?;
+    spec::lower_spec(&mut cx, crate::schema::level_of(pack, options.spec_level));
     Ok(cx.module)
 }
 
 /// Lowering state: the module being built and the name → index maps.
 struct Cx<'a> {
     root: &'a Map<String, Value>,
+    /// The spec level the pack is read at.
+    level: ir_spec::SpecLevel,
     options: &'a LowerOptions,
     module: Module,
     strings: HashMap<String, StrId>,
@@ -97,6 +105,7 @@ impl<'a> Cx<'a> {
         let ids = |names: Vec<&'a str>| names.into_iter().enumerate();
         Cx {
             root,
+            level: ir_spec::SpecLevel::default(),
             options,
             module: Module::default(),
             strings: HashMap::default(),

@@ -47,7 +47,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             .map(|t| t.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let tools = offered(cx, &names, &policy);
-        let level_1_8 = crate::validators::level_1_8(cx.root);
+        let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
         let guards = prompt
             .get("validators")
             .and_then(Value::as_array)

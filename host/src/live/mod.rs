@@ -80,8 +80,12 @@ impl std::fmt::Display for ModelEndpoint {
 /// How the live host works.
 #[derive(Clone, Debug)]
 pub struct LiveConfig {
-    /// Where model calls go; `None`: every model call is a `host_error` saying so.
+    /// Where model calls on the `default` provider go, unless `providers` binds
+    /// `default`; `None`: every such call is a `host_error` saying so.
     pub model: Option<ModelEndpoint>,
+    /// Per provider key (`requires.providers`, RFC 0017): where the calls routed to that
+    /// key go. [`provider_faults`] lists the keys a pack references that are unbound.
+    pub providers: std::collections::BTreeMap<String, ModelEndpoint>,
     /// The tool bindings.
     pub tools: ToolBindings,
     /// Timeouts and retries of model calls.
@@ -104,6 +108,7 @@ impl Default for LiveConfig {
     fn default() -> Self {
         LiveConfig {
             model: None,
+            providers: std::collections::BTreeMap::new(),
             tools: ToolBindings::default(),
             guard_handlers: BTreeMap::new(),
             transport: TransportConfig::default(),
@@ -262,6 +267,7 @@ impl Job {
         match view.prompt_task() {
             Some(prompt) => Job::Model(Box::new(ModelRequest {
                 prompt: prompt.to_owned(),
+                provider: view.provider().unwrap_or("default").to_owned(),
                 system: view.system(),
                 input: view.input().to_value(),
                 history: view.history(),
@@ -435,12 +441,30 @@ impl LiveHost {
         }
     }
 
+    /// The endpoint serving provider `key`: its binding, else (for `default`) `model`.
+    pub fn endpoint(&self, key: &str) -> Option<&ModelEndpoint> {
+        let config = &self.inner.config;
+        config.providers.get(key).or_else(|| {
+            (key == "default")
+                .then_some(config.model.as_ref())
+                .flatten()
+        })
+    }
+
     fn model_answer(&self, req: &ModelRequest) -> (Answer, u64) {
-        let Some(endpoint) = &self.inner.config.model else {
+        let Some(endpoint) = self.endpoint(&req.provider) else {
+            let how = if req.provider == "default" {
+                "pass --provider openai --model NAME".to_owned()
+            } else {
+                format!(
+                    "bind it with --bind-provider {}=URL,model=NAME",
+                    req.provider
+                )
+            };
             return (
                 Answer::Error(format!(
-                    "model call for prompt `{}`: no model provider is configured (pass --provider)",
-                    req.prompt
+                    "model call for prompt `{}`: provider `{}` is not bound ({how})",
+                    req.prompt, req.provider
                 )),
                 0,
             );
@@ -725,6 +749,91 @@ impl LiveHost {
             };
         }
     }
+}
+
+/// What a host must refuse (or warn about) before the first call of a run of `module`,
+/// given which provider keys it has bound (RFC 0017 rules 3–4, `later-versions.md` §3).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderFaults {
+    /// Each fault that refuses the run: a referenced key that is unbound, saying which of
+    /// RFC 0017's faults it is.
+    pub faults: Vec<String>,
+    /// Declared keys that no call site references and that are unbound.
+    pub warnings: Vec<String>,
+}
+
+/// Checks `module`'s provider references against the keys `bound` says the host serves.
+///
+/// Every key a call site references (a workflow state's or agent member's prompt, a
+/// composition `prompt` or `agent` step, after the step → prompt → `default` precedence)
+/// other than `default` must be bound, whether the pack declares it `required` or not.
+/// `default` is left to the host's primary model. A compiled module only references
+/// declared keys (an undeclared one is the compile error `unresolved_provider`, the pack
+/// author's fault); an unbound one is the host's fault.
+pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -> ProviderFaults {
+    use ir_spec::{AgentStart, StateBody, StepKind};
+    let spec = &module.spec;
+    let mut referenced: Vec<(u32, String)> = Vec::new();
+    let mut note = |p: u32, site: String| {
+        if p != 0 && !referenced.iter().any(|(q, _)| *q == p) {
+            referenced.push((p, site));
+        }
+    };
+    if let Some(wf) = &module.workflow {
+        for s in &wf.states {
+            if let StateBody::Prompt(p) = s.body {
+                note(
+                    spec.prompt_provider(p),
+                    format!("workflow state `{}`", module.str(s.key)),
+                );
+            }
+        }
+    }
+    for a in &module.agents {
+        if let AgentStart::Plain(Some(p)) = a.start {
+            note(
+                spec.prompt_provider(p),
+                format!("agent member `{}`", module.str(a.key)),
+            );
+        }
+    }
+    for (ci, c) in module.compositions.iter().enumerate() {
+        for (si, step) in c.steps.iter().enumerate() {
+            if let StepKind::Prompt { prompt, .. } | StepKind::Agent { prompt, .. } = &step.kind {
+                let comp = ir_spec::CompId(ci as u32);
+                let id = ir_spec::StepId(si as u32);
+                note(
+                    spec.step_provider(comp, id, *prompt),
+                    format!(
+                        "step `{}` of composition `{}`",
+                        module.str(step.id),
+                        module.str(c.key)
+                    ),
+                );
+            }
+        }
+    }
+    let mut out = ProviderFaults::default();
+    for (p, site) in &referenced {
+        let key = spec.provider_key(*p);
+        if !bound(key) {
+            let optional = spec.providers.get(*p as usize).is_some_and(|d| !d.required);
+            out.faults.push(format!(
+                "provider `{key}`{} is declared by the pack but not bound by the host (RFC 0017: declared but unbound), and {site} calls it; bind it with --bind-provider {key}=URL,model=NAME",
+                if optional { " (required: false)" } else { "" }
+            ));
+        }
+    }
+    for (i, d) in spec.providers.iter().enumerate().skip(1) {
+        if !referenced.iter().any(|(p, _)| *p as usize == i) && !bound(&d.key) {
+            out.warnings.push(format!(
+                "provider `{}` ({}) is declared but not bound; no call site uses it",
+                d.key,
+                if d.required { "required" } else { "optional" }
+            ));
+        }
+    }
+    out
 }
 
 /// The tool keys a module may hand the host: tools of tool steps, tools and agent

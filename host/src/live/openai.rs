@@ -18,6 +18,9 @@ use serde_json::{json, Map, Value};
 pub struct ModelRequest {
     /// The prompt key (`prompt_task`).
     pub prompt: String,
+    /// The effective provider key (`default` unless the pack routes the call elsewhere,
+    /// RFC 0017): which of the host's bindings serves the call.
+    pub provider: String,
     /// The rendered system prompt.
     pub system: String,
     /// The input.
@@ -324,6 +327,7 @@ mod tests {
     fn request() -> ModelRequest {
         ModelRequest {
             prompt: "p".into(),
+            provider: "default".into(),
             system: "Be brief.".into(),
             input: json!({"b": 2, "a": 1}),
             history: vec![],

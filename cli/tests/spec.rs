@@ -1,0 +1,440 @@
+//! Spec levels from the CLI (`shared/semantics/later-versions.md`): `--spec-level`, the
+//! note `no_spec_version`, provider routing against two loopback servers with the
+//! load-time refusal of an unbound key, `--record` of routed calls, admission by
+//! `--environment`, and governance shown by `packc inspect`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use packc_host::mock::{MockServer, Reply};
+
+fn packc() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_packc"));
+    c.env_remove("OPENAI_API_KEY");
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli-spec")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// RFC 0017: `draft` runs on `drafter` (the step's provider), `final` on `default`.
+const ROUTED: &str = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
+id: routed
+name: Routed
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+requires:
+  providers: [default, {key: drafter, role: llm}]
+prompts:
+  summarize: {id: summarize, name: Summarize, version: 1.0.0, system_template: "Summarize."}
+compositions:
+  two_pass:
+    version: 1
+    steps:
+      - {id: draft, kind: prompt, prompt_task: summarize, provider: drafter, input: "${input}"}
+      - {id: final, kind: prompt, prompt_task: summarize, input: "${draft.output}"}
+"#;
+
+#[test]
+fn an_unbound_provider_is_refused_before_any_request() {
+    let primary = MockServer::start(|_, _| Reply::text("primary"));
+    let dir = scratch("unbound");
+    let pack = write(&dir, "routed.pack.yaml", ROUTED);
+    let out = packc()
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--model",
+            "big",
+            "--base-url",
+        ])
+        .arg(primary.base_url())
+        .arg(&pack)
+        .args(["--target", "composition:two_pass", "--input", "\"text\""])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("provider `drafter`"), "{stderr}");
+    assert!(stderr.contains("declared but unbound"), "{stderr}");
+    assert!(stderr.contains("step `draft`"), "{stderr}");
+    assert!(primary.received().is_empty(), "a request went out");
+}
+
+#[test]
+fn routed_calls_go_to_the_server_bound_to_their_provider() {
+    let primary = MockServer::start(|_, _| Reply::text("final summary"));
+    let drafter = MockServer::start(|_, _| Reply::text("draft summary"));
+    let dir = scratch("routed");
+    let pack = write(&dir, "routed.pack.yaml", ROUTED);
+    let case = dir.join("routed.case.yaml");
+    let out = packc()
+        .args([
+            "run",
+            "--provider",
+            "openai",
+            "--model",
+            "big",
+            "--base-url",
+        ])
+        .arg(primary.base_url())
+        .arg("--bind-provider")
+        .arg(format!("drafter={},model=small", drafter.base_url()))
+        .arg(&pack)
+        .args(["--target", "composition:two_pass", "--input", "\"text\""])
+        .arg("--record")
+        .arg(&case)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.trim(), "\"final summary\"");
+    let (p, d) = (primary.bodies(), drafter.bodies());
+    assert_eq!((p.len(), d.len()), (1, 1), "{p:?} {d:?}");
+    assert_eq!(d[0]["model"], "small");
+    assert_eq!(d[0]["messages"][1]["content"], "text");
+    assert_eq!(p[0]["model"], "big");
+    assert_eq!(p[0]["messages"][1]["content"], "draft summary");
+    // The recording says which provider answered, and replays offline.
+    let recorded = std::fs::read_to_string(&case).unwrap();
+    assert!(recorded.contains("drafter/summarize"), "{recorded}");
+    assert!(recorded.contains("provider: drafter"), "{recorded}");
+    let replay = packc().arg("test").arg(&case).output().unwrap();
+    let (stdout, stderr) = text(&replay);
+    assert!(replay.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_spec_level_flag_overrides_the_claim() {
+    let dir = scratch("level");
+    let pack = write(
+        &dir,
+        "p.pack.yaml",
+        r#"id: demo
+name: Demo
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
+workflow:
+  version: 1
+  entry: a
+  states:
+    a: {prompt_task: p, control: agent, on_event: {Go: b}}
+    b: {prompt_task: p, terminal: true}
+"#,
+    );
+    let check = |extra: &[&str]| {
+        packc()
+            .arg("check")
+            .arg(&pack)
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let at_claim = check(&[]);
+    let (stdout, _) = text(&at_claim);
+    assert_eq!(at_claim.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("\"pointer\":\"/workflow/states/a/control\""),
+        "{stdout}"
+    );
+    let at_1_8 = check(&["--spec-level", "1.8"]);
+    let (stdout, stderr) = text(&at_1_8);
+    assert_eq!(at_1_8.status.code(), Some(0), "{stdout}{stderr}");
+    let bad = check(&["--spec-level", "2.0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    // The level is recorded in the artifact and shown by inspect.
+    let ppk = dir.join("p.ppk");
+    let build = packc()
+        .arg("build")
+        .arg(&pack)
+        .args(["--spec-level", "1.9", "-o"])
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{:?}", text(&build));
+    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let (stdout, _) = text(&inspect);
+    assert!(stdout.contains("  spec level: 1.9\n"), "{stdout}");
+    assert!(
+        stdout.contains("a  prompt p  internal  control agent"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_note_is_printed_but_never_fails_deny_warnings() {
+    let dir = scratch("note");
+    let pack = write(
+        &dir,
+        "p.pack.yaml",
+        r#"id: demo
+name: Demo
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
+workflow:
+  version: 1
+  entry: a
+  states:
+    a: {prompt_task: p, on_event: {Go: b}}
+    b: {prompt_task: p, on_event: {Done: c}}
+    c: {prompt_task: p, terminal: true}
+"#,
+    );
+    let out = packc()
+        .arg("check")
+        .arg(&pack)
+        .args(["--deny-warnings", "--format", "json"])
+        .output()
+        .unwrap();
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["kind"], "no_spec_version");
+    assert_eq!(line["severity"], "note");
+    let human = packc()
+        .arg("check")
+        .arg(&pack)
+        .args(["--color", "never"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&human);
+    assert!(stderr.contains("no problems, 1 note(s)"), "{stderr}");
+    let build = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("--deny-warnings")
+        .arg("-o")
+        .arg(dir.join("p.ppk"))
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{:?}", text(&build));
+    let host = write(
+        &dir,
+        "host.yaml",
+        "input: hi\nhost:\n  prompts:\n    p: [{output: a, event: Go}, {output: b, event: Done}, {output: c}]\n",
+    );
+    let run = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&run);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "\"c\"");
+    assert!(stderr.contains("no_spec_version"), "{stderr}");
+    assert!(stderr.contains("reply:\n  a\n  \n  b\n  \n  c"), "{stderr}");
+}
+
+const GOVERNED: &str = r#"$schema: "https://promptpack.org/schema/v1.8.1/promptpack.schema.json"
+id: governed
+name: Governed
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+metadata:
+  governance:
+    intended_purpose: Answers order questions.
+    autonomy_level: suggests
+    risk_classification: eu-aiact:RiskLevelTransparencyRequired
+    approved_environments: [staging, production-eu]
+    obligations:
+      - id: art50
+        obligation: eu-aiact:Article50
+        controls: [{eval: disclosure}]
+evals:
+  - {id: disclosure, type: contains, trigger: every_turn, params: {text: automated}}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
+workflow:
+  version: 1
+  entry: a
+  states:
+    a: {prompt_task: p, terminal: true}
+"#;
+
+#[test]
+fn environments_outside_the_approved_list_are_refused() {
+    let dir = scratch("environment");
+    let pack = write(&dir, "g.pack.yaml", GOVERNED);
+    let host = write(
+        &dir,
+        "host.yaml",
+        "input: hi\nhost:\n  prompts:\n    p: [{output: ok}]\n",
+    );
+    let run = |env: &str| {
+        packc()
+            .arg("run")
+            .arg(&pack)
+            .arg("--host")
+            .arg(&host)
+            .args(["--environment", env])
+            .output()
+            .unwrap()
+    };
+    let refused = run("production-us");
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`production-us`"), "{stderr}");
+    assert!(stderr.contains("staging, production-eu"), "{stderr}");
+    let admitted = run("staging");
+    assert!(admitted.status.success(), "{:?}", text(&admitted));
+    // Governance is kept in the artifact and printed by inspect.
+    let ppk = dir.join("g.ppk");
+    assert!(packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .status()
+        .unwrap()
+        .success());
+    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let (stdout, _) = text(&inspect);
+    for line in [
+        "governance:",
+        "  purpose: Answers order questions.",
+        "  autonomy level: suggests",
+        "  risk: eu-aiact:RiskLevelTransparencyRequired",
+        "  approved environments: staging, production-eu",
+        "  obligation art50: eu-aiact:Article50",
+        "    control eval: disclosure",
+    ] {
+        assert!(
+            stdout.contains(&format!("{line}\n")),
+            "{line:?} in {stdout}"
+        );
+    }
+    // The artifact alone admits or refuses.
+    let from_ppk = packc()
+        .arg("run")
+        .arg(&ppk)
+        .arg("--host")
+        .arg(&host)
+        .args(["--environment", "dev"])
+        .output()
+        .unwrap();
+    assert_eq!(from_ppk.status.code(), Some(2));
+}
+
+/// The corpus pack `transparency-obligation-with-controls` declares no `$schema`: at its
+/// own level (1.5) it keeps its corpus verdict (rejected: `Validator.id` and
+/// `extensions` are v1.8 members); checked at level 1.8 against the v1.8.1 schema it is
+/// accepted, its obligation's validator and eval controls resolve.
+#[test]
+fn the_transparency_corpus_pack_checks_at_level_1_8() {
+    let pack = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../shared/corpus/promptpack-spec-later/v1.8.1-examples--transparency-obligation-with-controls.pack.yaml",
+    );
+    if !pack.exists() {
+        println!("note: ../shared is absent; skipping");
+        return;
+    }
+    let check = |extra: &[&str]| {
+        let out = packc()
+            .arg("check")
+            .arg(&pack)
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let kinds: Vec<(String, String, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["kind"].as_str().unwrap().to_owned(),
+                    v["severity"].as_str().unwrap().to_owned(),
+                    v["pointer"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        (out.status.code(), kinds)
+    };
+    let (code, own) = check(&[]);
+    assert_eq!(code, Some(1));
+    assert!(own.contains(&(
+        "schema_violation".into(),
+        "error".into(),
+        "/prompts/support/validators/0/id".into()
+    )));
+    let (code, at_1_8) = check(&["--spec-level", "1.8"]);
+    assert_eq!(code, Some(0), "{at_1_8:?}");
+    assert!(
+        at_1_8.iter().all(|(_, sev, _)| sev != "error"),
+        "{at_1_8:?}"
+    );
+}
+
+/// RFC 0017 rules 3-4: every referenced key must be bound, `required: false` or not; an
+/// unreferenced declared key only warns; `default` is left to the primary model.
+#[test]
+fn provider_faults_list_every_unbound_referenced_key() {
+    let pack = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
+id: p
+name: P
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+requires:
+  providers: [default, {key: opt, role: llm, required: false}, judge, spare]
+prompts:
+  a: {id: a, name: A, version: 1.0.0, provider: opt, system_template: "A."}
+  b: {id: b, name: B, version: 1.0.0, system_template: "B."}
+workflow:
+  version: 1
+  entry: s
+  states:
+    s: {prompt_task: a, on_event: {Next: t}}
+    t: {prompt_task: b, terminal: true}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: x, kind: prompt, prompt_task: b, provider: judge}
+"#;
+    let checked = packc_compiler::check_bytes(pack.as_bytes(), &Default::default());
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    let module = packc_compiler::lower(&checked, &Default::default()).unwrap();
+    let none = packc_host::live::provider_faults(&module, |_| false);
+    assert_eq!(none.faults.len(), 2, "{none:?}");
+    assert!(
+        none.faults[0].contains("`opt` (required: false)"),
+        "{none:?}"
+    );
+    assert!(none.faults[0].contains("workflow state `s`"), "{none:?}");
+    assert!(none.faults[1].contains("`judge`"), "{none:?}");
+    assert!(
+        none.faults[1].contains("step `x` of composition `c`"),
+        "{none:?}"
+    );
+    assert_eq!(none.warnings.len(), 1, "{none:?}");
+    assert!(none.warnings[0].contains("`spare`"), "{none:?}");
+    let all = packc_host::live::provider_faults(&module, |_| true);
+    assert!(all.faults.is_empty() && all.warnings.is_empty(), "{all:?}");
+}

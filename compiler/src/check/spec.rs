@@ -1,0 +1,433 @@
+//! The rules of later spec levels (`shared/semantics/later-versions.md` §1–§3, §6):
+//! the note `no_spec_version`, `control` (`inert_control`, the `unbounded_loop` of a
+//! `control: agent` cycle), providers (`duplicate_provider_key`, `unresolved_provider`,
+//! `provider_role`) and governance controls (`unresolved_control`).
+
+use indexmap::IndexMap;
+use ir_spec::SpecLevel;
+use serde_json::Value;
+
+use super::{did_you_mean, members, Cx};
+use crate::diag::{join, DiagKind, Diagnostic};
+
+pub(super) fn check(cx: &mut Cx<'_, '_>) {
+    let root = cx.root;
+    let workflow = root.get("workflow").filter(|w| w.is_object());
+    if let Some(wf) = workflow {
+        let graph = Graph::of(cx, wf);
+        if !cx.claim.declared && cx.options.spec_level.is_none() {
+            no_spec_version(cx, &graph);
+        }
+        if cx.level >= SpecLevel::V1_8 {
+            control(cx, &graph);
+        }
+    }
+    providers(cx);
+    governance(cx);
+}
+
+/// The states of a workflow in source order, with what the rules read.
+struct Graph<'a> {
+    names: Vec<&'a str>,
+    states: Vec<&'a Value>,
+    terminal: Vec<bool>,
+    external: Vec<bool>,
+    /// The state's own answer can name an event (internal, hybrid, composition modes).
+    model_driven: Vec<bool>,
+    agent: Vec<bool>,
+    edges: Vec<Vec<usize>>,
+    redirect: Vec<Option<usize>>,
+    reached: Vec<bool>,
+}
+
+impl<'a> Graph<'a> {
+    fn of(cx: &Cx<'a, '_>, wf: &'a Value) -> Graph<'a> {
+        let states = wf.get("states").and_then(Value::as_object);
+        let entries: Vec<(&str, &Value)> = states
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        let index: IndexMap<&str, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i))
+            .collect();
+        let on_event = |v: &'a Value| v.get("on_event").and_then(Value::as_object);
+        let terminal: Vec<bool> = entries
+            .iter()
+            .map(|(_, v)| {
+                v.get("terminal").and_then(Value::as_bool) == Some(true)
+                    || on_event(v).is_none_or(|m| m.is_empty())
+            })
+            .collect();
+        let mode = |v: &Value| {
+            v.get("orchestration")
+                .and_then(Value::as_str)
+                .unwrap_or("internal")
+                .to_owned()
+        };
+        let edges: Vec<Vec<usize>> = entries
+            .iter()
+            .map(|(_, v)| {
+                on_event(v)
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .filter_map(|t| index.get(t.as_str()?).copied())
+                    .collect()
+            })
+            .collect();
+        let redirect = entries
+            .iter()
+            .map(|(_, v)| {
+                v.get("on_max_visits")
+                    .and_then(Value::as_str)
+                    .and_then(|t| index.get(t).copied())
+            })
+            .collect();
+        let mut roots: Vec<usize> = wf
+            .get("entry")
+            .and_then(Value::as_str)
+            .and_then(|e| index.get(e).copied())
+            .into_iter()
+            .collect();
+        let agent_states = cx
+            .root
+            .get("agents")
+            .and_then(|a| a.get("members"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|d| d.get("state").and_then(Value::as_str));
+        roots.extend(agent_states.filter_map(|s| index.get(s).copied()));
+        let mut reached = vec![false; entries.len()];
+        while let Some(s) = roots.pop() {
+            if !std::mem::replace(&mut reached[s], true) {
+                roots.extend(edges[s].iter().copied());
+            }
+        }
+        Graph {
+            names: entries.iter().map(|(k, _)| *k).collect(),
+            states: entries.iter().map(|(_, v)| *v).collect(),
+            external: entries.iter().map(|(_, v)| mode(v) == "external").collect(),
+            model_driven: entries.iter().map(|(_, v)| mode(v) != "external").collect(),
+            agent: entries
+                .iter()
+                .map(|(_, v)| v.get("control").and_then(Value::as_str) == Some("agent"))
+                .collect(),
+            terminal,
+            edges,
+            redirect,
+            reached,
+        }
+    }
+
+    fn ptr(&self, s: usize) -> String {
+        join("/workflow/states", &[self.names[s]])
+    }
+}
+
+/// `no_spec_version` (§1): a pack with no claim whose turns would stop after a
+/// model-driven transition if it declared v1.7 or later.
+fn no_spec_version(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
+    let runs_on = |t: usize| !g.terminal[t] && !g.external[t];
+    let hit = (0..g.names.len()).find_map(|s| {
+        if !g.reached[s] || g.terminal[s] || !g.model_driven[s] {
+            return None;
+        }
+        g.edges[s]
+            .iter()
+            .find(|&&t| runs_on(t) || g.redirect[t].is_some_and(runs_on))
+            .map(|&t| (s, t))
+    });
+    if let Some((s, t)) = hit {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::NoSpecVersion,
+                format!(
+                    "this pack declares no spec version: it runs as v1.5, where a transition from `{}` into `{}` continues the turn; from v1.7 on the turn would stop there unless `{}` has `control: agent`",
+                    g.names[s], g.names[t], g.names[t]
+                ),
+            )
+            .at(join(&g.ptr(s), &["on_event"]))
+            .help("declare the version the pack is written for, e.g. `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json`"),
+        );
+    }
+}
+
+/// `inert_control` and the `unbounded_loop` of a `control: agent` cycle (§2).
+fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
+    for s in 0..g.names.len() {
+        if g.agent[s] && g.terminal[s] {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::InertControl,
+                    format!(
+                        "`control: agent` has no effect on terminal state `{}`",
+                        g.names[s]
+                    ),
+                )
+                .at(join(&g.ptr(s), &["control"]))
+                .help("a terminal state always runs in the turn that enters it: remove `control`"),
+            );
+        }
+    }
+    // Cycles among `control: agent` states, none with `max_visits`, from which no
+    // `control: user` or terminal state is reachable.
+    let agent_edges: Vec<Vec<usize>> = (0..g.names.len())
+        .map(|s| {
+            if g.agent[s] {
+                g.edges[s].iter().copied().filter(|t| g.agent[*t]).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let cyclic = super::workflow::on_cycle(&agent_edges);
+    for (s, &on_cycle) in cyclic.iter().enumerate() {
+        if !on_cycle || g.states[s].get("max_visits").is_some() {
+            continue;
+        }
+        // Everything reachable from s, through any transition.
+        let mut seen = vec![false; g.names.len()];
+        let mut stack = vec![s];
+        let mut exit = false;
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut seen[v], true) {
+                continue;
+            }
+            if g.terminal[v] || !g.agent[v] || g.states[v].get("max_visits").is_some() {
+                exit = true;
+                break;
+            }
+            stack.extend(g.edges[v].iter().copied());
+        }
+        if !exit {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnboundedLoop,
+                    format!(
+                        "state `{}` lies on a loop of `control: agent` states that never yields to the user",
+                        g.names[s]
+                    ),
+                )
+                .at(g.ptr(s))
+                .help("declare `max_visits` on a state of the loop, or let the loop reach a `control: user` or terminal state"),
+            );
+        }
+    }
+}
+
+/// `requires.providers` and every `provider` reference (§3).
+fn providers(cx: &mut Cx<'_, '_>) {
+    let root = cx.root;
+    let declared = crate::lower::spec::declared_providers(root);
+    // duplicate_provider_key, at the second occurrence.
+    let items = root
+        .get("requires")
+        .and_then(|r| r.get("providers"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut first: IndexMap<&str, usize> = IndexMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let key = match item {
+            Value::String(k) => Some(k.as_str()),
+            Value::Object(o) => o.get("key").and_then(Value::as_str),
+            _ => None,
+        };
+        let Some(key) = key else { continue };
+        let ptr = join("/requires/providers", &[&i.to_string()]);
+        match first.get(key) {
+            Some(&j) => cx.push(
+                Diagnostic::new(
+                    DiagKind::DuplicateProviderKey,
+                    format!("provider key `{key}` is declared twice"),
+                )
+                .at(ptr)
+                .also(
+                    join("/requires/providers", &[&j.to_string()]),
+                    "first declared here",
+                )
+                .help("each key of `requires.providers` is declared once"),
+            ),
+            None => {
+                first.insert(key, i);
+            }
+        }
+    }
+    let role_of = |key: &str| -> Option<String> {
+        declared
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| p.role.clone())
+    };
+    let keys: Vec<String> = declared.iter().map(|p| p.key.clone()).collect();
+    let resolve = |cx: &mut Cx<'_, '_>, key: &str, ptr: String| -> bool {
+        if key == "default" || keys.iter().any(|k| k == key) {
+            return true;
+        }
+        cx.push(
+            Diagnostic::new(
+                DiagKind::UnresolvedProvider,
+                format!("provider `{key}` is not declared in `requires.providers`"),
+            )
+            .at(ptr)
+            .help(format!(
+                "declare it under `requires: {{providers: [{key}]}}`; {}",
+                did_you_mean("providers", key, keys.iter().map(String::as_str))
+            )),
+        );
+        false
+    };
+    if cx.level < SpecLevel::V1_9 {
+        return; // `provider` below 1.9 is a schema_violation
+    }
+    let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
+    for (name, prompt, ptr) in members("/prompts", root.get("prompts")) {
+        if let Some(key) = prompt.get("provider").and_then(Value::as_str) {
+            if resolve(cx, key, join(&ptr, &["provider"])) {
+                if let Some(role) = role_of(key) {
+                    prompt_role.insert(name, role);
+                }
+            }
+        }
+    }
+    // provider_role: a conversational state on a non-llm provider.
+    if let Some(states) = root
+        .get("workflow")
+        .and_then(|w| w.get("states"))
+        .and_then(Value::as_object)
+    {
+        for (name, state) in states {
+            let Some(p) = state.get("prompt_task").and_then(Value::as_str) else {
+                continue;
+            };
+            if state.get("orchestration").and_then(Value::as_str) == Some("composition") {
+                continue;
+            }
+            if let Some(role) = prompt_role.get(p).filter(|r| *r != "llm") {
+                cx.push(
+                    Diagnostic::new(
+                        DiagKind::ProviderRole,
+                        format!("state `{name}` converses through prompt `{p}`, whose provider has role `{role}`"),
+                    )
+                    .at(join("/workflow/states", &[name, "prompt_task"]))
+                    .help("a conversational state needs an `llm` provider: give the prompt one"),
+                );
+            }
+        }
+    }
+    for (_, comp, cptr) in members("/compositions", root.get("compositions")) {
+        let steps = comp.get("steps").and_then(Value::as_array);
+        for (i, step) in steps.into_iter().flatten().enumerate() {
+            let sptr = join(&cptr, &["steps", &i.to_string()]);
+            let branches = step.get("branches").and_then(Value::as_array);
+            let nested = branches
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(j, b)| (b, join(&sptr, &["branches", &j.to_string()])));
+            for (s, ptr) in std::iter::once((step, sptr.clone())).chain(nested) {
+                let kind = s.get("kind").and_then(Value::as_str);
+                if !matches!(kind, Some("prompt" | "agent")) {
+                    continue;
+                }
+                let own = s.get("provider").and_then(Value::as_str);
+                let mut role = None;
+                if let Some(key) = own {
+                    if resolve(cx, key, join(&ptr, &["provider"])) {
+                        role = role_of(key);
+                    }
+                } else if let Some(p) = s.get("prompt_task").and_then(Value::as_str) {
+                    role = prompt_role.get(p).cloned();
+                }
+                let role = role.filter(|r| r != "llm");
+                if let (Some(role), Some("prompt"), None) = (role, kind, s.get("output_schema")) {
+                    cx.push(
+                        Diagnostic::new(
+                            DiagKind::ProviderRole,
+                            format!("a prompt step without `output_schema` runs on a provider with role `{role}`"),
+                        )
+                        .at(own.map_or_else(|| ptr.clone(), |_| join(&ptr, &["provider"])))
+                        .help("declare the `output_schema` the provider answers with, or use an `llm` provider"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `unresolved_control` (§6): an obligation's control names a validator or eval id that
+/// the pack does not declare.
+fn governance(cx: &mut Cx<'_, '_>) {
+    if cx.level < SpecLevel::V1_5_1 {
+        return;
+    }
+    let root = cx.root;
+    let prompts = root.get("prompts").and_then(Value::as_object);
+    let ids_in = |list: Option<&Value>| -> Vec<String> {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let validators: Vec<String> = prompts
+        .into_iter()
+        .flat_map(|m| m.values())
+        .flat_map(|p| ids_in(p.get("validators")))
+        .collect();
+    let mut evals = ids_in(root.get("evals"));
+    evals.extend(
+        prompts
+            .into_iter()
+            .flat_map(|m| m.values())
+            .flat_map(|p| ids_in(p.get("evals"))),
+    );
+    let mut places: Vec<(String, &Value)> = Vec::new();
+    if let Some(g) = root.get("metadata").and_then(|m| m.get("governance")) {
+        places.push(("/metadata/governance".into(), g));
+    }
+    for (name, member, _) in members(
+        "/agents/members",
+        root.get("agents").and_then(|a| a.get("members")),
+    ) {
+        if let Some(g) = member.get("governance") {
+            places.push((join("/agents/members", &[name, "governance"]), g));
+        }
+    }
+    for (base, g) in places {
+        let obligations = g.get("obligations").and_then(Value::as_array);
+        for (i, o) in obligations.into_iter().flatten().enumerate() {
+            let controls = o.get("controls").and_then(Value::as_array);
+            for (j, c) in controls.into_iter().flatten().enumerate() {
+                let ptr = |k: &str| {
+                    join(
+                        &base,
+                        &["obligations", &i.to_string(), "controls", &j.to_string(), k],
+                    )
+                };
+                for (what, known) in [("validator", &validators), ("eval", &evals)] {
+                    let Some(id) = c.get(what).and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if !known.iter().any(|k| k == id) {
+                        cx.push(
+                            Diagnostic::new(
+                                DiagKind::UnresolvedControl,
+                                format!("control {what} `{id}` names no {what} of the pack"),
+                            )
+                            .at(ptr(what))
+                            .help(did_you_mean(
+                                &format!("{what} ids"),
+                                id,
+                                known.iter().map(String::as_str),
+                            )),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

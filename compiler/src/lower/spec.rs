@@ -1,0 +1,154 @@
+//! The spec level and what it settles ([`ir_spec::SpecInfo`]): who holds the turn after a
+//! model-driven transition (RFC 0014), the provider of every model call (RFC 0012, RFC
+//! 0017) and the governance facts (RFC 0013, RFC 0016). Runs after the other lowering
+//! passes, over the tables they built.
+
+use ir_spec::{Provider, SpecInfo, SpecLevel};
+use serde_json::Value;
+
+use super::Cx;
+
+/// The `requires.providers` entries of a pack, as written: the string shorthand is
+/// `{key, role: llm, required: true}`.
+pub(crate) fn declared_providers(root: &serde_json::Map<String, Value>) -> Vec<Provider> {
+    let items = root
+        .get("requires")
+        .and_then(|r| r.get("providers"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Value::String(key) => Some(Provider {
+                key: key.clone(),
+                role: "llm".into(),
+                required: true,
+            }),
+            Value::Object(o) => Some(Provider {
+                key: o.get("key")?.as_str()?.to_owned(),
+                role: o
+                    .get("role")
+                    .and_then(Value::as_str)
+                    .unwrap_or("llm")
+                    .to_owned(),
+                required: o.get("required").and_then(Value::as_bool).unwrap_or(true),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fills `cx.module.spec` for a pack read at `level`.
+pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
+    let root = cx.root;
+    let mut spec = SpecInfo {
+        level,
+        ..SpecInfo::default()
+    };
+    if level >= SpecLevel::V1_8 {
+        if let (Some(wf), Some(states)) = (
+            cx.module.workflow.as_ref(),
+            root.get("workflow")
+                .and_then(|w| w.get("states"))
+                .and_then(Value::as_object),
+        ) {
+            spec.holds_turn = wf
+                .states
+                .iter()
+                .zip(states.values())
+                .map(|(s, v)| {
+                    !s.terminal && v.get("control").and_then(Value::as_str) != Some("agent")
+                })
+                .collect();
+        }
+    }
+    // Providers: `default` first, then every other declared key once.
+    let declared = declared_providers(root);
+    let default = declared
+        .iter()
+        .find(|p| p.key == "default")
+        .cloned()
+        .unwrap_or(Provider {
+            key: "default".into(),
+            role: "llm".into(),
+            required: true,
+        });
+    spec.providers.push(default);
+    for p in declared {
+        if !spec.providers.iter().any(|q| q.key == p.key) {
+            spec.providers.push(p);
+        }
+    }
+    let index = |providers: &[Provider], v: Option<&Value>| -> Option<u32> {
+        let key = v?.as_str()?;
+        let i = providers.iter().position(|p| p.key == key)?;
+        u32::try_from(i).ok()
+    };
+    if level >= SpecLevel::V1_9 {
+        let prompts = root.get("prompts").and_then(Value::as_object);
+        spec.prompt_providers = prompts
+            .into_iter()
+            .flat_map(|m| m.values())
+            .map(|p| index(&spec.providers, p.get("provider")).unwrap_or(0))
+            .collect();
+        let named_any = spec.prompt_providers.iter().any(|p| *p != 0);
+        let comps = root.get("compositions").and_then(Value::as_object);
+        let mut any_step = false;
+        for (comp, c) in comps
+            .into_iter()
+            .flat_map(|m| m.values())
+            .zip(&cx.module.compositions)
+        {
+            let mut flat = Vec::with_capacity(c.steps.len());
+            for step in comp
+                .get("steps")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                flat.push(step);
+                flat.extend(
+                    step.get("branches")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten(),
+                );
+            }
+            let per_step: Vec<u32> = c
+                .steps
+                .iter()
+                .zip(flat)
+                .map(|(s, v)| {
+                    let prompt = match &s.kind {
+                        ir_spec::StepKind::Prompt { prompt, .. }
+                        | ir_spec::StepKind::Agent { prompt, .. } => *prompt,
+                        _ => return 0,
+                    };
+                    let own = index(&spec.providers, v.get("provider"));
+                    // A step naming a provider other than its prompt's (`default`
+                    // included) keeps the table.
+                    any_step |= own.is_some_and(|p| p != spec.prompt_provider(prompt));
+                    own.unwrap_or_else(|| spec.prompt_provider(prompt))
+                })
+                .collect();
+            spec.step_providers.push(per_step);
+        }
+        if !any_step {
+            spec.step_providers.clear();
+        }
+        if !named_any {
+            spec.prompt_providers.clear();
+        }
+    }
+    if spec.providers.len() == 1 && spec.providers[0].role == "llm" && spec.providers[0].required {
+        spec.providers.clear();
+    }
+    if level >= SpecLevel::V1_5_1 {
+        spec.governance = root
+            .get("metadata")
+            .and_then(|m| m.get("governance"))
+            .cloned();
+    }
+    cx.module.spec = spec;
+}

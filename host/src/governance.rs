@@ -1,0 +1,54 @@
+//! Governance at the door (RFC 0013, `shared/semantics/later-versions.md` §6): the facts
+//! are carried in the artifact for inspection and change nothing about how a run
+//! executes; the one thing a host does with them is admission by environment.
+
+use ir_spec::Module;
+use serde_json::Value;
+
+/// Admission by environment: a pack whose governance lists `approved_environments`
+/// without `environment` is refused, before any call, with a message naming both.
+/// `Ok` admits: no environment given, no governance, or no list (absence means
+/// undeclared, not cleared nowhere).
+pub fn admission(module: &Module, environment: Option<&str>) -> Result<(), String> {
+    let Some(env) = environment else {
+        return Ok(());
+    };
+    let Some(approved) = module
+        .spec
+        .governance
+        .as_ref()
+        .and_then(|g| g.get("approved_environments"))
+        .and_then(Value::as_array)
+    else {
+        return Ok(());
+    };
+    let names: Vec<&str> = approved.iter().filter_map(Value::as_str).collect();
+    if names.contains(&env) {
+        return Ok(());
+    }
+    Err(format!(
+        "environment `{env}` is not among the pack's approved_environments ({}): the run is refused before any call",
+        names.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_listed_environment_is_admitted() {
+        let mut m = Module::default();
+        assert!(admission(&m, Some("prod")).is_ok());
+        m.spec.governance = Some(json!({"intended_purpose": "x"}));
+        assert!(admission(&m, Some("prod")).is_ok());
+        m.spec.governance = Some(json!({"approved_environments": ["staging"]}));
+        assert!(admission(&m, None).is_ok());
+        assert!(admission(&m, Some("staging")).is_ok());
+        let e = admission(&m, Some("prod")).unwrap_err();
+        assert!(e.contains("`prod`") && e.contains("staging"), "{e}");
+        m.spec.governance = Some(json!({"approved_environments": []}));
+        assert!(admission(&m, Some("staging")).is_err());
+    }
+}
