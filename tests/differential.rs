@@ -1,7 +1,8 @@
 //! Determinism suite: for generated packs (compositions with prompt, tool, agent, branch
 //! and parallel steps, bindings, predicates, modifiers; workflows with prompt and
 //! composition states, events, loops, `max_visits`, artifacts and budgets; plain and
-//! state-backed agents; spec levels 1.5, 1.8 and 1.9 with `control` and providers) and
+//! state-backed agents; spec levels 1.5, 1.8 and 1.9 with `control` and providers;
+//! prompts with `banned_words` and `max_length` validators) and
 //! generated scripts and host answers (some keyed `provider/prompt_task`), the compiler +
 //! VM give the same output (or error kind), end state, reply, trace, calls and eval
 //! requests as a small

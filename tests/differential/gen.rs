@@ -639,6 +639,24 @@ fn prompt(t: &mut Tape, key: &str, offer_pool: &[String], risky: bool, fragments
         }
         p.insert("tool_policy".into(), Value::Object(policy));
     }
+    if t.chance(15) {
+        // Validators (`later-versions.md` §4): banned words drawn from the answers'
+        // word pool, and character limits short enough to truncate or block.
+        let validators: Vec<Value> = (0..t.range(1, 2))
+            .map(|_| {
+                let mut v = if t.chance(50) {
+                    json!({"type": "banned_words", "params": {"words": [word(t)]}})
+                } else {
+                    json!({"type": "max_length", "params": {"max_characters": t.range(1, 30)}})
+                };
+                if t.chance(50) {
+                    v["message"] = json!("blocked");
+                }
+                v
+            })
+            .collect();
+        p.insert("validators".into(), Value::Array(validators));
+    }
     Value::Object(p)
 }
 

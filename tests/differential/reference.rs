@@ -194,7 +194,7 @@ impl<'p> Interp<'p> {
         for item in script {
             match item {
                 Item::Turn(input) => {
-                    last = self.prompt_state(member, input)?.0;
+                    last = self.prompt_state(member, member, input)?.0;
                     self.reply.clear();
                     self.add_reply(&last);
                 }
@@ -413,7 +413,7 @@ impl<'p> Interp<'p> {
                         let event = out.get("event").and_then(Value::as_str).map(str::to_owned);
                         (out, event)
                     } else {
-                        self.prompt_state(state["prompt_task"].as_str().unwrap(), input)?
+                        self.prompt_state(state["prompt_task"].as_str().unwrap(), &current, input)?
                     };
                     self.write_artifacts(state, &output);
                     self.add_reply(&output);
@@ -520,8 +520,81 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// The validators of `prompt` on a model answer made at `at` (a step id, a state
+    /// name, a plain agent member), in declaration order (`later-versions.md` §4): a
+    /// `max_characters` limit truncates and the chain goes on, a banned word replaces
+    /// the text and ends it; a structured answer (`schema`, or JSON) is never rewritten
+    /// but fails with `guardrail_blocked`. Each firing is a trace line and a record.
+    fn guard(&mut self, prompt: &str, at: &str, mut v: Value, schema: bool) -> Res<Value> {
+        let pack = self.pack;
+        let Some(list) = pack["prompts"][prompt]["validators"].as_array() else {
+            return Ok(v);
+        };
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        for val in list {
+            if v.is_null() {
+                break;
+            }
+            let text = match &v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let ty = val["type"].as_str().unwrap_or_default();
+            let limit = val["params"]["max_characters"].as_u64().map(|n| n as usize);
+            let trigger = match ty {
+                "banned_words" => {
+                    let lower = text.to_lowercase();
+                    val["params"]["words"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .any(|w| {
+                            let w = w.to_lowercase();
+                            lower.match_indices(&w).any(|(i, _)| {
+                                !lower[..i].chars().next_back().is_some_and(is_word)
+                                    && !lower[i + w.len()..].chars().next().is_some_and(is_word)
+                            })
+                        })
+                }
+                "max_length" => limit.is_some_and(|n| text.chars().count() > n),
+                _ => false,
+            };
+            if !trigger {
+                continue;
+            }
+            let structured = schema || !v.is_string();
+            let action = match (structured, limit) {
+                (true, _) => "blocked",
+                (false, Some(_)) => "truncated",
+                (false, None) => "replaced",
+            };
+            self.log.trace.push(format!("guardrail {ty} {at}"));
+            self.log.calls.push(json!({
+                "guardrail": ty, "at": at, "action": action, "length": text.chars().count()
+            }));
+            match (structured, limit) {
+                (true, _) => return Err("guardrail_blocked"),
+                (false, Some(n)) => v = Value::String(text.chars().take(n).collect()),
+                (false, None) => {
+                    let message = val["message"].as_str().unwrap_or(
+                        "Sorry, we can't provide this response as it would violate our content policy.",
+                    );
+                    v = Value::String(message.to_owned());
+                    break;
+                }
+            }
+        }
+        Ok(v)
+    }
+
     /// A prompt state's execution (`workflow.md` §6): the model, with tool rounds.
-    fn prompt_state(&mut self, prompt: &str, input: &Value) -> Res<(Value, Option<String>)> {
+    fn prompt_state(
+        &mut self,
+        prompt: &str,
+        at: &str,
+        input: &Value,
+    ) -> Res<(Value, Option<String>)> {
         let system = self.render(prompt, input)?;
         let pack = self.pack;
         let policy = &pack["prompts"][prompt]["tool_policy"];
@@ -533,7 +606,7 @@ impl<'p> Interp<'p> {
             let provider = self.prompt_provider(prompt);
             match self.model_call(prompt, &provider, input, &system, &mut false)? {
                 Answer::Error => return Err(HOST_ERROR),
-                Answer::Output(v, event) => return Ok((v, event)),
+                Answer::Output(v, event) => return Ok((self.guard(prompt, at, v, false)?, event)),
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),
                 Answer::ToolCalls(reqs) => {
                     for (name, args) in reqs {
@@ -678,7 +751,11 @@ impl<'p> Interp<'p> {
                 self.log.trace.push(format!("retry {id} {attempt}"));
             }
             match self.attempt(step, p, &mut pre_issued) {
-                Err(HOST_ERROR | "agent_step_limit") if attempt < attempts => continue,
+                Err(HOST_ERROR | "agent_step_limit" | "guardrail_blocked")
+                    if attempt < attempts =>
+                {
+                    continue
+                }
                 other => return other,
             }
         }
@@ -695,7 +772,11 @@ impl<'p> Interp<'p> {
                 let prompt = step["prompt_task"].as_str().unwrap();
                 let provider = self.step_provider(step);
                 match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
-                    Answer::Output(v, _) => Ok(string_rule(step, v)),
+                    Answer::Output(v, _) => {
+                        let id = step["id"].as_str().unwrap();
+                        let v = self.guard(prompt, id, v, step.get("output_schema").is_some())?;
+                        Ok(string_rule(step, v))
+                    }
                     _ => Err(HOST_ERROR),
                 }
             }
@@ -716,7 +797,11 @@ impl<'p> Interp<'p> {
         for turn in 1.. {
             let reqs = match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
                 Answer::Error => return Err(HOST_ERROR),
-                Answer::Output(v, _) => return Ok(string_rule(step, v)),
+                Answer::Output(v, _) => {
+                    let id = step["id"].as_str().unwrap();
+                    let v = self.guard(prompt, id, v, step.get("output_schema").is_some())?;
+                    return Ok(string_rule(step, v));
+                }
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),
                 Answer::ToolCalls(reqs) => reqs,
             };
