@@ -110,6 +110,7 @@ struct Interp<'p> {
     pack: &'p Value,
     prompts: BTreeMap<String, VecDeque<Value>>,
     tools: BTreeMap<String, VecDeque<Value>>,
+    extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     clock_reads: usize,
     variables: Map<String, Value>,
@@ -137,6 +138,11 @@ pub fn run(g: &Generated) -> Outcome {
             .collect(),
         tools: g
             .tools
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
+            .collect(),
+        extensions: g
+            .extensions
             .iter()
             .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
             .collect(),
@@ -287,6 +293,34 @@ impl<'p> Interp<'p> {
             call["provider"] = json!(provider);
         }
         self.log.calls.push(call);
+        Ok(())
+    }
+
+    /// An extension step's call (`later-versions.md` §5): not a tool call, so no
+    /// `max_tool_calls`; the clock and the embedder's cap apply.
+    fn issue_extension(&mut self, step: &Value, input: &Value) -> Res<()> {
+        self.check_clock()?;
+        self.check_cap()?;
+        let params: Map<String, Value> = step
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| {
+                ![
+                    "id",
+                    "kind",
+                    "description",
+                    "input",
+                    "depends_on",
+                    "modifiers",
+                ]
+                .contains(&k.as_str())
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.log
+            .calls
+            .push(json!({"extension": step["kind"], "input": input, "params": params}));
         Ok(())
     }
 
@@ -711,6 +745,14 @@ impl<'p> Interp<'p> {
     fn start_leaf(&mut self, step: &Value, scope: &Scope) -> Res<Prepared> {
         let id = step["id"].as_str().unwrap();
         self.log.trace.push(format!("step {id}"));
+        if is_extension(step) {
+            let input = step.get("input").cloned().unwrap_or(Value::Null);
+            let input = bind(&input, scope).ok_or("unresolved_binding")?;
+            return Ok(Prepared {
+                input,
+                system: String::new(),
+            });
+        }
         if step["kind"] == "tool" {
             let args = step.get("args").cloned().unwrap_or(json!({}));
             let args = bind(&args, scope).ok_or("unresolved_binding")?;
@@ -727,7 +769,9 @@ impl<'p> Interp<'p> {
 
     /// Issues a prepared leaf step's first call (a parallel branch starting).
     fn issue_first(&mut self, step: &Value, p: &Prepared) -> Res<()> {
-        if step["kind"] == "tool" {
+        if is_extension(step) {
+            self.issue_extension(step, &p.input)
+        } else if step["kind"] == "tool" {
             self.issue_tool(step["tool"].as_str().unwrap(), &p.input)
         } else {
             let provider = self.step_provider(step);
@@ -763,6 +807,16 @@ impl<'p> Interp<'p> {
     }
 
     fn attempt(&mut self, step: &Value, p: &Prepared, pre_issued: &mut bool) -> Res<Value> {
+        if is_extension(step) {
+            if !std::mem::take(pre_issued) {
+                self.issue_extension(step, &p.input)?;
+            }
+            let kind = step["kind"].as_str().unwrap();
+            return match Self::answer(&mut self.extensions, kind) {
+                Answer::Output(v, _) => Ok(v),
+                _ => Err(HOST_ERROR),
+            };
+        }
         match step["kind"].as_str().unwrap() {
             "tool" => match self.tool_call(step["tool"].as_str().unwrap(), &p.input, pre_issued)? {
                 Answer::Output(v, _) => Ok(v),
@@ -915,6 +969,11 @@ impl<'p> Interp<'p> {
 }
 
 /// `compositions.md` 11.2: with `output_schema`, a string holding JSON text is parsed.
+/// A vendor step kind `vendor.name`.
+fn is_extension(step: &Value) -> bool {
+    step["kind"].as_str().is_some_and(|k| k.contains('.'))
+}
+
 fn string_rule(step: &Value, v: Value) -> Value {
     match (&v, step.get("output_schema")) {
         (Value::String(s), Some(_)) => serde_json::from_str(s).unwrap_or(v),

@@ -63,7 +63,7 @@ pub fn run(module: ir_spec::Module, g: &Generated) -> Result<Actual, String> {
         prompts: queues(&g.prompts),
         tools: queues(&g.tools),
         guards: BTreeMap::new(),
-        extensions: BTreeMap::new(),
+        extensions: queues(&g.extensions),
         clock: g.clock.clone(),
         variables: g.variables.clone(),
     };
