@@ -162,11 +162,11 @@ diag_kinds! {
     InvalidValidator = "invalid_validator", Error;
     /// A built-in validator lacks the params it needs (a `length` with no limit, an empty
     /// word list) and can never trigger; it is not compiled.
-    /// Triggered by: tests/cases/guard-inert-length.case.yaml
+    /// Triggered by: tests/cases/guard-disabled-inert-deprecated.case.yaml
     InertValidator = "inert_validator", Warning;
     /// A validator carries `fail_on_violation: false` (at any level) or `true` (at spec
     /// level 1.8 and above): validators always enforce; evals measure without enforcing.
-    /// Triggered by: tests/cases/guard-deprecated-fail-on-violation.case.yaml
+    /// Triggered by: tests/cases/guard-fail-on-violation-level.case.yaml
     DeprecatedFailOnViolation = "deprecated_fail_on_violation", Warning;
 }
 
