@@ -306,6 +306,8 @@ fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
         .arg(&pack)
         .args(["--input", r#""hi""#, "--tools"])
         .arg(&bindings)
+        .arg("--record")
+        .arg(dir.join("civil.case.yaml"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -323,6 +325,16 @@ fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
         serde_json::json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": "you fool"})
     );
     assert_eq!(server.received().len(), 1);
+    // The recording answers the validator under `guards:` and replays green.
+    let case = std::fs::read_to_string(dir.join("civil.case.yaml")).unwrap();
+    assert!(case.contains("guards:"), "{case}");
+    let replay = packc()
+        .arg("test")
+        .arg(dir.join("civil.case.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(text.contains("1 passed, 0 failed"), "{text}{case}");
 }
 
 #[test]
