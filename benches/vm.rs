@@ -11,6 +11,8 @@
 //! - `vm_host/<pack>`: the same with the answers cloned from one fixed value inside
 //!   the timed loop, as a real host that builds its answers would.
 //! - `vm_pred/*`: a predicate alone (one compare; a 3-clause `any_of`).
+//! - `vm_guard/ex2_text`, `vm_guard/ex2_guarded`: ex2 answered with 200-character text,
+//!   without and with three built-in validators on each prompt (`later-versions.md` §4).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -204,6 +206,79 @@ fn bench_runs(c: &mut Criterion) {
     group.finish();
 }
 
+/// A 200-character model answer: JSON text, which the steps' `output_schema` parse.
+fn text_answer() -> Value {
+    let mut text = String::from(
+        r#"{"type": "research_paper", "confidence": 0.9, "title": "Deep Residual Learning", "summary": ""#,
+    );
+    while text.len() < 198 {
+        text.push('x');
+    }
+    text.push_str(r#""}"#);
+    assert_eq!(text.chars().count(), 200);
+    Value::String(text)
+}
+
+/// `examples/rfc0010-ex2.pack.yaml` with three built-in validators on each prompt, none
+/// of which triggers on [`text_answer`]: a banned-word list, a character limit, a regex.
+fn guarded_ex2() -> Arc<Program> {
+    let source = std::fs::read_to_string(root().join("examples/rfc0010-ex2.pack.yaml")).unwrap();
+    let guards = concat!(
+        "    validators:\n",
+        "      - {type: banned_words, params: {words: [lawsuit, refund, password]}}\n",
+        "      - {type: max_length, params: {max_characters: 2000}}\n",
+        "      - {type: regex, params: {pattern: '\"(type|summary)\"'}}\n",
+    );
+    let source = source.replace("    parameters:\n", &format!("{guards}    parameters:\n"));
+    let options = packc_compiler::Options {
+        base_dir: Some(root().join("examples")),
+        ..Default::default()
+    };
+    let (checked, artifact) = packc_compiler::build_artifact(source.as_bytes(), &options).unwrap();
+    let module = artifact
+        .unwrap_or_else(|| panic!("{:?}", checked.diagnostics))
+        .module;
+    assert!(module.prompts.iter().all(|p| p.guards.len() == 3));
+    Arc::new(Program::new(module).unwrap())
+}
+
+/// `vm_guard/ex2_text` and `vm_guard/ex2_guarded`: ex2 answered with [`text_answer`]
+/// twice, without and with three validators per prompt; the difference over the two
+/// answers is the cost of three built-in validators on a 200-character answer.
+fn bench_guards(c: &mut Criterion) {
+    let input = json!({"text": "A paper about residual networks.", "x": 0});
+    let text = text_answer();
+    let text_answers = || Answers {
+        model: vec![
+            Answer::Output {
+                output: text.clone(),
+                event: None,
+            };
+            2
+        ],
+        tool: Vec::new(),
+    };
+    let plain = program(&root().join("examples/rfc0010-ex2.pack.yaml"));
+    let guarded = guarded_ex2();
+    let mut group = c.benchmark_group("vm_guard");
+    for (name, p) in [("ex2_text", &plain), ("ex2_guarded", &guarded)] {
+        let run = run_prebuilt(p, input.clone(), text_answers());
+        assert!(run.outcome().is_some(), "{name} runs to its end");
+        assert!(run
+            .trace_lines()
+            .iter()
+            .all(|l| !l.starts_with("guardrail")));
+        group.bench_with_input(BenchmarkId::from_parameter(name), p, |b, p| {
+            b.iter_batched(
+                || (input.clone(), text_answers()),
+                |(input, answers)| run_prebuilt(p, input, answers),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
 fn path(field: &str) -> Ref {
     Ref {
         root: Root::Input,
@@ -257,5 +332,5 @@ fn bench_predicates(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_runs, bench_predicates);
+criterion_group!(benches, bench_runs, bench_predicates, bench_guards);
 criterion_main!(benches);

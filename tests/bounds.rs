@@ -15,7 +15,11 @@ fn f(n: u64) -> Bound {
 }
 
 fn calls(model: Bound, tool: Bound) -> Calls {
-    Calls { model, tool }
+    Calls {
+        model,
+        tool,
+        extension: Bound::ZERO,
+    }
 }
 
 fn compile(bytes: &[u8], base_dir: Option<PathBuf>) -> Module {
@@ -264,4 +268,42 @@ fn workflow_cycle_without_max_visits_is_unbounded_unless_a_budget_caps_it() {
     // The wall clock bounds no count.
     let (_, b) = inline(&pack("  engine: {budget: {max_wall_time_sec: 60}}\n"));
     assert_eq!(b.workflow_turn, turn(U, U, U));
+}
+
+#[test]
+fn extension_steps_are_counted_as_extension_calls() {
+    let (_, b) = inline(
+        r#"
+$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
+id: ext
+name: Ext
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: S}
+compositions:
+  main:
+    version: 1
+    steps:
+      - {id: a, kind: acme.rerank, modifiers: {retry: {max_attempts: 3}}}
+      - id: fan
+        kind: parallel
+        branches:
+          - {id: b, kind: acme.search}
+          - {id: c, kind: prompt, prompt_task: p}
+        reduce: {strategy: barrier, into: r}
+"#,
+    );
+    assert_eq!(
+        b.compositions,
+        [Calls {
+            model: f(1),
+            tool: f(0),
+            extension: f(4),
+        }]
+    );
+    assert_eq!(
+        b.compositions[0].to_string(),
+        "1 model, 0 tool, 4 extension"
+    );
 }

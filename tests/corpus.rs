@@ -32,6 +32,14 @@ type Found = BTreeSet<(String, String)>;
 /// `unresolved_schema`. This pack is a transcribed documentation example published without
 /// its `schemas/` folder, so packc warns three times; the MANIFEST's lint does not model
 /// schema files. Warnings never reject, so the verdict is unchanged.
+///
+/// Validators (`shared/semantics/later-versions.md` §4, which outranks the MANIFEST's
+/// lint, written before validators were enforced) add two warnings. A validator carrying
+/// `fail_on_violation: false` is `deprecated_fail_on_violation` (it enforces anyway), and
+/// so is one carrying `fail_on_violation: true` in a pack read at level 1.8 or above (the
+/// Omnia customer-support sample claims `latest`, level 1.9). PromptKit's
+/// `guardrail-bad-params` is degenerate on purpose: a `length` validator with no limit,
+/// which the reference runtime warns about and skips, is `inert_validator`.
 const EXTRA_WARNINGS: &[(&str, &str, &str)] = &[
     (
         "procedural-document-analyzer",
@@ -47,6 +55,71 @@ const EXTRA_WARNINGS: &[(&str, &str, &str)] = &[
         "procedural-document-analyzer",
         "unresolved_schema",
         "/compositions/analyze_document/steps/3/output_schema",
+    ),
+    (
+        "promptpack-spec/rfc0006--example-3-full-pack-with-both-levels-and-met",
+        "deprecated_fail_on_violation",
+        "/prompts/onboarding/validators/0/fail_on_violation",
+    ),
+    (
+        "promptpack-spec/examples--research-crew-agents-without-workflow",
+        "deprecated_fail_on_violation",
+        "/prompts/writer/validators/0/fail_on_violation",
+    ),
+    (
+        "promptpack-python/tests-fixture-sample",
+        "deprecated_fail_on_violation",
+        "/prompts/support/validators/0/fail_on_violation",
+    ),
+    (
+        "promptpack-python/customer-support",
+        "deprecated_fail_on_violation",
+        "/prompts/support/validators/1/fail_on_violation",
+    ),
+    (
+        "promptpack-python/sales-assistant",
+        "deprecated_fail_on_violation",
+        "/prompts/sales/validators/0/fail_on_violation",
+    ),
+    (
+        "promptpack-langchainjs/validation-demo",
+        "deprecated_fail_on_violation",
+        "/prompts/responder/validators/2/fail_on_violation",
+    ),
+    (
+        "promptpack-langchainjs/customer-support",
+        "deprecated_fail_on_violation",
+        "/prompts/support/validators/1/fail_on_violation",
+    ),
+    (
+        "promptpack-langchainjs/sales-assistant",
+        "deprecated_fail_on_violation",
+        "/prompts/sales/validators/0/fail_on_violation",
+    ),
+    (
+        "promptkit/guardrail-bad-params",
+        "inert_validator",
+        "/prompts/chat/validators/0",
+    ),
+    (
+        "omnia/chart-demos-resources-demo-tools-prompts",
+        "deprecated_fail_on_violation",
+        "/prompts/default/validators/0/fail_on_violation",
+    ),
+    (
+        "omnia/samples-customer-support",
+        "deprecated_fail_on_violation",
+        "/prompts/billing/validators/0/fail_on_violation",
+    ),
+    (
+        "omnia/samples-customer-support",
+        "deprecated_fail_on_violation",
+        "/prompts/billing/validators/1/fail_on_violation",
+    ),
+    (
+        "omnia/samples-dev-samples",
+        "deprecated_fail_on_violation",
+        "/prompts/default/validators/0/fail_on_violation",
     ),
 ];
 

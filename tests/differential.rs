@@ -1,7 +1,9 @@
 //! Determinism suite: for generated packs (compositions with prompt, tool, agent, branch
 //! and parallel steps, bindings, predicates, modifiers; workflows with prompt and
 //! composition states, events, loops, `max_visits`, artifacts and budgets; plain and
-//! state-backed agents; spec levels 1.5, 1.8 and 1.9 with `control` and providers) and
+//! state-backed agents; spec levels 1.5, 1.8 and 1.9 with `control` and providers;
+//! prompts with `banned_words` and `max_length` validators; extension steps from level
+//! 1.8) and
 //! generated scripts and host answers (some keyed `provider/prompt_task`), the compiler +
 //! VM give the same output (or error kind), end state, reply, trace, calls and eval
 //! requests as a small
@@ -116,6 +118,9 @@ fn as_case(g: &Generated, reference: &Outcome) -> Value {
         })
         .collect();
     let mut host = json!({"prompts": g.prompts, "tools": g.tools});
+    if !g.extensions.is_empty() {
+        host["extensions"] = json!(g.extensions);
+    }
     if !g.clock.is_empty() {
         host["clock"] = json!(g.clock);
     }

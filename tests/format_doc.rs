@@ -126,6 +126,7 @@ fn expected_summary(a: &Artifact) -> Value {
         ir_spec::StepKind::Tool { .. } => "tool",
         ir_spec::StepKind::Branch { .. } => "branch",
         ir_spec::StepKind::Parallel { .. } => "parallel",
+        ir_spec::StepKind::Extension { .. } => "extension",
     };
     let compositions: Vec<Value> = m
         .compositions
@@ -141,9 +142,17 @@ fn expected_summary(a: &Artifact) -> Value {
         })
         .collect();
     json!({
-        "format": format!("1.{}", ir_spec::container::FORMAT_MINOR),
+        "format": format!(
+            "{}.{}",
+            ir_spec::container::FORMAT_MAJOR,
+            ir_spec::container::FORMAT_MINOR
+        ),
         "compiler": a.compiler,
-        "sections": ["MODL", "spec"],
+        "sections": if m.prompts.iter().any(|p| !p.guards.is_empty()) {
+            json!(["MODL", "spec", "GARD"])
+        } else {
+            json!(["MODL", "spec"])
+        },
         "pack": m.id,
         "prompts": m.prompts.iter().map(|p| s(p.key)).collect::<Vec<_>>(),
         "tools": m.tools.iter().map(|t| s(t.key)).collect::<Vec<_>>(),
@@ -164,6 +173,11 @@ fn check_agrees(name: &str, bytes: &[u8]) {
         both["serde"],
         serde_json::to_value(&rust.module).unwrap(),
         "{name}: full module"
+    );
+    assert_eq!(
+        both["guards"],
+        serde_json::to_value(rust.module.guards()).unwrap(),
+        "{name}: guards"
     );
 }
 
@@ -451,9 +465,10 @@ fn every_variant() -> Artifact {
         // 6, 7: the branches of 5
         step(
             16,
-            StepKind::Tool {
-                tool: ToolId(0),
-                args: Bind::Const(json!({})),
+            StepKind::Extension {
+                kind: "acme.rerank".into(),
+                params: ir_spec::JsonText::from_value(&json!({"top_k": 3})),
+                input: Bind::Whole(r(Root::Input, &["q"])),
             },
         ),
         step(
@@ -520,6 +535,7 @@ fn every_variant() -> Artifact {
             parameters: ir_spec::JsonText::from_value(
                 &json!({"temperature": 0.7, "max_tokens": 256}),
             ),
+            guards: every_guard(),
         }],
         tools: vec![Tool {
             key: StrId(1),
@@ -705,6 +721,44 @@ fn the_format_doc_reader_limits_json_depth() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("nested deeper than 127"), "{stderr}");
+}
+
+/// One guard of each [`ir_spec::Check`] variant, across every [`ir_spec::Direction`].
+fn every_guard() -> Vec<ir_spec::Guard> {
+    use ir_spec::{Check, Direction, Guard};
+    let checks = vec![
+        Check::BannedWords {
+            words: vec!["darn".into(), "heck".into()],
+            word_boundary: true,
+        },
+        Check::MaxLength {
+            max_characters: Some(200),
+            max_tokens: None,
+        },
+        Check::MaxSentences(3),
+        Check::ContainsAll(vec!["id".into()]),
+        Check::ContainsAny(vec!["yes".into(), "no".into()]),
+        Check::Regex {
+            pattern: "^[a-z]+$".into(),
+            expect_match: false,
+        },
+        Check::JsonValid,
+        Check::JsonSchema(ir_spec::JsonText::from_value(&json!({"type": "object"}))),
+        Check::Host {
+            params: ir_spec::JsonText::from_value(&json!({"threshold": 0.8})),
+        },
+    ];
+    let directions = [Direction::Output, Direction::Input, Direction::Both];
+    checks
+        .into_iter()
+        .enumerate()
+        .map(|(i, check)| Guard {
+            name: format!("type{i}"),
+            check,
+            message: "no".into(),
+            direction: directions[i % 3],
+        })
+        .collect()
 }
 
 /// The type listings `ppk_dump.py` decodes with are the tables of FORMAT.md §2.3–§2.6,

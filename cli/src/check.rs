@@ -134,6 +134,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
+        if d.format == Format::Human {
+            print_host_validators(&src, &checked);
+        }
         let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
         warnings += w;
@@ -195,6 +198,29 @@ pub fn check_file(path: &Path, options: &Options) -> Result<(Checked, Vec<u8>)> 
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok((check_file_bytes(path, &bytes, options), bytes))
+}
+
+/// Lists the pack's host validators (validator types that are not built in): a live
+/// run refuses to start unless each is bound under `guards:` (`later-versions.md` §4).
+/// Information only: never counted as a warning.
+fn print_host_validators(src: &RenderSource<'_>, checked: &Checked) {
+    let Some(loaded) = &checked.loaded else {
+        return;
+    };
+    for (ptr, ty) in packc_compiler::validators::host_validators(&loaded.value) {
+        let place = match loaded.spans.locate(&ptr) {
+            Some(span) => {
+                let (line, col) = src.line_col(span.start);
+                format!("{}:{line}:{col}", src.name)
+            }
+            None => src.name.to_owned(),
+        };
+        eprintln!(
+            "info: {place}: host validator `{}` ({}): the host judges it; a live run needs it bound under `guards:` in its --tools file",
+            render::escape_control(&ty),
+            render::escape_control(&ptr)
+        );
+    }
 }
 
 /// Print one file's diagnostics in the chosen format; the human format stops after `max`

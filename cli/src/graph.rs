@@ -369,6 +369,10 @@ fn step_node(m: &Module, c: &Composition, ci: usize, s: ir_spec::StepId) -> Node
             lines.push(format!("tool {}", tool(*t)));
             Shape::Step
         }
+        StepKind::Extension { kind, .. } => {
+            lines.push(format!("extension {kind}"));
+            Shape::Step
+        }
         StepKind::Agent {
             prompt: p,
             tools,

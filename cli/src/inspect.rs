@@ -486,6 +486,18 @@ fn describe_step_kind(
                 bind(m, c, args)
             );
         }
+        StepKind::Extension {
+            kind,
+            params,
+            input,
+        } => {
+            let _ = write!(
+                line,
+                "extension {kind}({}) {}",
+                bind(m, c, input),
+                params.get()
+            );
+        }
         StepKind::Branch {
             then,
             otherwise,

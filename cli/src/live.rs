@@ -121,6 +121,26 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             packc_compiler::render::escape_control(&unbound.join(", "))
         );
     }
+    let unbound_guards: Vec<String> = packc_host::live::host_guard_types(&module)
+        .into_iter()
+        .filter(|t| !tools.guards.contains_key(t))
+        .collect();
+    let unbound_extensions: Vec<String> = packc_host::live::extension_kinds(&module)
+        .into_iter()
+        .filter(|k| !tools.extensions.contains_key(k))
+        .collect();
+    let mut faults = Vec::new();
+    if !unbound_guards.is_empty() {
+        faults.push(packc_host::live::unbound_guards_message(&unbound_guards));
+    }
+    if !unbound_extensions.is_empty() {
+        faults.push(packc_host::live::unbound_extensions_message(
+            &unbound_extensions,
+        ));
+    }
+    if !faults.is_empty() {
+        bail!(faults.join("\n"));
+    }
     let host = LiveHost::new(LiveConfig {
         model,
         providers,

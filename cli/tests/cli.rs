@@ -759,3 +759,90 @@ fn packc_cmd_trace() -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+#[test]
+fn check_lists_host_validators_without_counting_them() {
+    let pack = write_temp(
+        "guarded.pack.yaml",
+        br#"id: g
+name: G
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Hi.
+    validators:
+      - {type: max_length, params: {max_characters: 10}}
+      - {type: toxicity, params: {threshold: 0.5}}
+      - {type: pii_leakage, enabled: false}
+"#,
+    );
+    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let infos: Vec<&str> = stderr.lines().filter(|l| l.starts_with("info:")).collect();
+    assert_eq!(infos.len(), 1, "{stderr}");
+    assert!(infos[0].contains("guarded.pack.yaml:13:9"), "{stderr}");
+    assert!(
+        infos[0].contains("`toxicity` (/prompts/chat/validators/1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no problems"), "{stderr}");
+}
+
+#[test]
+fn graph_and_inspect_show_extension_steps() {
+    let pack = write_temp(
+        "ext.pack.yaml",
+        br#"$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
+id: ext
+name: Ext
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: S}
+compositions:
+  main:
+    version: 1
+    steps:
+      - {id: ask, kind: prompt, prompt_task: p}
+      - {id: rerank, kind: acme.rerank, input: "${ask.output}", top_k: 3}
+"#,
+    );
+    let graph = packc().arg("graph").arg(&pack).output().unwrap();
+    let dot = String::from_utf8_lossy(&graph.stdout);
+    assert_eq!(
+        graph.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&graph.stderr)
+    );
+    assert!(dot.contains("extension acme.rerank"), "{dot}");
+    let ppk = pack.with_extension("ppk");
+    let build = packc()
+        .arg("build")
+        .arg(&pack)
+        .arg("-o")
+        .arg(&ppk)
+        .output()
+        .unwrap();
+    assert_eq!(
+        build.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    assert!(
+        text.contains(r#"1 rerank  extension acme.rerank(${ask#0.output}) {"top_k":3}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("composition main: 1 model, 0 tool, 1 extension"),
+        "{text}"
+    );
+}

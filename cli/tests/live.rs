@@ -631,3 +631,136 @@ fn tool_failures_are_shown_as_they_happen() {
         "{stderr}"
     );
 }
+
+/// A pack whose one prompt state has a `toxicity` host validator.
+const TOXIC_PACK: &str = r#"
+id: civil
+name: Civil
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Answer politely.
+    validators:
+      - type: toxicity
+        params: {threshold: 0.5}
+        message: Let's keep this civil.
+workflow:
+  version: 1
+  entry: main
+  states:
+    main: {prompt_task: chat, terminal: true}
+"#;
+
+#[test]
+fn a_host_validator_without_a_binding_is_refused_before_any_request() {
+    let server = MockServer::start(|_, _| Reply::text("you fool"));
+    let dir = scratch("toxic-unbound");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("toxicity"), "{stderr}");
+    assert!(server.received().is_empty(), "no request may be made");
+}
+
+#[test]
+fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
+    let server = MockServer::start(|_, _| Reply::text("you fool"));
+    let dir = scratch("toxic-bound");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    // The validator: fails any text containing "fool", and logs what it was asked.
+    std::fs::write(
+        dir.join("toxicity.py"),
+        "import json, sys\nreq = json.load(sys.stdin)\nopen('asked.json', 'w').write(json.dumps(req))\nprint(json.dumps({'pass': 'fool' not in req['text']}))\n",
+    )
+    .unwrap();
+    let bindings = dir.join("tools.yaml");
+    std::fs::write(
+        &bindings,
+        "guards:\n  toxicity: {command: [python3, toxicity.py], timeout_sec: 30}\n",
+    )
+    .unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#, "--tools"])
+        .arg(&bindings)
+        .arg("--record")
+        .arg(dir.join("civil.case.yaml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("note: python3 is not available; skipping");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, "Let's keep this civil.");
+    let asked: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("asked.json")).unwrap()).unwrap();
+    assert_eq!(
+        asked,
+        serde_json::json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": "you fool"})
+    );
+    assert_eq!(server.received().len(), 1);
+    // The recording answers the validator under `guards:` and replays green.
+    let case = std::fs::read_to_string(dir.join("civil.case.yaml")).unwrap();
+    assert!(case.contains("guards:"), "{case}");
+    let replay = packc()
+        .arg("test")
+        .arg(dir.join("civil.case.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(text.contains("1 passed, 0 failed"), "{text}{case}");
+}
+
+#[test]
+fn an_extension_step_without_a_binding_is_refused_before_any_request() {
+    let server = MockServer::start(|_, _| Reply::text("hi"));
+    let dir = scratch("ext-unbound");
+    let pack = dir.join("ext.pack.yaml");
+    std::fs::write(
+        &pack,
+        r#"$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
+id: ext
+name: Ext
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: S}
+compositions:
+  main:
+    version: 1
+    steps:
+      - {id: ask, kind: prompt, prompt_task: p}
+      - {id: rerank, kind: acme.rerank, input: "${ask.output}"}
+"#,
+    )
+    .unwrap();
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--target", "composition:main", "--input", r#""q""#])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("acme.rerank"), "{stderr}");
+    assert!(server.received().is_empty(), "no request may be made");
+}

@@ -167,6 +167,20 @@ diag_kinds! {
     /// object, or lists `properties` without `event` (`check::workflow`).
     /// Triggered by: cli/tests/cli.rs, `composition_state_without_event_output_warns`
     EventNeverOutput = "event_never_output", Warning;
+    /// A param of a built-in validator type is present but unusable: a `regex` `pattern`
+    /// that does not compile, a length limit that is not a positive integer, `words` that
+    /// is not a list of strings, a `direction` other than `output`, `input` or `both`
+    /// (`later-versions.md` §4). Located at the param.
+    /// Triggered by: tests/cases/guard-invalid-regex.case.yaml
+    InvalidValidator = "invalid_validator", Error;
+    /// A built-in validator lacks the params it needs (a `length` with no limit, an empty
+    /// word list) and can never trigger; it is not compiled.
+    /// Triggered by: tests/cases/guard-disabled-inert-deprecated.case.yaml
+    InertValidator = "inert_validator", Warning;
+    /// A validator carries `fail_on_violation: false` (at any level) or `true` (at spec
+    /// level 1.8 and above): validators always enforce; evals measure without enforcing.
+    /// Triggered by: tests/cases/guard-fail-on-violation-level.case.yaml
+    DeprecatedFailOnViolation = "deprecated_fail_on_violation", Warning;
 }
 
 impl fmt::Display for DiagKind {

@@ -34,6 +34,7 @@ pub mod render;
 pub mod schema;
 pub mod schema_files;
 pub mod syntax;
+pub mod validators;
 
 use std::path::PathBuf;
 

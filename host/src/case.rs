@@ -80,6 +80,11 @@ pub struct RunSpec {
     pub prompts: BTreeMap<String, VecDeque<Value>>,
     /// `host.tools`: answers keyed by tool key.
     pub tools: BTreeMap<String, VecDeque<Value>>,
+    /// `host.guards`: host validators' answers (`{output: {pass: bool}}`) keyed by
+    /// validator type.
+    pub guards: BTreeMap<String, VecDeque<Value>>,
+    /// `host.extensions`: extension steps' answers keyed by step kind (`vendor.name`).
+    pub extensions: BTreeMap<String, VecDeque<Value>>,
     /// `host.clock` (default `[0]`).
     pub clock: Vec<u64>,
     /// `host.variables`.
@@ -246,6 +251,8 @@ fn read_run(run: &Value) -> RunSpec {
         script,
         prompts: queues("prompts"),
         tools: queues("tools"),
+        guards: queues("guards"),
+        extensions: queues("extensions"),
         clock,
         variables: host
             .and_then(|h| h.get("variables"))

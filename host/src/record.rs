@@ -87,6 +87,8 @@ pub fn to_case(
         answers: HashMap::new(),
         prompts: BTreeMap::new(),
         tools: BTreeMap::new(),
+        guards: BTreeMap::new(),
+        extensions: BTreeMap::new(),
         clock: ScriptedHost::new(&RunSpec {
             clock: recording.clock.clone(),
             ..RunSpec::default()
@@ -112,6 +114,8 @@ pub fn to_case(
         script: spec.script.to_vec(),
         prompts: queues(&replay.prompts),
         tools: queues(&replay.tools),
+        guards: queues(&replay.guards),
+        extensions: queues(&replay.extensions),
         clock: recording.clock.clone(),
         variables: spec.variables.clone(),
     };
@@ -130,6 +134,12 @@ pub fn to_case(
     }
     if !replay.tools.is_empty() {
         host.insert("tools".into(), to_map(&replay.tools));
+    }
+    if !replay.guards.is_empty() {
+        host.insert("guards".into(), to_map(&replay.guards));
+    }
+    if !replay.extensions.is_empty() {
+        host.insert("extensions".into(), to_map(&replay.extensions));
     }
     if !recording.clock.is_empty() {
         host.insert("clock".into(), json!(recording.clock));
@@ -203,6 +213,10 @@ struct Replay {
     answers: HashMap<String, VecDeque<Value>>,
     prompts: BTreeMap<String, Vec<Value>>,
     tools: BTreeMap<String, Vec<Value>>,
+    /// Host validators' answers, by validator type.
+    guards: BTreeMap<String, Vec<Value>>,
+    /// Extension steps' answers, by step kind.
+    extensions: BTreeMap<String, Vec<Value>>,
     /// Reads the recorded clock as the scripted host does.
     clock: ScriptedHost,
     missing: usize,
@@ -217,7 +231,16 @@ impl Host for Replay {
         };
         // A call routed to a provider other than `default` is recorded under
         // `provider/prompt_task`, so the case says which provider answered it.
+        let guard = call.guard();
         let queue = match call.prompt_task() {
+            None if guard.is_some() => self
+                .guards
+                .entry(guard.map(|g| g.validator).unwrap_or_default().to_owned())
+                .or_default(),
+            None if call.extension().is_some() => self
+                .extensions
+                .entry(call.extension().map(|e| e.0).unwrap_or_default().to_owned())
+                .or_default(),
             Some(p) => {
                 let key = match call.provider() {
                     Some(provider) if provider != "default" => format!("{provider}/{p}"),

@@ -13,6 +13,8 @@ use crate::case::RunSpec;
 pub struct ScriptedHost {
     prompts: BTreeMap<String, VecDeque<Value>>,
     tools: BTreeMap<String, VecDeque<Value>>,
+    guards: BTreeMap<String, VecDeque<Value>>,
+    extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     reads: usize,
 }
@@ -23,6 +25,8 @@ impl ScriptedHost {
         ScriptedHost {
             prompts: spec.prompts.clone(),
             tools: spec.tools.clone(),
+            guards: spec.guards.clone(),
+            extensions: spec.extensions.clone(),
             clock: spec.clock.clone(),
             reads: 0,
         }
@@ -35,8 +39,9 @@ impl Host for ScriptedHost {
     /// from the plain `prompt_task` queue (`later-versions.md` §3).
     fn call(&mut self, call: &CallView<'_>) -> Answer {
         let keyed;
-        let (queues, what, name) = match call.prompt_task() {
-            Some(prompt) => {
+        let guard = call.guard();
+        let (queues, what, name) = match (call.prompt_task(), &guard, call.extension()) {
+            (Some(prompt), _, _) => {
                 keyed = format!("{}/{prompt}", call.provider().unwrap_or("default"));
                 let name = if self.prompts.contains_key(&keyed) {
                     keyed.as_str()
@@ -45,7 +50,9 @@ impl Host for ScriptedHost {
                 };
                 (&mut self.prompts, "prompt", name)
             }
-            None => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
+            (None, Some(g), _) => (&mut self.guards, "guard", g.validator),
+            (None, None, Some((kind, _))) => (&mut self.extensions, "extension", kind),
+            (None, None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
             Some(answer) => parse_answer(&answer),

@@ -23,6 +23,11 @@ use crate::{InvalidModule, Module};
 /// The tag of the required section holding the postcard-encoded [`Module`].
 pub const MODL: Tag = Tag(*b"MODL");
 
+/// The tag of the required section holding every prompt's guards (validators), one list
+/// per prompt in table order, written only when some prompt has one: a reader that does
+/// not know it refuses the file rather than run without the pack's guardrails.
+pub const GARD: Tag = Tag(*b"GARD");
+
 /// The tag of the optional section holding the postcard-encoded [`SpecInfo`](crate::SpecInfo)
 /// (format 1.1). A file without it is read as level 1.5 with no providers or governance.
 pub const SPEC: Tag = Tag(*b"spec");
@@ -95,11 +100,13 @@ impl Artifact {
         // and JSON values (string keys only) always serialize to text.
         let modl = postcard::to_allocvec(&self.module).expect("the IR always serializes");
         let spec = postcard::to_allocvec(&self.module.spec).expect("the IR always serializes");
-        Container::encode(
-            self.source_hash,
-            &self.compiler,
-            &[(MODL, &modl), (SPEC, &spec)],
-        )
+        let mut sections: Vec<(Tag, &[u8])> = vec![(MODL, &modl), (SPEC, &spec)];
+        let gard;
+        if self.module.prompts.iter().any(|p| !p.guards.is_empty()) {
+            gard = postcard::to_allocvec(&self.module.guards()).expect("the IR always serializes");
+            sections.push((GARD, &gard));
+        }
+        Container::encode(self.source_hash, &self.compiler, &sections)
     }
 
     /// Decode and verify a `.ppk` file of at most `max_bytes` bytes
@@ -118,11 +125,14 @@ impl Artifact {
     /// the module's counts once it decoded, then [`Module::validate`].
     pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<Artifact, ArtifactError> {
         let container = Container::decode(bytes, limits.max_artifact_bytes)?;
-        container.check_known(&[MODL, SPEC])?;
+        container.check_known(&[MODL, SPEC, GARD])?;
         let payload = container.require(MODL)?;
         let mut module = decode_module(payload)?;
         if let Some(spec) = container.section(SPEC) {
             module.spec = decode_spec(spec)?;
+        }
+        if let Some(gard) = container.section(GARD) {
+            decode_guards(gard, &mut module)?;
         }
         limits.check(&module)?;
         module.validate()?;
@@ -145,6 +155,23 @@ fn decode_spec(payload: &[u8]) -> Result<crate::SpecInfo, ArtifactError> {
         )));
     }
     Ok(spec)
+}
+
+/// Decode a `GARD` payload into `module`'s prompts: exactly one list of guards per prompt.
+fn decode_guards(payload: &[u8], module: &mut Module) -> Result<(), ArtifactError> {
+    let (guards, rest) = postcard::take_from_bytes::<Vec<Vec<crate::Guard>>>(payload)
+        .map_err(|e| ArtifactError::Decode(format!("section GARD: {e}")))?;
+    if !rest.is_empty() || guards.len() != module.prompts.len() {
+        return Err(ArtifactError::Decode(format!(
+            "section GARD holds {} guard lists for {} prompts",
+            guards.len(),
+            module.prompts.len()
+        )));
+    }
+    for (p, g) in module.prompts.iter_mut().zip(guards) {
+        p.guards = g;
+    }
+    Ok(())
 }
 
 /// Decode a `MODL` payload, which must be exactly one module.
@@ -187,6 +214,7 @@ mod tests {
                 tools: vec![ToolRef::Tool(ToolId(0))],
                 policy: ToolPolicy::default(),
                 parameters: crate::JsonText::from_value(&serde_json::json!({"temperature": 0.2})),
+                guards: vec![],
             }],
             tools: vec![Tool {
                 key: StrId(1),

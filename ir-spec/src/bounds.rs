@@ -124,6 +124,8 @@ pub struct Calls {
     pub model: Bound,
     /// Host tool calls (tool rounds, tool steps, agent tool calls).
     pub tool: Bound,
+    /// Extension calls (vendor step kinds served by the host, `later-versions.md` §5).
+    pub extension: Bound,
 }
 
 impl Calls {
@@ -131,6 +133,7 @@ impl Calls {
     pub const ZERO: Calls = Calls {
         model: Bound::ZERO,
         tool: Bound::ZERO,
+        extension: Bound::ZERO,
     };
 
     /// Both together (a sequence, or parallel branches).
@@ -139,6 +142,7 @@ impl Calls {
         Calls {
             model: self.model.plus(other.model),
             tool: self.tool.plus(other.tool),
+            extension: self.extension.plus(other.extension),
         }
     }
 
@@ -148,6 +152,7 @@ impl Calls {
         Calls {
             model: self.model.max(other.model),
             tool: self.tool.max(other.tool),
+            extension: self.extension.max(other.extension),
         }
     }
 
@@ -157,6 +162,7 @@ impl Calls {
         Calls {
             model: self.model.times(n),
             tool: self.tool.times(n),
+            extension: self.extension.times(n),
         }
     }
 }
@@ -164,7 +170,11 @@ impl Calls {
 impl std::fmt::Display for Calls {
     /// `2 model, unbounded tool`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} model, {} tool", self.model, self.tool)
+        write!(f, "{} model, {} tool", self.model, self.tool)?;
+        if self.extension != Bound::ZERO {
+            write!(f, ", {} extension", self.extension)?;
+        }
+        Ok(())
     }
 }
 
@@ -194,6 +204,7 @@ pub fn prompt_execution(prompt: &Prompt) -> Calls {
     Calls {
         model: rounds.into(),
         tool,
+        extension: Bound::ZERO,
     }
 }
 
@@ -222,11 +233,19 @@ pub fn step(comp: &Composition, id: StepId) -> Calls {
         StepKind::Prompt { .. } => Calls {
             model: Bound::Finite(1),
             tool: Bound::ZERO,
+            extension: Bound::ZERO,
         }
         .times(attempts),
         StepKind::Tool { .. } => Calls {
             model: Bound::ZERO,
             tool: Bound::Finite(1),
+            extension: Bound::ZERO,
+        }
+        .times(attempts),
+        StepKind::Extension { .. } => Calls {
+            model: Bound::ZERO,
+            tool: Bound::ZERO,
+            extension: Bound::Finite(1),
         }
         .times(attempts),
         StepKind::Agent {
@@ -244,6 +263,7 @@ pub fn step(comp: &Composition, id: StepId) -> Calls {
             Calls {
                 model: turns.into(),
                 tool,
+                extension: Bound::ZERO,
             }
             .times(attempts)
         }
@@ -575,6 +595,7 @@ mod tests {
                 .collect(),
             policy,
             parameters: crate::JsonText::from_value(&serde_json::Value::Null),
+            guards: Vec::new(),
         }
     }
 
@@ -641,7 +662,8 @@ mod tests {
             prompt_execution(&p),
             Calls {
                 model: f(5),
-                tool: f(10)
+                tool: f(10),
+                extension: Bound::ZERO,
             }
         );
         let p = prompt(0, ToolPolicy::default());
@@ -649,7 +671,8 @@ mod tests {
             prompt_execution(&p),
             Calls {
                 model: f(5),
-                tool: f(0)
+                tool: f(0),
+                extension: Bound::ZERO,
             }
         );
     }

@@ -133,6 +133,22 @@ pub enum StepKind {
         /// `reduce.into`.
         into: String,
     },
+    /// A vendor step kind (spec level 1.8+), served by the host with an `extension` call.
+    ///
+    /// ```yaml
+    /// kind: acme.rerank
+    /// input: "${search.output}"
+    /// top_k: 3
+    /// ```
+    Extension {
+        /// The `kind`, `vendor.name`.
+        kind: String,
+        /// The step's other members (all but `id`, `kind`, `description`, `input`,
+        /// `depends_on` and `modifiers`), as a JSON object.
+        params: crate::JsonText,
+        /// `input` (null when absent), resolved like a tool step's `args`.
+        input: Bind,
+    },
 }
 
 /// `reduce.strategy` (`compositions.md` 8.3).

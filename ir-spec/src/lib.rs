@@ -88,6 +88,11 @@ impl Module {
         self.strings.get(id.index()).map_or("", String::as_str)
     }
 
+    /// Every prompt's guards, in prompt order (the `GARD` section's payload).
+    pub fn guards(&self) -> Vec<&Vec<Guard>> {
+        self.prompts.iter().map(|p| &p.guards).collect()
+    }
+
     /// The name of event `id`.
     pub fn event(&self, id: EventId) -> &str {
         self.events.get(id.index()).map_or("", |s| self.str(*s))

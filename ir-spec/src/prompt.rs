@@ -31,6 +31,108 @@ pub struct Prompt {
     /// The `parameters` (temperature, max_tokens, top_p, …), for a host making the real
     /// model call; `null` when absent. The VM does not read them.
     pub parameters: crate::JsonText,
+    /// The enabled `validators` that can trigger, in declaration order: the prompt's
+    /// guard program (`later-versions.md` §4). Empty for most prompts, and then the VM
+    /// does nothing for them. Not part of the `MODL` payload: an artifact carries the
+    /// guards of every prompt in its required `GARD` section, present only when some
+    /// prompt has one (so a reader that does not enforce them refuses the file).
+    #[serde(skip)]
+    pub guards: Vec<Guard>,
+}
+
+/// One enabled validator of a prompt, its params parsed once.
+///
+/// ```yaml
+/// validators:
+///   - type: banned_words                       # -> Guard::name, Guard::check
+///     params: {words: [Refund], direction: both}  # -> Check::BannedWords, Guard::direction
+///     message: "I can't discuss that."         # -> Guard::message
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Guard {
+    /// The `type` as written (alias or not): the trace line and the call record name it.
+    pub name: String,
+    /// What the validator checks.
+    pub check: Check,
+    /// The text that replaces a triggering answer: the validator's `message`, else
+    /// `params.message`, else the default blocked message.
+    pub message: String,
+    /// `params.direction`.
+    pub direction: Direction,
+}
+
+/// The text a validator that replaces an answer uses when the pack gives no message.
+pub const DEFAULT_BLOCKED_MESSAGE: &str =
+    "Sorry, we can't provide this response as it would violate our content policy.";
+
+/// What a validator reads: `params.direction`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Direction {
+    /// `output` (the default): the model's answer.
+    Output,
+    /// `input`: the call's input, when it is a string, before the model is called.
+    Input,
+    /// `both`.
+    Both,
+}
+
+impl Direction {
+    /// Reads the model's answer.
+    pub fn output(self) -> bool {
+        matches!(self, Direction::Output | Direction::Both)
+    }
+
+    /// Reads the call's input.
+    pub fn input(self) -> bool {
+        matches!(self, Direction::Input | Direction::Both)
+    }
+}
+
+/// A validator's test, with its params parsed: a built-in type run inside the VM, or a
+/// host validator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Check {
+    /// `banned_words` / `content_excludes`: triggers when a word occurs, ignoring case.
+    BannedWords {
+        /// `words`, lowercased, empty ones dropped.
+        words: Vec<String>,
+        /// `match_mode: word_boundary` (the default; `false`: `substring`): a match counts
+        /// only when no Unicode word character precedes or follows it.
+        word_boundary: bool,
+    },
+    /// `max_length` / `length`: triggers when the text is longer. At least one is set.
+    MaxLength {
+        /// `max_characters` (`max`, `max_chars`), in Unicode scalar values: truncates.
+        max_characters: Option<u64>,
+        /// `max_tokens`, in whitespace-separated words: replaces.
+        max_tokens: Option<u64>,
+    },
+    /// `max_sentences` / `sentence_count`: triggers when the text has more sentences (a
+    /// sentence ends at `.`, `!` or `?` followed by whitespace or the end).
+    MaxSentences(u64),
+    /// `required_fields` / `field_presence` (`fields`) and `contains` (`patterns`):
+    /// triggers when a listed string is absent (case-sensitive).
+    ContainsAll(Vec<String>),
+    /// `contains_any` (`values`): triggers when every listed string is absent.
+    ContainsAny(Vec<String>),
+    /// `regex` / `content_matches`: triggers when whether the text matches `pattern`
+    /// (Rust `regex` syntax, compiled once per loaded program) differs from `expect_match`.
+    Regex {
+        /// `pattern`.
+        pattern: String,
+        /// `expect_match` (default true).
+        expect_match: bool,
+    },
+    /// `json_valid` / `is_valid_json` / `valid_json`: triggers when the text is not JSON.
+    JsonValid,
+    /// `json_schema`: triggers when the text is not JSON or does not conform to `schema`.
+    JsonSchema(crate::JsonText),
+    /// Any other type (`toxicity`, `llm_judge`, custom names): the host decides, asked
+    /// with a `guard` call carrying the type, these params and the text.
+    Host {
+        /// `params` (`{}` when absent).
+        params: crate::JsonText,
+    },
 }
 
 /// Something a model may call as a tool.

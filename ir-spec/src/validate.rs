@@ -162,6 +162,7 @@ fn validate_composition(m: &Module, c: &Composition) -> Result<(), InvalidModule
                     && tool_called.is_none_or(|t| t.index() < m.tools.len())
             }
             StepKind::Tool { tool, args } => tool.index() < m.tools.len() && bind_ok(args, &ok),
+            StepKind::Extension { input, .. } => bind_ok(input, &ok),
             // A branch only selects top-level steps after it (the walk never goes back).
             StepKind::Branch {
                 predicate,
@@ -178,7 +179,10 @@ fn validate_composition(m: &Module, c: &Composition) -> Result<(), InvalidModule
                     && !in_walk[b.index()]
                     && matches!(
                         c.steps[b.index()].kind,
-                        StepKind::Prompt { .. } | StepKind::Agent { .. } | StepKind::Tool { .. }
+                        StepKind::Prompt { .. }
+                            | StepKind::Agent { .. }
+                            | StepKind::Tool { .. }
+                            | StepKind::Extension { .. }
                     )
             }),
         };

@@ -43,7 +43,7 @@ MAGIC = b"\x89PPK\r\n\x1a\n"
 FORMAT_MAJOR = 1
 MAX_NESTING = 256
 MAX_JSON_DEPTH = 127
-KNOWN_SECTIONS = {b"MODL"}
+KNOWN_SECTIONS = {b"MODL", b"GARD"}
 
 
 class Refused(Exception):
@@ -217,6 +217,12 @@ STRUCTS = {
         ("policy", S("ToolPolicy")),
         ("parameters", "json-text"),
     ],
+    "Guard": [
+        ("name", "str"),
+        ("check", E("Check")),
+        ("message", "str"),
+        ("direction", E("Direction")),
+    ],
     "ToolPolicy": [
         ("tool_choice_none", "bool"),
         ("max_rounds", opt("u32")),
@@ -304,6 +310,18 @@ ENUMS = {
         ("Undeclared", "str"),
     ],
     "PathSeg": [("Field", "str"), ("Index", "u32")],
+    "Direction": [("Output", None), ("Input", None), ("Both", None)],
+    "Check": [
+        ("BannedWords", [("words", seq("str")), ("word_boundary", "bool")]),
+        ("MaxLength", [("max_characters", opt("u64")), ("max_tokens", opt("u64"))]),
+        ("MaxSentences", "u64"),
+        ("ContainsAll", seq("str")),
+        ("ContainsAny", seq("str")),
+        ("Regex", [("pattern", "str"), ("expect_match", "bool")]),
+        ("JsonValid", None),
+        ("JsonSchema", "json"),
+        ("Host", [("params", "json")]),
+    ],
     "VarType": [("String", None), ("Number", None), ("Boolean", None), ("Object", None),
                 ("Array", None)],
     "StateBody": [("Prompt", "PromptId"), ("Composition", "CompId")],
@@ -322,6 +340,7 @@ ENUMS = {
                     ("otherwise", opt("StepId"))]),
         ("Parallel", [("branches", seq("StepId")), ("strategy", E("Reduce")),
                       ("into", "str")]),
+        ("Extension", [("kind", "str"), ("params", "json"), ("input", E("Bind"))]),
     ],
     "Reduce": [("Append", None), ("Replace", None), ("Barrier", None)],
     "Root": [("Input", None), ("Step", "StepId")],
@@ -657,7 +676,7 @@ def verify_composition(m, c, need):
             return all(pred_ok(item, reader) for item in x)
         return pred_ok(x, reader)
 
-    leaf = ("Prompt", "Agent", "Tool")
+    leaf = ("Prompt", "Agent", "Tool", "Extension")
     for i, s in enumerate(steps):
         kind, k = variant(s["kind"])
         if kind in ("Prompt", "Agent"):
@@ -668,6 +687,8 @@ def verify_composition(m, c, need):
                 ) and (k["tool_called"] is None or k["tool_called"] < n_tools)
         elif kind == "Tool":
             ok = k["tool"] < n_tools and bind_ok(k["args"], i)
+        elif kind == "Extension":
+            ok = bind_ok(k["input"], i)
         elif kind == "Branch":
             ok = pred_ok(k["predicate"], i) and k["then"] < n \
                 and (k["otherwise"] is None or k["otherwise"] < n)
@@ -727,7 +748,20 @@ def read(data):
         raise Refused("missing_section", "section MODL is missing")
     module = decode_module(modl)
     verify(module)
+    module["guards"] = decode_guards(dict(header["sections"]).get(b"GARD"), module)
     return header, module
+
+
+def decode_guards(payload, module):
+    """The `GARD` section (§2.4.1): one list of guards per prompt; all empty without it."""
+    n = len(module["prompts"])
+    if payload is None:
+        return [[] for _ in range(n)]
+    d = Decoder(payload)
+    guards = d.value(seq(seq(S("Guard"))))
+    if d.pos != len(payload) or len(guards) != n:
+        raise Refused(f"GARD holds {len(guards)} guard lists for {n} prompts")
+    return guards
 
 
 def main(argv):
@@ -748,8 +782,10 @@ def main(argv):
     except Refused as e:
         print(f"{args[0]}: {e}", file=sys.stderr)
         return 1
+    guards = module.pop("guards")
     if "--both" in flags:
-        out = {"summary": summary(header, module), "serde": plain(module, raw_json=True)}
+        out = {"summary": summary(header, module), "serde": plain(module, raw_json=True),
+               "guards": plain(guards, raw_json=True)}
     elif "--serde" in flags:
         out = plain(module, raw_json=True)
     elif "--full" in flags:

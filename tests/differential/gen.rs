@@ -34,6 +34,8 @@ pub struct Generated {
     pub prompts: BTreeMap<String, Vec<Value>>,
     /// Tool answers keyed by tool key (or agent member key), consumed in call order.
     pub tools: BTreeMap<String, Vec<Value>>,
+    /// Extension step answers keyed by step kind, consumed in call order.
+    pub extensions: BTreeMap<String, Vec<Value>>,
     /// Clock readings in milliseconds, the last repeated (`[]` reads 0).
     pub clock: Vec<u64>,
     /// Host variables.
@@ -52,6 +54,8 @@ const EVENTS: [&str; 3] = ["E0", "E1", "E2"];
 const ARTIFACTS: [&str; 2] = ["r0", "r1"];
 /// Reducer `into` names.
 const INTOS: [&str; 3] = ["m", "items", "x"];
+/// Extension step kinds (`later-versions.md` §5), from level 1.8.
+const EXTENSIONS: [&str; 2] = ["acme.ext", "acme.vec-search"];
 
 /// What the host generator needs to know about the pack.
 struct Info {
@@ -61,6 +65,8 @@ struct Info {
     tools: Vec<String>,
     members: Vec<String>,
     targets: Vec<(String, u32)>,
+    /// Level 1.8 or above: compositions may have extension steps.
+    extensions: bool,
 }
 
 /// Generates a pack from `pack_tape` and a run of it from `run_tape`.
@@ -124,6 +130,21 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
     }
     // A tool no one offers: its answer must never be taken.
     tools.insert("ghost".into(), vec![json!({"output": "ghost answer"})]);
+    let mut extensions = BTreeMap::new();
+    if info.extensions {
+        for kind in EXTENSIONS {
+            let answers = (0..t.range(0, 6))
+                .map(|_| {
+                    if t.chance(10) {
+                        json!({"error": "extension failed"})
+                    } else {
+                        json!({"output": output_value(t, 0)})
+                    }
+                })
+                .collect();
+            extensions.insert(kind.to_owned(), answers);
+        }
+    }
     let mut clock = Vec::new();
     if t.chance(50) {
         let mut now = t.range(0, 2) * 1000;
@@ -144,6 +165,7 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
         script,
         prompts,
         tools,
+        extensions,
         clock,
         variables,
         restore,
@@ -494,6 +516,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
             has_evals,
             risky,
             focus,
+            extensions: level > 0,
         };
         let mut comps = Map::new();
         for key in &comp_keys {
@@ -543,6 +566,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
         tools: tool_keys,
         members,
         targets,
+        extensions: level > 0,
     };
     (Value::Object(pack), info)
 }
@@ -639,6 +663,24 @@ fn prompt(t: &mut Tape, key: &str, offer_pool: &[String], risky: bool, fragments
         }
         p.insert("tool_policy".into(), Value::Object(policy));
     }
+    if t.chance(15) {
+        // Validators (`later-versions.md` §4): banned words drawn from the answers'
+        // word pool, and character limits short enough to truncate or block.
+        let validators: Vec<Value> = (0..t.range(1, 2))
+            .map(|_| {
+                let mut v = if t.chance(50) {
+                    json!({"type": "banned_words", "params": {"words": [word(t)]}})
+                } else {
+                    json!({"type": "max_length", "params": {"max_characters": t.range(1, 30)}})
+                };
+                if t.chance(50) {
+                    v["message"] = json!("blocked");
+                }
+                v
+            })
+            .collect();
+        p.insert("validators".into(), Value::Array(validators));
+    }
     Value::Object(p)
 }
 
@@ -709,6 +751,8 @@ struct CompCtx<'a> {
     has_evals: bool,
     risky: bool,
     focus: bool,
+    /// Level 1.8 or above: a leaf may be an extension step.
+    extensions: bool,
 }
 
 /// A root a reference may start from: `input`, or an earlier step with an output
@@ -856,6 +900,15 @@ fn leaf(t: &mut Tape, ctx: &CompCtx, id: &str, kind: usize, visible: &[Root]) ->
     let mut s = Map::new();
     s.insert("id".into(), json!(id));
     match kind {
+        1 if ctx.extensions && t.chance(30) => {
+            s.insert("kind".into(), json!(*t.pick(&EXTENSIONS)));
+            if t.chance(70) {
+                s.insert("input".into(), binding(t, visible, ctx.risky, 0));
+            }
+            if t.chance(50) {
+                s.insert("top_k".into(), json!(t.range(1, 5)));
+            }
+        }
         1 => {
             s.insert("kind".into(), json!("tool"));
             s.insert("tool".into(), json!(t.pick(ctx.tools)));

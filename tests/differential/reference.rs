@@ -110,6 +110,7 @@ struct Interp<'p> {
     pack: &'p Value,
     prompts: BTreeMap<String, VecDeque<Value>>,
     tools: BTreeMap<String, VecDeque<Value>>,
+    extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     clock_reads: usize,
     variables: Map<String, Value>,
@@ -137,6 +138,11 @@ pub fn run(g: &Generated) -> Outcome {
             .collect(),
         tools: g
             .tools
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
+            .collect(),
+        extensions: g
+            .extensions
             .iter()
             .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
             .collect(),
@@ -194,7 +200,7 @@ impl<'p> Interp<'p> {
         for item in script {
             match item {
                 Item::Turn(input) => {
-                    last = self.prompt_state(member, input)?.0;
+                    last = self.prompt_state(member, member, input)?.0;
                     self.reply.clear();
                     self.add_reply(&last);
                 }
@@ -287,6 +293,34 @@ impl<'p> Interp<'p> {
             call["provider"] = json!(provider);
         }
         self.log.calls.push(call);
+        Ok(())
+    }
+
+    /// An extension step's call (`later-versions.md` §5): not a tool call, so no
+    /// `max_tool_calls`; the clock and the embedder's cap apply.
+    fn issue_extension(&mut self, step: &Value, input: &Value) -> Res<()> {
+        self.check_clock()?;
+        self.check_cap()?;
+        let params: Map<String, Value> = step
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| {
+                ![
+                    "id",
+                    "kind",
+                    "description",
+                    "input",
+                    "depends_on",
+                    "modifiers",
+                ]
+                .contains(&k.as_str())
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.log
+            .calls
+            .push(json!({"extension": step["kind"], "input": input, "params": params}));
         Ok(())
     }
 
@@ -413,7 +447,7 @@ impl<'p> Interp<'p> {
                         let event = out.get("event").and_then(Value::as_str).map(str::to_owned);
                         (out, event)
                     } else {
-                        self.prompt_state(state["prompt_task"].as_str().unwrap(), input)?
+                        self.prompt_state(state["prompt_task"].as_str().unwrap(), &current, input)?
                     };
                     self.write_artifacts(state, &output);
                     self.add_reply(&output);
@@ -520,8 +554,81 @@ impl<'p> Interp<'p> {
         }
     }
 
+    /// The validators of `prompt` on a model answer made at `at` (a step id, a state
+    /// name, a plain agent member), in declaration order (`later-versions.md` §4): a
+    /// `max_characters` limit truncates and the chain goes on, a banned word replaces
+    /// the text and ends it; a structured answer (`schema`, or JSON) is never rewritten
+    /// but fails with `guardrail_blocked`. Each firing is a trace line and a record.
+    fn guard(&mut self, prompt: &str, at: &str, mut v: Value, schema: bool) -> Res<Value> {
+        let pack = self.pack;
+        let Some(list) = pack["prompts"][prompt]["validators"].as_array() else {
+            return Ok(v);
+        };
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        for val in list {
+            if v.is_null() {
+                break;
+            }
+            let text = match &v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let ty = val["type"].as_str().unwrap_or_default();
+            let limit = val["params"]["max_characters"].as_u64().map(|n| n as usize);
+            let trigger = match ty {
+                "banned_words" => {
+                    let lower = text.to_lowercase();
+                    val["params"]["words"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .any(|w| {
+                            let w = w.to_lowercase();
+                            lower.match_indices(&w).any(|(i, _)| {
+                                !lower[..i].chars().next_back().is_some_and(is_word)
+                                    && !lower[i + w.len()..].chars().next().is_some_and(is_word)
+                            })
+                        })
+                }
+                "max_length" => limit.is_some_and(|n| text.chars().count() > n),
+                _ => false,
+            };
+            if !trigger {
+                continue;
+            }
+            let structured = schema || !v.is_string();
+            let action = match (structured, limit) {
+                (true, _) => "blocked",
+                (false, Some(_)) => "truncated",
+                (false, None) => "replaced",
+            };
+            self.log.trace.push(format!("guardrail {ty} {at}"));
+            self.log.calls.push(json!({
+                "guardrail": ty, "at": at, "action": action, "length": text.chars().count()
+            }));
+            match (structured, limit) {
+                (true, _) => return Err("guardrail_blocked"),
+                (false, Some(n)) => v = Value::String(text.chars().take(n).collect()),
+                (false, None) => {
+                    let message = val["message"].as_str().unwrap_or(
+                        "Sorry, we can't provide this response as it would violate our content policy.",
+                    );
+                    v = Value::String(message.to_owned());
+                    break;
+                }
+            }
+        }
+        Ok(v)
+    }
+
     /// A prompt state's execution (`workflow.md` §6): the model, with tool rounds.
-    fn prompt_state(&mut self, prompt: &str, input: &Value) -> Res<(Value, Option<String>)> {
+    fn prompt_state(
+        &mut self,
+        prompt: &str,
+        at: &str,
+        input: &Value,
+    ) -> Res<(Value, Option<String>)> {
         let system = self.render(prompt, input)?;
         let pack = self.pack;
         let policy = &pack["prompts"][prompt]["tool_policy"];
@@ -533,7 +640,7 @@ impl<'p> Interp<'p> {
             let provider = self.prompt_provider(prompt);
             match self.model_call(prompt, &provider, input, &system, &mut false)? {
                 Answer::Error => return Err(HOST_ERROR),
-                Answer::Output(v, event) => return Ok((v, event)),
+                Answer::Output(v, event) => return Ok((self.guard(prompt, at, v, false)?, event)),
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),
                 Answer::ToolCalls(reqs) => {
                     for (name, args) in reqs {
@@ -638,6 +745,14 @@ impl<'p> Interp<'p> {
     fn start_leaf(&mut self, step: &Value, scope: &Scope) -> Res<Prepared> {
         let id = step["id"].as_str().unwrap();
         self.log.trace.push(format!("step {id}"));
+        if is_extension(step) {
+            let input = step.get("input").cloned().unwrap_or(Value::Null);
+            let input = bind(&input, scope).ok_or("unresolved_binding")?;
+            return Ok(Prepared {
+                input,
+                system: String::new(),
+            });
+        }
         if step["kind"] == "tool" {
             let args = step.get("args").cloned().unwrap_or(json!({}));
             let args = bind(&args, scope).ok_or("unresolved_binding")?;
@@ -654,7 +769,9 @@ impl<'p> Interp<'p> {
 
     /// Issues a prepared leaf step's first call (a parallel branch starting).
     fn issue_first(&mut self, step: &Value, p: &Prepared) -> Res<()> {
-        if step["kind"] == "tool" {
+        if is_extension(step) {
+            self.issue_extension(step, &p.input)
+        } else if step["kind"] == "tool" {
             self.issue_tool(step["tool"].as_str().unwrap(), &p.input)
         } else {
             let provider = self.step_provider(step);
@@ -678,7 +795,11 @@ impl<'p> Interp<'p> {
                 self.log.trace.push(format!("retry {id} {attempt}"));
             }
             match self.attempt(step, p, &mut pre_issued) {
-                Err(HOST_ERROR | "agent_step_limit") if attempt < attempts => continue,
+                Err(HOST_ERROR | "agent_step_limit" | "guardrail_blocked")
+                    if attempt < attempts =>
+                {
+                    continue
+                }
                 other => return other,
             }
         }
@@ -686,6 +807,16 @@ impl<'p> Interp<'p> {
     }
 
     fn attempt(&mut self, step: &Value, p: &Prepared, pre_issued: &mut bool) -> Res<Value> {
+        if is_extension(step) {
+            if !std::mem::take(pre_issued) {
+                self.issue_extension(step, &p.input)?;
+            }
+            let kind = step["kind"].as_str().unwrap();
+            return match Self::answer(&mut self.extensions, kind) {
+                Answer::Output(v, _) => Ok(v),
+                _ => Err(HOST_ERROR),
+            };
+        }
         match step["kind"].as_str().unwrap() {
             "tool" => match self.tool_call(step["tool"].as_str().unwrap(), &p.input, pre_issued)? {
                 Answer::Output(v, _) => Ok(v),
@@ -695,7 +826,11 @@ impl<'p> Interp<'p> {
                 let prompt = step["prompt_task"].as_str().unwrap();
                 let provider = self.step_provider(step);
                 match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
-                    Answer::Output(v, _) => Ok(string_rule(step, v)),
+                    Answer::Output(v, _) => {
+                        let id = step["id"].as_str().unwrap();
+                        let v = self.guard(prompt, id, v, step.get("output_schema").is_some())?;
+                        Ok(string_rule(step, v))
+                    }
                     _ => Err(HOST_ERROR),
                 }
             }
@@ -716,7 +851,11 @@ impl<'p> Interp<'p> {
         for turn in 1.. {
             let reqs = match self.model_call(prompt, &provider, &p.input, &p.system, pre_issued)? {
                 Answer::Error => return Err(HOST_ERROR),
-                Answer::Output(v, _) => return Ok(string_rule(step, v)),
+                Answer::Output(v, _) => {
+                    let id = step["id"].as_str().unwrap();
+                    let v = self.guard(prompt, id, v, step.get("output_schema").is_some())?;
+                    return Ok(string_rule(step, v));
+                }
                 Answer::ToolCalls(reqs) if reqs.is_empty() => return Err(HOST_ERROR),
                 Answer::ToolCalls(reqs) => reqs,
             };
@@ -830,6 +969,11 @@ impl<'p> Interp<'p> {
 }
 
 /// `compositions.md` 11.2: with `output_schema`, a string holding JSON text is parsed.
+/// A vendor step kind `vendor.name`.
+fn is_extension(step: &Value) -> bool {
+    step["kind"].as_str().is_some_and(|k| k.contains('.'))
+}
+
 fn string_rule(step: &Value, v: Value) -> Value {
     match (&v, step.get("output_schema")) {
         (Value::String(s), Some(_)) => serde_json::from_str(s).unwrap_or(v),

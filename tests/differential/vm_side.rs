@@ -62,6 +62,8 @@ pub fn run(module: ir_spec::Module, g: &Generated) -> Result<Actual, String> {
         script: Vec::new(),
         prompts: queues(&g.prompts),
         tools: queues(&g.tools),
+        guards: BTreeMap::new(),
+        extensions: queues(&g.extensions),
         clock: g.clock.clone(),
         variables: g.variables.clone(),
     };

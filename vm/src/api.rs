@@ -253,11 +253,42 @@ pub enum CallRecord {
         /// The arguments.
         args: Value,
     },
+    /// An extension step's call.
+    Extension {
+        /// The step's `kind`, `vendor.name`.
+        extension: String,
+        /// The resolved input.
+        input: Value,
+        /// The step's other members.
+        params: Value,
+    },
+    /// A host validator's `guard` call.
+    Guard {
+        /// The validator's `type`.
+        validator: String,
+        /// Its `params`.
+        params: Value,
+        /// The text it judges.
+        text: String,
+    },
+    /// Not a host call: a validator fired on the answer of the model call before it (or,
+    /// with `direction: input`, on the input of a call that was then not made).
+    Guardrail {
+        /// The validator's `type`, as written in the pack.
+        validator: String,
+        /// The step id, the state name, or the plain agent member's key.
+        at: String,
+        /// What it did.
+        action: crate::GuardAction,
+        /// The length of the text it read, in characters.
+        length: u64,
+    },
 }
 
 impl CallRecord {
     /// The record as the case format writes it: `{prompt, input, system, provider?}`
-    /// (`provider` omitted for `default`) or `{tool, args}`.
+    /// (`provider` omitted for `default`), `{tool, args}`, `{extension, input, params}`,
+    /// `{guard, params, text}` or `{guardrail, at, action, length}`.
     pub fn to_json(&self) -> Value {
         match self {
             CallRecord::Model {
@@ -273,6 +304,24 @@ impl CallRecord {
                 v
             }
             CallRecord::Tool { tool, args } => serde_json::json!({"tool": tool, "args": args}),
+            CallRecord::Guard {
+                validator,
+                params,
+                text,
+            } => serde_json::json!({"guard": validator, "params": params, "text": text}),
+            CallRecord::Extension {
+                extension,
+                input,
+                params,
+            } => serde_json::json!({"extension": extension, "input": input, "params": params}),
+            CallRecord::Guardrail {
+                validator,
+                at,
+                action,
+                length,
+            } => serde_json::json!({
+                "guardrail": validator, "at": at, "action": action.as_str(), "length": length
+            }),
         }
     }
 }
@@ -314,6 +363,10 @@ pub enum ErrorKind {
     NoOutput,
     /// `limit_exceeded`
     LimitExceeded,
+    /// `guardrail_blocked`: a validator triggered on a structured answer (the call has an
+    /// `output_schema`, or the answer is JSON), which is never rewritten. Retried by a
+    /// `retry` modifier like a host error.
+    GuardrailBlocked,
     /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
     /// call, an input the run did not ask for), or the module is invalid.
     Protocol,
@@ -334,6 +387,7 @@ impl ErrorKind {
             ErrorKind::InvalidVariable => "invalid_variable",
             ErrorKind::NoOutput => "no_output",
             ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::GuardrailBlocked => "guardrail_blocked",
             ErrorKind::Protocol => "protocol",
         }
     }

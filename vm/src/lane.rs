@@ -13,15 +13,16 @@
 
 use ir_spec::text_form::Meter;
 use ir_spec::{
-    Bind, Budget, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef,
+    Bind, Budget, Check, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::{Answer, CallId, CallRecord, ErrorKind, RunError, ToolRequest};
+use crate::guard::{GuardAction, Verdict};
 use crate::program::{Program, SystemLen};
 use crate::render::{Artifact, Env};
-use crate::trace::{Io, TraceEvent};
+use crate::trace::{At, Io, TraceEvent};
 use crate::value::{string_rule, BVal, Scope, VRef};
 
 /// `compositions.md` 6.3.4 step 6: turns of an agent step without `max_steps`.
@@ -50,11 +51,16 @@ pub(crate) enum Call {
     /// A tool call a model turn requested: request `req` of transcript entry `block`;
     /// `finish`: it names the step's `termination.tool_called`.
     LoopTool { block: u32, req: u32, finish: bool },
+    /// An extension step's `extension` call (`later-versions.md` §5).
+    Extension,
+    /// A host validator's call: guard `guard` of the model call's prompt judges the
+    /// answer held in [`Lane::result`], or (`input`) the call's input.
+    Guard { guard: u32, input: bool },
 }
 
 impl Call {
     fn is_tool(self) -> bool {
-        !matches!(self, Call::Model)
+        matches!(self, Call::ToolStep | Call::LoopTool { .. })
     }
 }
 
@@ -206,6 +212,8 @@ pub(crate) struct Ctx<'a> {
     /// [`RunOptions::max_tool_calls_per_answer`](crate::RunOptions::max_tool_calls_per_answer).
     pub max_answer_tools: usize,
     pub start_ms: u64,
+    /// The prompt state executing, when a prompt state is.
+    pub state: Option<StateId>,
 }
 
 /// The loop parameters of a job (`None`: a prompt or tool step, one call per attempt).
@@ -376,8 +384,12 @@ pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pum
 
 fn first_call(ctx: &Ctx<'_>, job: Job) -> Call {
     match job {
-        Job::Step(s) if matches!(ctx.step_kind(s), StepKind::Tool { .. }) => Call::ToolStep,
-        _ => Call::Model,
+        Job::Step(s) => match ctx.step_kind(s) {
+            StepKind::Tool { .. } => Call::ToolStep,
+            StepKind::Extension { .. } => Call::Extension,
+            _ => Call::Model,
+        },
+        Job::Prompt { .. } => Call::Model,
     }
 }
 
@@ -396,6 +408,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         let bind = match ctx.step_kind(s) {
             StepKind::Prompt { input, .. } | StepKind::Agent { input, .. } => input,
             StepKind::Tool { args, .. } => args,
+            StepKind::Extension { input, .. } => input,
             _ => {
                 lane.done(
                     Err(RunError::new(ErrorKind::Protocol, "not a leaf step")),
@@ -483,6 +496,9 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             let what = format!("the system prompt of `{}`", ctx.prog.prompt_key(prompt));
             return built_past_limit(ctx, lane, io, what);
         }
+        if ctx.prog.input_guards[p] {
+            return input_chain(ctx, lane, io, 0);
+        }
     }
     lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
 }
@@ -569,13 +585,25 @@ fn host_error(m: String) -> RunError {
 pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, answer: Answer) {
     // The common case first: a prompt step's model call answered with an output.
     if let (Call::Model, Job::Step(s), Answer::Output { .. }) = (call, lane.job, &answer) {
-        if let StepKind::Prompt { output_schema, .. } = ctx.step_kind(s) {
+        if let StepKind::Prompt {
+            output_schema,
+            prompt,
+            ..
+        } = ctx.step_kind(s)
+        {
             let schema = output_schema.is_some();
             if let Answer::Output { output, .. } = answer {
-                lane.done(Ok(string_rule(schema, output)), None);
+                if ctx.prog.guards[prompt.index()].is_empty() {
+                    lane.done(Ok(string_rule(schema, output)), None);
+                } else {
+                    guard_answer(ctx, lane, io, output, None);
+                }
             }
             return;
         }
+    }
+    if let Call::Guard { guard, input } = call {
+        return guard_answered(ctx, lane, io, guard, input, answer);
     }
     let spec = ctx.loop_spec(lane.job);
     match (call, spec) {
@@ -592,7 +620,11 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
             };
             match answer {
                 Answer::Output { output, .. } => {
-                    lane.done(Ok(string_rule(schema, output)), None);
+                    if ctx.prog.guards[prompt.index()].is_empty() {
+                        lane.done(Ok(string_rule(schema, output)), None);
+                    } else {
+                        guard_answer(ctx, lane, io, output, None);
+                    }
                 }
                 Answer::Error(e) => {
                     let key = ctx.prog.prompt_key(prompt);
@@ -614,6 +646,27 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 }
             }
         }
+        (Call::Extension, _) => match answer {
+            Answer::Output { output, .. } => lane.done(Ok(output), None),
+            Answer::Error(e) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension call `{kind}` failed: {e}")),
+                );
+            }
+            Answer::ToolCalls(_) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension `{kind}` answered with tool calls")),
+                );
+            }
+        },
         (Call::ToolStep, _) => match answer {
             Answer::Output { output, .. } => lane.done(Ok(output), None),
             Answer::Error(e) => {
@@ -646,7 +699,9 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 );
             }
             Answer::Output { output, event } => {
-                if spec.prompt_exec {
+                if !ctx.prog.guards[spec.prompt.index()].is_empty() {
+                    guard_answer(ctx, lane, io, output, event.filter(|_| spec.prompt_exec));
+                } else if spec.prompt_exec {
                     lane.done(Ok(output), event);
                 } else {
                     lane.done(Ok(string_rule(spec.schema, output)), None);
@@ -685,7 +740,288 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
             lane.lp.next_req = req + 1;
             requests(ctx, lane, io, &spec);
         }
-        (Call::LoopTool { .. }, None) => {}
+        (Call::LoopTool { .. }, None) | (Call::Guard { .. }, _) => {}
+    }
+}
+
+/// Whether a model answer of `job` must keep its JSON shape: the call has an
+/// `output_schema`.
+fn has_schema(ctx: &Ctx<'_>, job: Job) -> bool {
+    match job {
+        Job::Step(s) => matches!(
+            ctx.step_kind(s),
+            StepKind::Prompt {
+                output_schema: Some(_),
+                ..
+            } | StepKind::Agent {
+                output_schema: Some(_),
+                ..
+            }
+        ),
+        Job::Prompt { .. } => false,
+    }
+}
+
+/// Where `lane`'s answers are made, for the trace and the call record.
+fn at(ctx: &Ctx<'_>, lane: &Lane, prompt: PromptId) -> At {
+    match (lane.job, ctx.cid, ctx.state) {
+        (Job::Step(s), Some(c), _) => At::Step(c, s),
+        (Job::Prompt { .. }, _, Some(state)) => At::State(state),
+        _ => At::Prompt(prompt),
+    }
+}
+
+/// A model answer of a prompt with guards: held in the lane while its output guards
+/// run (`later-versions.md` §4).
+#[cold]
+fn guard_answer(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, output: Value, event: Option<String>) {
+    lane.result = Some(Ok(output));
+    lane.event = event;
+    output_chain(ctx, lane, io, 0);
+}
+
+/// Records guard `g` of `prompt` firing with `action` on a text of `length` characters.
+fn record_guard(
+    ctx: &Ctx<'_>,
+    lane: &Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    action: GuardAction,
+    length: u64,
+) {
+    let at = at(ctx, lane, prompt);
+    io.trace(
+        lane.branch,
+        TraceEvent::Guardrail {
+            prompt,
+            guard: g as u32,
+            at,
+        },
+    );
+    if ctx.record_calls {
+        let m = &ctx.prog.m;
+        let record = CallRecord::Guardrail {
+            validator: m.prompts[prompt.index()].guards[g].name.clone(),
+            at: at.name(m).to_owned(),
+            action,
+            length,
+        };
+        let tag = io.tag(lane.branch);
+        io.calls.push((tag, record));
+    }
+}
+
+/// Runs the output guards of the lane's prompt from guard `from` over the answer held in
+/// [`Lane::result`], in declaration order: a truncation lets the chain go on, a
+/// replacement ends it, a structured answer that triggers one fails the attempt with
+/// `guardrail_blocked`. A host guard issues a `guard` call and the chain resumes at
+/// its answer ([`guard_answered`]).
+fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let guards = &ctx.prog.m.prompts[prompt.index()].guards;
+    let schema = has_schema(ctx, lane.job);
+    for (g, guard) in guards.iter().enumerate().skip(from) {
+        if !guard.direction.output() {
+            continue;
+        }
+        let Some(Ok(v)) = &lane.result else { return };
+        if v.is_null() {
+            break;
+        }
+        if let Check::Host { .. } = guard.check {
+            let call = Call::Guard {
+                guard: g as u32,
+                input: false,
+            };
+            lane.phase = Phase::Issue(Stage::Budget, call);
+            return;
+        }
+        let m = &ctx.prog.guards[prompt.index()][g];
+        let verdict = match v {
+            Value::String(s) => crate::guard::judge(guard, m, s),
+            other => crate::guard::judge(guard, m, &other.to_string()),
+        };
+        if !apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
+            return;
+        }
+    }
+    finish_answer(ctx, lane, schema);
+}
+
+/// The chain is over: the held answer is the lane's output.
+fn finish_answer(_ctx: &Ctx<'_>, lane: &mut Lane, schema: bool) {
+    let result = lane
+        .result
+        .take()
+        .map(|r| r.map(|v| string_rule(schema, v)));
+    let event = lane.event.take();
+    lane.result = result;
+    lane.event = event;
+    lane.phase = Phase::Done;
+}
+
+/// Applies guard `g`'s verdict to the held answer. `false`: the chain stops (replaced,
+/// or the attempt failed).
+fn apply_verdict(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    verdict: Verdict,
+    schema: bool,
+) -> bool {
+    if verdict == Verdict::Pass {
+        return true;
+    }
+    let Some(Ok(v)) = &mut lane.result else {
+        return false;
+    };
+    let structured = schema || !v.is_string();
+    let length = match &*v {
+        Value::String(s) => s.chars().count(),
+        other => other.to_string().chars().count(),
+    } as u64;
+    if structured {
+        record_guard(ctx, lane, io, prompt, g, GuardAction::Blocked, length);
+        let guard = &ctx.prog.m.prompts[prompt.index()].guards[g];
+        let e = RunError::new(
+            ErrorKind::GuardrailBlocked,
+            format!(
+                "validator `{}` blocked the structured answer of `{}`",
+                guard.name,
+                at(ctx, lane, prompt).name(&ctx.prog.m)
+            ),
+        );
+        lane.result = None;
+        lane.event = None;
+        failed(ctx, lane, io, e);
+        return false;
+    }
+    match verdict {
+        Verdict::Truncate(cut) => {
+            if let Value::String(s) = v {
+                s.truncate(cut);
+            }
+            record_guard(ctx, lane, io, prompt, g, GuardAction::Truncated, length);
+            true
+        }
+        _ => {
+            let message = ctx.prog.m.prompts[prompt.index()].guards[g].message.clone();
+            *v = Value::String(message);
+            record_guard(ctx, lane, io, prompt, g, GuardAction::Replaced, length);
+            let schema = has_schema(ctx, lane.job);
+            finish_answer(ctx, lane, schema);
+            false
+        }
+    }
+}
+
+/// The input a model call of the lane would read, when it is a string.
+fn input_text<'a>(ctx: &Ctx<'a>, lane: &Lane) -> Option<std::borrow::Cow<'a, str>> {
+    let env = ctx.model_env(lane.job)?;
+    match env.input.as_cow() {
+        std::borrow::Cow::Borrowed(Value::String(s)) => Some(std::borrow::Cow::Borrowed(s)),
+        std::borrow::Cow::Owned(Value::String(s)) => Some(std::borrow::Cow::Owned(s)),
+        _ => None,
+    }
+}
+
+/// Runs the input guards of the lane's prompt from guard `from` over the call's input,
+/// before the call: on a trigger the call is not made and the output is the guard's
+/// message. Then the lane issues its first call.
+fn input_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let guards = &ctx.prog.m.prompts[prompt.index()].guards;
+    if let Some(text) = input_text(ctx, lane) {
+        for (g, guard) in guards.iter().enumerate().skip(from) {
+            if !guard.direction.input() {
+                continue;
+            }
+            if let Check::Host { .. } = guard.check {
+                let call = Call::Guard {
+                    guard: g as u32,
+                    input: true,
+                };
+                lane.phase = Phase::Issue(Stage::Budget, call);
+                return;
+            }
+            let m = &ctx.prog.guards[prompt.index()][g];
+            if crate::guard::judge(guard, m, &text) != Verdict::Pass {
+                let length = text.chars().count() as u64;
+                return input_blocked(ctx, lane, io, prompt, g, length);
+            }
+        }
+    }
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// Guard `g` triggered on the input: the lane's output is its message.
+fn input_blocked(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    length: u64,
+) {
+    record_guard(ctx, lane, io, prompt, g, GuardAction::Replaced, length);
+    let message = ctx.prog.m.prompts[prompt.index()].guards[g].message.clone();
+    lane.done(Ok(Value::String(message)), None);
+}
+
+/// The answer to a host validator's `guard` call: `{pass: bool}` (an output that is
+/// `true`/`false` alone is read the same way). A failed or malformed answer fails
+/// closed: the validator counts as triggered.
+fn guard_answered(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    g: u32,
+    input: bool,
+    answer: Answer,
+) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let pass = match &answer {
+        Answer::Output { output, .. } => match output {
+            Value::Bool(b) => *b,
+            other => other.get("pass").and_then(Value::as_bool).unwrap_or(false),
+        },
+        _ => false,
+    };
+    let g = g as usize;
+    if input {
+        if pass {
+            return input_chain(ctx, lane, io, g + 1);
+        }
+        let length = input_text(ctx, lane).map_or(0, |t| t.chars().count() as u64);
+        return input_blocked(ctx, lane, io, prompt, g, length);
+    }
+    let verdict = if pass {
+        Verdict::Pass
+    } else {
+        Verdict::Replace
+    };
+    let schema = has_schema(ctx, lane.job);
+    if apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
+        output_chain(ctx, lane, io, g + 1);
+    }
+}
+
+fn extension_kind<'a>(ctx: &Ctx<'a>, job: Job) -> &'a str {
+    match job {
+        Job::Step(s) => match ctx.step_kind(s) {
+            StepKind::Extension { kind, .. } => kind,
+            _ => "",
+        },
+        Job::Prompt { .. } => "",
     }
 }
 
@@ -770,7 +1106,10 @@ fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
 /// An attempt failed: retry it when the step's modifier allows (`compositions.md` §9.1),
 /// else the lane is done with the error.
 fn failed(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, e: RunError) {
-    let retryable = matches!(e.kind, ErrorKind::HostError | ErrorKind::AgentStepLimit);
+    let retryable = matches!(
+        e.kind,
+        ErrorKind::HostError | ErrorKind::AgentStepLimit | ErrorKind::GuardrailBlocked
+    );
     if let (Job::Step(s), Some(cid), true) = (lane.job, ctx.cid, retryable) {
         let comp = &ctx.prog.m.compositions[cid.index()];
         if lane.attempt < comp.steps[s.index()].max_attempts {
@@ -789,6 +1128,20 @@ fn failed(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, e: RunError) {
 
 /// A call's record for the call log.
 pub(crate) fn record_of(view: &crate::view::CallView<'_>) -> CallRecord {
+    if let Some((kind, params)) = view.extension() {
+        return CallRecord::Extension {
+            extension: kind.to_owned(),
+            input: view.input().to_value(),
+            params: params.parse(),
+        };
+    }
+    if let Some(g) = view.guard() {
+        return CallRecord::Guard {
+            validator: g.validator.to_owned(),
+            params: g.params.parse(),
+            text: g.text.into_owned(),
+        };
+    }
     match view.prompt_task() {
         Some(prompt) => {
             let mut system = String::new();

@@ -76,6 +76,7 @@
 //! - `walk`: the composition walk (`compositions.md` §4–§10);
 //! - `lane`: the executions that issue host calls: leaf steps with retry, the model/tool
 //!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6, §8);
+//! - `guard`: validators (guardrails) judged on answers (`later-versions.md` §4);
 //! - `pred`: compiled predicates (`compositions.md` §7);
 //! - `render`: `system_template` checking and rendering (`workflow.md` §14);
 //! - [`limits`]: the embedder's limits on values handed in, and their defaults;
@@ -88,6 +89,7 @@
 
 mod api;
 pub mod driver;
+mod guard;
 mod lane;
 pub mod limits;
 mod pred;
@@ -104,9 +106,10 @@ mod walk;
 mod workflow;
 
 pub use api::*;
+pub use guard::GuardAction;
 pub use pred::Compiled;
 pub use program::Program;
 pub use run::Run;
 pub use snapshot::SnapshotError;
-pub use trace::TraceEvent;
-pub use view::{BoundInput, CallView, OfferedTool};
+pub use trace::{At, TraceEvent};
+pub use view::{BoundInput, CallView, GuardCall, OfferedTool};

@@ -22,6 +22,10 @@ pub struct Program {
     pub(crate) render_infallible: Vec<bool>,
     /// Per prompt: how the length of its rendered system prompt is found.
     pub(crate) system_len: Vec<SystemLen>,
+    /// Per prompt, per guard: its compiled matcher (empty for a prompt without guards).
+    pub(crate) guards: Vec<Vec<crate::guard::Matcher>>,
+    /// Per prompt: some guard reads the call's input (`direction: input` or `both`).
+    pub(crate) input_guards: Vec<bool>,
     /// Per composition, per step: the compiled predicate of a branch step.
     pub(crate) preds: Vec<Vec<Option<Compiled>>>,
     /// The most steps of any composition (the size of a run's slot table).
@@ -121,6 +125,16 @@ impl Program {
                 }
             })
             .collect();
+        let guards = module
+            .prompts
+            .iter()
+            .map(|p| p.guards.iter().map(crate::guard::compile).collect())
+            .collect();
+        let input_guards = module
+            .prompts
+            .iter()
+            .map(|p| p.guards.iter().any(|g| g.direction.input()))
+            .collect();
         let preds = module
             .compositions
             .iter()
@@ -179,6 +193,8 @@ impl Program {
             patterns,
             render_infallible,
             system_len,
+            guards,
+            input_guards,
             preds,
             max_steps,
             max_lanes,

@@ -161,6 +161,10 @@ macro_rules! ctx {
             max_built: $run.limits.max_built_bytes,
             max_answer_tools: $run.limits.max_tool_calls_per_answer,
             start_ms: $run.wf.start_ms,
+            state: match $run.top {
+                Top::StatePrompt(s) => Some(s),
+                _ => None,
+            },
         }
     };
 }

@@ -166,7 +166,8 @@ pub fn fingerprint(module: &Module) -> u64 {
     // Postcard fails only on a full fixed buffer (this flavor has none), on sequences of
     // unknown length (the IR has none) and on custom errors (the IR's JSON values are
     // written as text, which cannot fail).
-    postcard::serialize_with_flavor(&(module, &module.spec), Fnv::new()).unwrap_or(0)
+    postcard::serialize_with_flavor(&(module, &module.spec, module.guards()), Fnv::new())
+        .unwrap_or(0)
 }
 
 /// A postcard flavor appending to a `Vec` that refuses to grow past `max` bytes, so a
@@ -411,6 +412,16 @@ fn check_fits(run: &Run) -> Result<(), &'static str> {
             step_ok(c, s)
         }
         TraceEvent::Branch(c, s, t) => step_ok(c, s) && t.is_none_or(|t| step_ok(c, t)),
+        TraceEvent::Guardrail { prompt, guard, at } => {
+            m.prompts
+                .get(prompt.index())
+                .is_some_and(|p| (guard as usize) < p.guards.len())
+                && match at {
+                    crate::trace::At::Step(c, s) => step_ok(c, s),
+                    crate::trace::At::State(s) => state_ok(s),
+                    crate::trace::At::Prompt(p) => p.index() < m.prompts.len(),
+                }
+        }
         TraceEvent::Transition {
             from,
             to,
@@ -560,6 +571,22 @@ enum SnapRecord {
         tool: String,
         args: T,
     },
+    Guardrail {
+        validator: String,
+        at: String,
+        action: crate::GuardAction,
+        length: u64,
+    },
+    Guard {
+        validator: String,
+        params: T,
+        text: String,
+    },
+    Extension {
+        extension: String,
+        input: T,
+        params: T,
+    },
 }
 
 /// The call log.
@@ -591,6 +618,35 @@ pub(crate) mod calls_text {
                             tool: tool.clone(),
                             args: T(args.clone()),
                         },
+                        CallRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        } => SnapRecord::Guardrail {
+                            validator: validator.clone(),
+                            at: at.clone(),
+                            action: *action,
+                            length: *length,
+                        },
+                        CallRecord::Guard {
+                            validator,
+                            params,
+                            text,
+                        } => SnapRecord::Guard {
+                            validator: validator.clone(),
+                            params: T(params.clone()),
+                            text: text.clone(),
+                        },
+                        CallRecord::Extension {
+                            extension,
+                            input,
+                            params,
+                        } => SnapRecord::Extension {
+                            extension: extension.clone(),
+                            input: T(input.clone()),
+                            params: T(params.clone()),
+                        },
                     },
                 )
             })
@@ -619,6 +675,35 @@ pub(crate) mod calls_text {
                             provider,
                         },
                         SnapRecord::Tool { tool, args } => CallRecord::Tool { tool, args: args.0 },
+                        SnapRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        } => CallRecord::Guardrail {
+                            validator,
+                            at,
+                            action,
+                            length,
+                        },
+                        SnapRecord::Guard {
+                            validator,
+                            params,
+                            text,
+                        } => CallRecord::Guard {
+                            validator,
+                            params: params.0,
+                            text,
+                        },
+                        SnapRecord::Extension {
+                            extension,
+                            input,
+                            params,
+                        } => CallRecord::Extension {
+                            extension,
+                            input: input.0,
+                            params: params.0,
+                        },
                     },
                 )
             })

@@ -6,7 +6,7 @@
 //! branch by branch, in declaration order, as the conformance README wants. Text is
 //! made only when [`Run::trace_lines`](crate::Run::trace_lines) asks.
 
-use ir_spec::{CompId, EventId, Module, StateId, StepId};
+use ir_spec::{CompId, EventId, Module, PromptId, StateId, StepId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,6 +25,15 @@ pub enum TraceEvent {
     Skip(CompId, StepId),
     /// `retry <id> <attempt>`
     Retry(CompId, StepId, u32),
+    /// `guardrail <type> <where>`: guard `guard` of prompt `prompt` fired.
+    Guardrail {
+        /// The prompt whose guard fired.
+        prompt: PromptId,
+        /// The guard's index in the prompt's guards.
+        guard: u32,
+        /// Where the answer was made.
+        at: At,
+    },
     /// `transition <from> -> <to> on <event>`, with ` (redirected from <original>)`.
     Transition {
         /// The state left.
@@ -36,6 +45,31 @@ pub enum TraceEvent {
         /// The original target of a `max_visits` redirect.
         redirected: Option<StateId>,
     },
+}
+
+/// Where a model answer was made: what a `guardrail` line names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum At {
+    /// A composition step: its id.
+    Step(CompId, StepId),
+    /// A prompt state (of the workflow or a state-backed agent): its name.
+    State(StateId),
+    /// A plain agent member: its key (the prompt's).
+    Prompt(PromptId),
+}
+
+impl At {
+    /// The name the trace and the call record use.
+    pub fn name<'m>(&self, m: &'m Module) -> &'m str {
+        match *self {
+            At::Step(c, s) => m.str(m.compositions[c.index()].steps[s.index()].id),
+            At::State(s) => m
+                .workflow
+                .as_ref()
+                .map_or("", |w| m.str(w.states[s.index()].key)),
+            At::Prompt(p) => m.str(m.prompts[p.index()].key),
+        }
+    }
 }
 
 impl TraceEvent {
@@ -55,6 +89,10 @@ impl TraceEvent {
             }
             TraceEvent::Skip(c, s) => format!("skip {}", step(c, s)),
             TraceEvent::Retry(c, s, n) => format!("retry {} {n}", step(c, s)),
+            TraceEvent::Guardrail { prompt, guard, at } => {
+                let g = &m.prompts[prompt.index()].guards[guard as usize];
+                format!("guardrail {} {}", g.name, at.name(m))
+            }
             TraceEvent::Transition {
                 from,
                 to,

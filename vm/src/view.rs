@@ -57,6 +57,18 @@ impl std::fmt::Debug for BoundInput<'_> {
     }
 }
 
+/// A host validator's `guard` call, borrowed from the run ([`CallView::guard`]).
+#[derive(Clone, Debug)]
+pub struct GuardCall<'r> {
+    /// The validator's `type`, as written in the pack.
+    pub validator: &'r str,
+    /// Its `params` as JSON text (`{}` when absent).
+    pub params: &'r ir_spec::JsonText,
+    /// The text to judge: a string answer (or input) as it is, another answer in
+    /// compact JSON.
+    pub text: Cow<'r, str>,
+}
+
 /// A tool offered to a model, borrowed from the module.
 #[derive(Clone, Copy, Debug)]
 pub struct OfferedTool<'r> {
@@ -139,7 +151,57 @@ impl<'r> CallView<'r> {
                 Job::Prompt { .. } => None,
             },
             Call::LoopTool { block, req, .. } => self.request(block, req).map(|r| r.name.as_str()),
+            Call::Guard { .. } | Call::Extension => None,
         }
+    }
+
+    /// An extension step's `extension` call (`later-versions.md` §5): its `kind`
+    /// (`vendor.name`) and `params` (the step's other members, a JSON object). The
+    /// resolved `input` is [`CallView::input`]; the answer's output is the step's output.
+    pub fn extension(&self) -> Option<(&'r str, &'r ir_spec::JsonText)> {
+        let (Call::Extension, Job::Step(s)) = (self.call, self.lane.job) else {
+            return None;
+        };
+        match self.ctx.step_kind(s) {
+            StepKind::Extension { kind, params, .. } => Some((kind, params)),
+            _ => None,
+        }
+    }
+
+    /// A host validator's `guard` call (`later-versions.md` §4): the validator's type,
+    /// params and the text to judge. The host answers with the output `{pass: bool}`;
+    /// a failed or malformed answer counts as the validator triggering.
+    pub fn guard(&self) -> Option<GuardCall<'r>> {
+        let Call::Guard { guard, input } = self.call else {
+            return None;
+        };
+        let prompt = self.ctx.model_prompt(self.lane.job)?;
+        let g = &self.ctx.prog.m.prompts[prompt.index()].guards[guard as usize];
+        let params = match &g.check {
+            ir_spec::Check::Host { params } => params,
+            _ => return None,
+        };
+        let text = if input {
+            self.ctx
+                .model_env(self.lane.job)
+                .and_then(|env| match env.input.as_cow() {
+                    Cow::Borrowed(Value::String(s)) => Some(Cow::Borrowed(s.as_str())),
+                    Cow::Owned(Value::String(s)) => Some(Cow::Owned(s)),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        } else {
+            match &self.lane.result {
+                Some(Ok(Value::String(s))) => Cow::Borrowed(s.as_str()),
+                Some(Ok(v)) => Cow::Owned(v.to_string()),
+                _ => Cow::Borrowed(""),
+            }
+        };
+        Some(GuardCall {
+            validator: &g.name,
+            params,
+            text,
+        })
     }
 
     fn request(&self, block: u32, req: u32) -> Option<&'r crate::api::ToolRequest> {
@@ -149,8 +211,8 @@ impl<'r> CallView<'r> {
         }
     }
 
-    /// The model call's input (the turn input, or the step's resolved input), or the
-    /// tool call's arguments.
+    /// The model call's input (the turn input, or the step's resolved input), the tool
+    /// call's arguments, or an extension call's resolved input.
     pub fn input(&self) -> BoundInput<'r> {
         let null = BoundInput(BVal::V(VRef::Val(&Value::Null)));
         match self.call {
@@ -168,6 +230,16 @@ impl<'r> CallView<'r> {
             Call::LoopTool { block, req, .. } => self
                 .request(block, req)
                 .map_or(null, |r| BoundInput(BVal::V(VRef::Val(&r.args)))),
+            Call::Guard { .. } => null,
+            Call::Extension => match self.lane.job {
+                Job::Step(s) => match self.ctx.step_kind(s) {
+                    StepKind::Extension { input, .. } => {
+                        BoundInput(BVal::Bind(input, self.ctx.scope()))
+                    }
+                    _ => null,
+                },
+                Job::Prompt { .. } => null,
+            },
         }
     }
 
@@ -315,6 +387,8 @@ impl std::fmt::Debug for CallView<'_> {
             .field("branch", &self.branch())
             .field("prompt", &self.prompt_task())
             .field("tool", &self.tool())
+            .field("guard", &self.guard().map(|g| g.validator))
+            .field("extension", &self.extension().map(|e| e.0))
             .finish()
     }
 }

@@ -71,6 +71,7 @@ impl Run {
                         max_built: limits.max_built_bytes,
                         max_answer_tools: limits.max_tool_calls_per_answer,
                         start_ms: wf.start_ms,
+                        state: None,
                     };
                     let pumped = match pump(&ctx, lanes, io) {
                         Ok(pumped) => pumped,

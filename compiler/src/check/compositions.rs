@@ -58,9 +58,31 @@ enum Kind {
     Tool,
     Branch,
     Parallel,
+    /// A vendor kind `vendor.name` (level 1.8+), served by the host.
+    Extension,
+}
+
+/// Whether `kind` is a vendor step kind (the v1.8.1 / v1.9.0 schemas' `ExtensionStep`):
+/// `^[a-z][a-z0-9_-]*\.[a-z][a-z0-9_.-]*$`.
+pub(crate) fn is_extension_kind(kind: &str) -> bool {
+    let Some((vendor, name)) = kind.split_once('.') else {
+        return false;
+    };
+    let head = |s: &str| s.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    let tail = |s: &str, extra: &[char]| {
+        s.chars().skip(1).all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || "_-".contains(c) || extra.contains(&c)
+        })
+    };
+    head(vendor) && tail(vendor, &[]) && head(name) && tail(name, &['.'])
 }
 
 impl Kind {
+    /// The kind `s` names in a pack read at level 1.8+ (`level_1_8`) or below.
+    fn parse_at(s: &str, level_1_8: bool) -> Option<Kind> {
+        Kind::parse(s).or_else(|| (level_1_8 && is_extension_kind(s)).then_some(Kind::Extension))
+    }
+
     fn parse(s: &str) -> Option<Kind> {
         Some(match s {
             "prompt" => Kind::Prompt,
@@ -85,6 +107,8 @@ impl Kind {
             Kind::Tool => &["tool", "args"],
             Kind::Branch => &["predicate", "then", "else"],
             Kind::Parallel => &["branches", "reduce"],
+            // Every other member is a param the host reads.
+            Kind::Extension => KIND_MEMBERS,
         }
     }
 }
@@ -267,7 +291,7 @@ fn collect_ids<'p>(cx: &mut Cx<'_, '_>, c: &mut Comp<'p>, steps: &'p [Value], st
         let kind = step
             .get("kind")
             .and_then(Value::as_str)
-            .and_then(Kind::parse);
+            .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
         if let Some(id) = step.get("id").and_then(Value::as_str) {
             if seen(cx, id, (i, None)) {
                 c.top.insert(id, TopStep { index: i, kind });
@@ -400,7 +424,7 @@ fn check_step(
             );
             None
         }
-        Some(Value::String(k)) => match Kind::parse(k) {
+        Some(Value::String(k)) => match Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8) {
             Some(kind @ (Kind::Branch | Kind::Parallel)) if nested => {
                 cx.push(
                     Diagnostic::new(
@@ -421,7 +445,11 @@ fn check_step(
                         format!("unknown step kind `{k}`"),
                     )
                     .at(join(ptr, &["kind"]))
-                    .help("v1 step kinds are prompt, agent, tool, branch and parallel"),
+                    .help(if is_extension_kind(k) {
+                        "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later"
+                    } else {
+                        "v1 step kinds are prompt, agent, tool, branch and parallel"
+                    }),
                 );
                 None
             }
@@ -497,6 +525,9 @@ fn check_step(
         }
         Kind::Branch => check_branch(cx, c, obj, ptr, index),
         Kind::Parallel => check_parallel(cx, c, obj, ptr, index),
+        Kind::Extension => {
+            check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
+        }
     }
 }
 
@@ -507,6 +538,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Tool => "tool",
         Kind::Branch => "branch",
         Kind::Parallel => "parallel",
+        Kind::Extension => "extension",
     }
 }
 

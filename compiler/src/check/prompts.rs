@@ -17,6 +17,25 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
         }
         check_tools(cx, prompt, &ptr);
         check_template(cx, key, prompt, &ptr);
+        check_validators(cx, prompt, &ptr);
+    }
+}
+
+/// `validators` (`later-versions.md` §4): `invalid_validator`, `inert_validator`,
+/// `deprecated_fail_on_violation`, as [`crate::validators::read`] finds them.
+fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
+    let Some(list) = prompt.get("validators").and_then(Value::as_array) else {
+        return;
+    };
+    let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
+    for (i, v) in list.iter().enumerate() {
+        let base = join(ptr, &["validators", &i.to_string()]);
+        for p in crate::validators::read(v, level_1_8).1 {
+            let d = Diagnostic::new(p.kind, p.message)
+                .at(join(&base, &p.at))
+                .help(p.help);
+            cx.push(d);
+        }
     }
 }
 

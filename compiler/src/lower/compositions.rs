@@ -183,6 +183,31 @@ fn lower_one(
                     into,
                 }
             }
+            other
+                if cx.level >= ir_spec::SpecLevel::V1_8
+                    && crate::check::is_extension_kind(other) =>
+            {
+                const NOT_PARAMS: &[&str] = &[
+                    "id",
+                    "kind",
+                    "description",
+                    "input",
+                    "depends_on",
+                    "modifiers",
+                ];
+                let params: serde_json::Map<String, Value> = s
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| !NOT_PARAMS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                StepKind::Extension {
+                    kind: other.to_owned(),
+                    params: ir_spec::JsonText::from_value(&Value::Object(params)),
+                    input: bind("input")?.unwrap_or(Bind::Const(Value::Null)),
+                }
+            }
             other => {
                 return Err(LowerError::new(
                     join(p, &["kind"]),

@@ -77,6 +77,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
         .as_object()
         .ok_or_else(|| LowerError::new("", "the pack is not an object"))?;
     let mut cx = Cx::new(root, options);
+    cx.level = crate::schema::level_of(pack, options.spec_level);
     cx.module.id = root
         .get("id")
         .and_then(Value::as_str)
@@ -96,6 +97,8 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
 /// Lowering state: the module being built and the name → index maps.
 struct Cx<'a> {
     root: &'a Map<String, Value>,
+    /// The spec level the pack is read at.
+    level: ir_spec::SpecLevel,
     options: &'a LowerOptions,
     module: Module,
     strings: HashMap<String, StrId>,
@@ -115,6 +118,7 @@ impl<'a> Cx<'a> {
         let ids = |names: Vec<&'a str>| names.into_iter().enumerate();
         Cx {
             root,
+            level: ir_spec::SpecLevel::default(),
             options,
             module: Module::default(),
             strings: HashMap::default(),

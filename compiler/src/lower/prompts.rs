@@ -47,6 +47,16 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             .map(|t| t.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let tools = offered(cx, &names, &policy);
+        let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
+        let guards = prompt
+            .get("validators")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| crate::validators::read(v, level_1_8).0)
+                    .collect()
+            })
+            .unwrap_or_default();
         cx.module.prompts.push(Prompt {
             key,
             system,
@@ -56,6 +66,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             parameters: ir_spec::JsonText::from_value(
                 prompt.get("parameters").unwrap_or(&Value::Null),
             ),
+            guards,
         });
     }
     Ok(())

@@ -128,6 +128,9 @@ pub struct LiveConfig {
     /// How many times a model that names an event outside the allowed list is asked
     /// again before the call fails.
     pub event_retries: u32,
+    /// Host validators served by the embedder's own code, by validator type; they take
+    /// precedence over `tools.guards` bindings.
+    pub guard_handlers: BTreeMap<String, GuardHandler>,
     /// Keep what a recording needs ([`LiveRun::recording`]: every answer keyed by its
     /// call, and the clock readings); off (the default), the recording stays empty and no
     /// call is keyed.
@@ -140,11 +143,108 @@ impl Default for LiveConfig {
             model: None,
             providers: std::collections::BTreeMap::new(),
             tools: ToolBindings::default(),
+            guard_handlers: BTreeMap::new(),
             transport: TransportConfig::default(),
             concurrency: 4,
             event_retries: 2,
             record: false,
         }
+    }
+}
+
+/// A host validator implemented in Rust: given the validator's params and the text,
+/// `Ok(true)` passes it, `Ok(false)` triggers it, an error fails closed (triggers it).
+///
+/// ```
+/// use packc_host::live::{GuardHandler, LiveConfig};
+/// let mut config = LiveConfig::default();
+/// config.guard_handlers.insert(
+///     "no_shouting".into(),
+///     GuardHandler::new(|_params, text| Ok(text.to_uppercase() != text)),
+/// );
+/// ```
+#[derive(Clone)]
+pub struct GuardHandler(pub Arc<GuardFn>);
+
+/// The function behind a [`GuardHandler`].
+pub type GuardFn = dyn Fn(&Value, &str) -> Result<bool, String> + Send + Sync;
+
+impl GuardHandler {
+    /// Wraps a closure.
+    pub fn new(f: impl Fn(&Value, &str) -> Result<bool, String> + Send + Sync + 'static) -> Self {
+        GuardHandler(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for GuardHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GuardHandler(..)")
+    }
+}
+
+/// The host validator types a module's prompts use (their guards that the host
+/// judges), in module order, without repeats. A live host must serve each one before it
+/// starts a run ([`LiveConfig::unbound_guards`]).
+pub fn host_guard_types(module: &ir_spec::Module) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in &module.prompts {
+        for g in &p.guards {
+            if matches!(g.check, ir_spec::Check::Host { .. }) && !out.contains(&g.name) {
+                out.push(g.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// What a live host says when it refuses a run for host validators it cannot serve.
+pub fn unbound_guards_message(types: &[String]) -> String {
+    format!(
+        "the pack's validators need a host validator this host does not serve: {} (bind each under `guards:` in a --tools file); refusing to run without them",
+        types.join(", ")
+    )
+}
+
+/// The extension step kinds a module's compositions use, in module order, without
+/// repeats. A live host must serve each one before it starts a run.
+pub fn extension_kinds(module: &ir_spec::Module) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &module.compositions {
+        for s in &c.steps {
+            if let ir_spec::StepKind::Extension { kind, .. } = &s.kind {
+                if !out.contains(kind) {
+                    out.push(kind.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a live host says when it refuses a run for extension step kinds it cannot serve.
+pub fn unbound_extensions_message(kinds: &[String]) -> String {
+    format!(
+        "the pack's compositions use extension step kinds this host does not serve: {} (bind each under `extensions:` in a --tools file); refusing to run without them",
+        kinds.join(", ")
+    )
+}
+
+impl LiveConfig {
+    /// The extension step kinds `module` uses that no `extensions:` binding serves.
+    pub fn unbound_extensions(&self, module: &ir_spec::Module) -> Vec<String> {
+        extension_kinds(module)
+            .into_iter()
+            .filter(|k| !self.tools.extensions.contains_key(k))
+            .collect()
+    }
+
+    /// The host validator types `module` uses that neither a handler nor a `guards:`
+    /// binding serves. A live run must refuse to start when there is one (fail closed).
+    pub fn unbound_guards(&self, module: &ir_spec::Module) -> Vec<String> {
+        host_guard_types(module)
+            .into_iter()
+            .filter(|t| !self.guard_handlers.contains_key(t) && !self.tools.guards.contains_key(t))
+            .collect()
     }
 }
 
@@ -160,11 +260,43 @@ pub enum Job {
         /// The arguments.
         args: Value,
     },
+    /// An extension step's call.
+    Extension {
+        /// The step kind, `vendor.name`.
+        kind: String,
+        /// The step's other members.
+        params: Value,
+        /// The resolved input.
+        input: Value,
+    },
+    /// A host validator's `guard` call.
+    Guard {
+        /// The validator type.
+        validator: String,
+        /// Its params.
+        params: Value,
+        /// The text to judge.
+        text: String,
+    },
 }
 
 impl Job {
     /// Copies a call out of the run.
     pub fn of(view: &CallView<'_>) -> Job {
+        if let Some((kind, params)) = view.extension() {
+            return Job::Extension {
+                kind: kind.to_owned(),
+                params: params.parse(),
+                input: view.input().to_value(),
+            };
+        }
+        if let Some(g) = view.guard() {
+            return Job::Guard {
+                validator: g.validator.to_owned(),
+                params: g.params.parse(),
+                text: g.text.into_owned(),
+            };
+        }
         match view.prompt_task() {
             Some(prompt) => Job::Model(Box::new(ModelRequest {
                 prompt: prompt.to_owned(),
@@ -306,7 +438,8 @@ impl LiveHost {
         match (&answer, job) {
             (Answer::Error(_), _) => self.inner.redactor.answer(&mut answer),
             (_, Job::Model(_)) => self.inner.model_redactor.answer(&mut answer),
-            (_, Job::Tool { .. }) => {}
+            // A tool's or an extension's result is its data; a guard's is a verdict.
+            (_, Job::Tool { .. } | Job::Extension { .. } | Job::Guard { .. }) => {}
         }
         (answer, tokens)
     }
@@ -329,6 +462,46 @@ impl LiveHost {
                 },
                 0,
             ),
+            Job::Extension {
+                kind,
+                params,
+                input,
+            } => {
+                let config = &self.inner.config;
+                let answer =
+                    match config
+                        .tools
+                        .call_extension(kind, params, input, &config.transport)
+                    {
+                        Ok(output) => Answer::Output {
+                            output,
+                            event: None,
+                        },
+                        Err(e) => Answer::Error(e),
+                    };
+                (answer, 0)
+            }
+            Job::Guard {
+                validator,
+                params,
+                text,
+            } => {
+                let config = &self.inner.config;
+                let result = match config.guard_handlers.get(validator) {
+                    Some(handler) => (handler.0)(params, text).map(|pass| json!({"pass": pass})),
+                    None => config
+                        .tools
+                        .call_guard(validator, params, text, &config.transport),
+                };
+                let answer = match result {
+                    Ok(output) => Answer::Output {
+                        output,
+                        event: None,
+                    },
+                    Err(e) => Answer::Error(e),
+                };
+                (answer, 0)
+            }
         }
     }
 
@@ -576,6 +749,22 @@ impl LiveHost {
             stats,
             recording,
         };
+        let module = run.program().module();
+        let (guards, extensions) = (
+            self.inner.config.unbound_guards(module),
+            self.inner.config.unbound_extensions(module),
+        );
+        if !guards.is_empty() || !extensions.is_empty() {
+            let mut faults = Vec::new();
+            if !guards.is_empty() {
+                faults.push(unbound_guards_message(&guards));
+            }
+            if !extensions.is_empty() {
+                faults.push(unbound_extensions_message(&extensions));
+            }
+            let e = RunError::new(ErrorKind::HostError, faults.join("; "));
+            return finish(Ended::Failed(e), stats, recording);
+        }
         loop {
             if self.inner.cancel.load(Ordering::Relaxed) {
                 return finish(Ended::Interrupted, stats, recording);

@@ -11,7 +11,14 @@
 //!     http: http://127.0.0.1:8080/search          # JSON POST of the args
 //!     headers: {x-team: docs}
 //!     timeout_sec: 5
-//! ```
+//! guards:                         # host validators, by validator `type`
+//!   toxicity:
+//!     command: [python3, guards/toxicity.py]      # {"type","params","text"} on stdin
+//!                                                 # answers {"pass": true|false}
+//! extensions:                     # extension step kinds (`vendor.name`)
+//!   acme.rerank:
+//!     http: http://127.0.0.1:9000/rerank          # {"kind","params","input"} POSTed
+//! ```                                             # answers the step's output
 //!
 //! A command gets the arguments as JSON on stdin and answers with JSON on stdout; a
 //! non-zero exit is a tool error carrying the end of its stderr, and so is output that is
@@ -89,11 +96,20 @@ const STDERR_TAIL_BYTES: usize = 64 << 10;
 /// How long to wait for a command's pipes to close once its group was killed.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 
-/// The tool bindings of a run, by tool key.
+/// The tool bindings of a run, by tool key, and the host validators' bindings, by
+/// validator type.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolBindings {
     /// Bindings by tool key.
     pub tools: BTreeMap<String, Binding>,
+    /// `guards:` bindings by validator type (`toxicity`, `pii_leakage`, …): a command
+    /// gets `{"type", "params", "text"}` as JSON on stdin, an endpoint as the POST body;
+    /// either answers `{"pass": true|false}`.
+    pub guards: BTreeMap<String, Binding>,
+    /// `extensions:` bindings by extension step kind (`acme.rerank`): a command gets
+    /// `{"kind", "params", "input"}` as JSON on stdin, an endpoint as the POST body;
+    /// either answers with the step's output as JSON.
+    pub extensions: BTreeMap<String, Binding>,
 }
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -111,93 +127,118 @@ impl ToolBindings {
     pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, String> {
         let loaded =
             packc_compiler::load::load_str(text, &Default::default()).map_err(|d| d.message)?;
-        let tools = loaded
-            .value
-            .get("tools")
-            .and_then(Value::as_object)
-            .ok_or("a tool bindings file needs a `tools` mapping")?;
-        let mut out = BTreeMap::new();
-        for (key, b) in tools {
-            let at = |m: &str| format!("tools.{key}: {m}");
-            let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
-            if let Some(k) = b.keys().find(|k| {
-                !matches!(
-                    k.as_str(),
-                    "command" | "http" | "headers" | "timeout_sec" | "env"
-                )
-            }) {
-                return Err(at(&format!("unknown member `{k}`")));
-            }
-            let timeout = match b.get("timeout_sec") {
-                None => DEFAULT_TIMEOUT,
-                Some(v) => {
-                    let secs = v
-                        .as_f64()
-                        .ok_or_else(|| at("`timeout_sec` is not a positive number"))?;
-                    timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e))?
-                }
-            };
-            if b.contains_key("env") && b.contains_key("http") {
-                return Err(at("`env` is for `command` bindings"));
-            }
-            let env = match b.get("env") {
-                None => Vec::new(),
-                Some(v) => parse_env(v).map_err(|e| at(&e))?,
-            };
-            let binding = match (b.get("command"), b.get("http")) {
-                (Some(cmd), None) => {
-                    let argv: Vec<String> = match cmd {
-                        Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
-                        Value::Array(a) => a
-                            .iter()
-                            .map(|v| v.as_str().map(str::to_owned))
-                            .collect::<Option<_>>()
-                            .ok_or_else(|| at("`command` items must be strings"))?,
-                        _ => return Err(at("`command` is not a list of strings")),
-                    };
-                    if argv.is_empty() {
-                        return Err(at("`command` is empty"));
-                    }
-                    Binding::Command {
-                        argv,
-                        dir: dir.to_path_buf(),
-                        timeout,
-                        env,
-                    }
-                }
-                (None, Some(Value::String(url))) => Binding::Http {
-                    url: url.clone(),
-                    headers: b
-                        .get("headers")
-                        .and_then(Value::as_object)
-                        .map(|h| {
-                            h.iter()
-                                .map(|(k, v)| {
-                                    (
-                                        k.clone(),
-                                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                                    )
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    timeout,
-                },
-                (None, Some(_)) => return Err(at("`http` is not a URL string")),
-                (Some(_), Some(_)) => return Err(at("give `command` or `http`, not both")),
-                (None, None) => return Err(at("needs `command` or `http`")),
-            };
-            out.insert(key.clone(), binding);
+        let section = |name: &str| loaded.value.get(name).and_then(Value::as_object);
+        if ["tools", "guards", "extensions"]
+            .iter()
+            .all(|name| section(name).is_none())
+        {
+            return Err(
+                "a bindings file needs a `tools`, `guards` or `extensions` mapping".to_owned(),
+            );
         }
-        Ok(ToolBindings { tools: out })
+        let empty = serde_json::Map::new();
+        Ok(ToolBindings {
+            tools: parse_section("tools", section("tools").unwrap_or(&empty), dir)?,
+            guards: parse_section("guards", section("guards").unwrap_or(&empty), dir)?,
+            extensions: parse_section("extensions", section("extensions").unwrap_or(&empty), dir)?,
+        })
     }
+}
 
+/// One mapping of a bindings file (`tools` or `guards`): bindings by key.
+fn parse_section(
+    name: &str,
+    section: &serde_json::Map<String, Value>,
+    dir: &Path,
+) -> Result<BTreeMap<String, Binding>, String> {
+    let mut out = BTreeMap::new();
+    for (key, b) in section {
+        let at = |m: &str| format!("{name}.{key}: {m}");
+        let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
+        if let Some(k) = b.keys().find(|k| {
+            !matches!(
+                k.as_str(),
+                "command" | "http" | "headers" | "timeout_sec" | "env"
+            )
+        }) {
+            return Err(at(&format!("unknown member `{k}`")));
+        }
+        let timeout = match b.get("timeout_sec") {
+            None => DEFAULT_TIMEOUT,
+            Some(v) => {
+                let secs = v
+                    .as_f64()
+                    .ok_or_else(|| at("`timeout_sec` is not a positive number"))?;
+                timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e))?
+            }
+        };
+        if b.contains_key("env") && b.contains_key("http") {
+            return Err(at("`env` is for `command` bindings"));
+        }
+        let env = match b.get("env") {
+            None => Vec::new(),
+            Some(v) => parse_env(v).map_err(|e| at(&e))?,
+        };
+        let binding = match (b.get("command"), b.get("http")) {
+            (Some(cmd), None) => {
+                let argv: Vec<String> = match cmd {
+                    Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|v| v.as_str().map(str::to_owned))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| at("`command` items must be strings"))?,
+                    _ => return Err(at("`command` is not a list of strings")),
+                };
+                if argv.is_empty() {
+                    return Err(at("`command` is empty"));
+                }
+                Binding::Command {
+                    argv,
+                    dir: dir.to_path_buf(),
+                    timeout,
+                    env,
+                }
+            }
+            (None, Some(Value::String(url))) => Binding::Http {
+                url: url.clone(),
+                headers: b
+                    .get("headers")
+                    .and_then(Value::as_object)
+                    .map(|h| {
+                        h.iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.clone(),
+                                    v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                timeout,
+            },
+            (None, Some(_)) => return Err(at("`http` is not a URL string")),
+            (Some(_), Some(_)) => return Err(at("give `command` or `http`, not both")),
+            (None, None) => return Err(at("needs `command` or `http`")),
+        };
+        out.insert(key.clone(), binding);
+    }
+    Ok(out)
+}
+
+impl ToolBindings {
     /// The secrets of the bindings: the values of every `headers:` and `env:` entry (a
     /// passed-through variable's value as packc's environment has it now) and the
     /// credentials of every URL.
     pub fn secrets(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for b in self.tools.values() {
+        for b in self
+            .tools
+            .values()
+            .chain(self.guards.values())
+            .chain(self.extensions.values())
+        {
             match b {
                 Binding::Command { env, .. } => {
                     for v in env {
@@ -245,6 +286,65 @@ impl ToolBindings {
                 Binding::Command { .. } => None,
             })
             .collect()
+    }
+
+    /// Asks the binding of host validator `ty` to judge `text`: sends
+    /// `{"type", "params", "text"}` and reads `{"pass": bool}`. The answer is the
+    /// output the VM applies; an error (unbound, failed, not JSON) fails closed there.
+    pub fn call_guard(
+        &self,
+        ty: &str,
+        params: &Value,
+        text: &str,
+        transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        let request = serde_json::json!({"type": ty, "params": params, "text": text});
+        match self.guards.get(ty) {
+            None => Err(format!(
+                "validator `{ty}` is not bound to anything: bind it under `guards:` in a --tools file"
+            )),
+            Some(Binding::Command {
+                argv,
+                dir,
+                timeout,
+                env,
+            }) => run_command(&format!("validator {ty}"), argv, dir, env, *timeout, &request),
+            Some(Binding::Http {
+                url,
+                headers,
+                timeout,
+            }) => Transport::new(http_config(*timeout, transport), Default::default())
+                .post_json(&format!("validator `{ty}`"), url, headers, &request),
+        }
+    }
+
+    /// Carries out an extension step of kind `kind`: sends `{"kind", "params", "input"}`
+    /// to its binding and returns the JSON answer, the step's output.
+    pub fn call_extension(
+        &self,
+        kind: &str,
+        params: &Value,
+        input: &Value,
+        transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        let request = serde_json::json!({"kind": kind, "params": params, "input": input});
+        match self.extensions.get(kind) {
+            None => Err(format!(
+                "extension `{kind}` is not bound to anything: bind it under `extensions:` in a --tools file"
+            )),
+            Some(Binding::Command {
+                argv,
+                dir,
+                timeout,
+                env,
+            }) => run_command(&format!("extension {kind}"), argv, dir, env, *timeout, &request),
+            Some(Binding::Http {
+                url,
+                headers,
+                timeout,
+            }) => Transport::new(http_config(*timeout, transport), Default::default())
+                .post_json(&format!("extension `{kind}`"), url, headers, &request),
+        }
     }
 
     /// As [`ToolBindings::call`], POSTing an HTTP binding through `client` (from
