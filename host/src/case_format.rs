@@ -79,6 +79,8 @@ const MEMBERS: &[(Section, &str, Shape)] = &[
     (Section::Host, "tools", Shape::Queues),
     (Section::Host, "clock", Shape::Clock),
     (Section::Host, "variables", Shape::Object),
+    (Section::Host, "guards", Shape::Queues),
+    (Section::Host, "extensions", Shape::Queues),
     (Section::ScriptItem, "turn", Shape::Any),
     (Section::ScriptItem, "event", Shape::String),
     (Section::Expect, "compile_error", Shape::String),
@@ -97,6 +99,14 @@ const MEMBERS: &[(Section, &str, Shape)] = &[
     (Section::Call, "tool", Shape::String),
     (Section::Call, "args", Shape::Any),
     (Section::Call, "provider", Shape::String),
+    (Section::Call, "guardrail", Shape::String),
+    (Section::Call, "at", Shape::String),
+    (Section::Call, "action", Shape::String),
+    (Section::Call, "length", Shape::Any),
+    (Section::Call, "guard", Shape::String),
+    (Section::Call, "params", Shape::Any),
+    (Section::Call, "text", Shape::Any),
+    (Section::Call, "extension", Shape::String),
 ];
 
 /// Finds the problems of a document that should be a `root` (a case file, or a host

@@ -22,7 +22,7 @@ COMPILER_VERSION: str
 #: A JSON-shaped Python value: dict, list, str, int, float, bool or None.
 Json = Any
 #: What ``Call.kind`` can be.
-CallKind = Literal["model", "tool"]
+CallKind = Literal["model", "tool", "guard", "extension"]
 StrPath = Union[str, "os.PathLike[str]"]
 
 class Diagnostic:
@@ -124,6 +124,10 @@ class Call:
     def events(self) -> List[str]: ...
     @property
     def parameters(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def guard(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def extension(self) -> Optional[Dict[str, Any]]: ...
 
 class Run:
     """One run of a program, driven by the host."""
@@ -296,6 +300,8 @@ def drive(
     *,
     model: Optional[Callable[[Call], Any]] = None,
     tool: Optional[Callable[[Call], Any]] = None,
+    guard: Optional[Callable[[Call], Any]] = None,
+    extension: Optional[Callable[[Call], Any]] = None,
     input: Json = None,
     script: Optional[Iterable[Mapping[str, Any]]] = None,
     clock: Optional[Callable[[], int]] = None,
@@ -307,6 +313,8 @@ async def drive_async(
     *,
     model: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
     tool: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
+    guard: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
+    extension: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
     input: Json = None,
     script: Optional[Iterable[Mapping[str, Any]]] = None,
     clock: Optional[Callable[[], int]] = None,

@@ -70,7 +70,11 @@ def _handler(call: Call, handlers: Mapping[str, Optional[Callable[[Call], Any]]]
     driver arguments)."""
     fn = handlers.get(call.kind)
     if fn is None:
-        what = call.tool if call.kind == "tool" else call.prompt_task
+        what = {
+            "tool": call.tool,
+            "guard": (call.guard or {}).get("type"),
+            "extension": (call.extension or {}).get("kind"),
+        }.get(call.kind, call.prompt_task)
         raise TypeError(
             f"the run made a {call.kind} call ({what!r}) but the driver got no {call.kind}= function"
         )
@@ -125,19 +129,22 @@ def drive(
     *,
     model: Optional[HostFn] = None,
     tool: Optional[HostFn] = None,
+    guard: Optional[HostFn] = None,
+    extension: Optional[HostFn] = None,
     input: Any = None,
     script: Optional[Iterable[ScriptItem]] = None,
     clock: Optional[Callable[[], int]] = None,
 ) -> Outcome:
     """Runs ``run`` to the end and returns its :class:`packc.Outcome`.
 
-    ``model`` answers model calls and ``tool`` tool calls (each gets the
-    :class:`packc.Call`). The caller does one turn with ``input``, or the ``script``
+    ``model`` answers model calls, ``tool`` tool calls, ``guard`` host validators'
+    calls (return ``{"pass": bool}``) and ``extension`` extension steps' calls (each
+    gets the :class:`packc.Call`). The caller does one turn with ``input``, or the ``script``
     (``[{"turn": value}, {"event": "name"}, ...]``), then finishes. ``clock`` returns
     milliseconds (default: time since the drive started). A failed run raises its
     :class:`packc.RunError`.
     """
-    handlers = {"model": model, "tool": tool}
+    handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
     items = _script(input, script)
     started = time.monotonic()
     need = run.resume()
@@ -178,6 +185,8 @@ async def drive_async(
     *,
     model: Optional[AsyncHostFn] = None,
     tool: Optional[AsyncHostFn] = None,
+    guard: Optional[AsyncHostFn] = None,
+    extension: Optional[AsyncHostFn] = None,
     input: Any = None,
     script: Optional[Iterable[ScriptItem]] = None,
     clock: Optional[Callable[[], int]] = None,
@@ -190,7 +199,7 @@ async def drive_async(
     :func:`drive`. If a host function raises (other than :class:`CallFailed`) or the run
     fails, the calls still in flight are cancelled and the exception propagates.
     """
-    handlers = {"model": model, "tool": tool}
+    handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
     items = _script(input, script)
     started = time.monotonic()
     inflight: Dict[int, Tuple[Call, "asyncio.Future[Any]"]] = {}

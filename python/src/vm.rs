@@ -446,6 +446,10 @@ fn tool_requests(calls: &Bound<'_, PyAny>) -> PyResult<Vec<ToolRequest>> {
 fn kind_of(view: &CallView<'_>) -> &'static str {
     if view.is_model() {
         "model"
+    } else if view.guard().is_some() {
+        "guard"
+    } else if view.extension().is_some() {
+        "extension"
     } else {
         "tool"
     }
@@ -453,8 +457,9 @@ fn kind_of(view: &CallView<'_>) -> &'static str {
 
 /// One outstanding host call of a run.
 ///
-/// `kind` is `"model"` or `"tool"`; a model call has a `prompt_task`, a tool call a
-/// `tool` (a tool key, or an agent member used as a tool). Inside a parallel step,
+/// `kind` is `"model"`, `"tool"`, `"guard"` or `"extension"`; a model call has a
+/// `prompt_task`, a tool call a `tool` (a tool key, or an agent member used as a tool), a
+/// guard call (a host validator) its `guard`, an extension step its `extension`. Inside a parallel step,
 /// `branch` is the 0-based index of the branch that issued it. The other fields are
 /// read from the run on first access and then kept: read them before answering.
 #[pyclass(frozen, module = "packc")]
@@ -617,6 +622,41 @@ impl Call {
     #[getter]
     fn events(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         self.with_view(py, |view| Ok(view.events().map(str::to_owned).collect()))
+    }
+
+    /// A host validator's call: `{"type", "params", "text"}` (the validator's type as
+    /// written, its params, the text to judge); answer with the output `{"pass": bool}`.
+    /// `None` for other calls.
+    #[getter]
+    fn guard<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.with_view(py, |view| {
+            view.guard()
+                .map(|g| {
+                    let d = PyDict::new(py);
+                    d.set_item("type", g.validator)?;
+                    d.set_item("params", to_py(py, &g.params.parse())?)?;
+                    d.set_item("text", g.text.as_ref())?;
+                    Ok(d)
+                })
+                .transpose()
+        })
+    }
+
+    /// An extension step's call: `{"kind", "params"}` (the vendor kind and the step's
+    /// other members); its resolved input is `input`, and the answer's output is the
+    /// step's output. `None` for other calls.
+    #[getter]
+    fn extension<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.with_view(py, |view| {
+            view.extension()
+                .map(|(kind, params)| {
+                    let d = PyDict::new(py);
+                    d.set_item("kind", kind)?;
+                    d.set_item("params", to_py(py, &params.parse())?)?;
+                    Ok(d)
+                })
+                .transpose()
+        })
     }
 
     /// A model call's prompt `parameters` (temperature, …); `None` for a tool call.

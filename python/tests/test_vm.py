@@ -218,7 +218,7 @@ def test_python_level_misuse_raises_type_or_value_errors(ex2_program: packc.Prog
 
 
 def test_unknown_targets_and_bad_variables(ex2_program: packc.Program) -> None:
-    with pytest.raises(packc.ProtocolError, match="unknown composition `nope`"):
+    with pytest.raises(packc.ProtocolError, match="no composition `nope`"):
         ex2_program.start("composition:nope")
     with pytest.raises(packc.ProtocolError):
         ex2_program.start("somewhere")
@@ -234,7 +234,9 @@ def test_run_errors_are_subclasses_by_kind() -> None:
         run.answer(run.pending[0], output="t", event="nope")
     err = info.value
     assert isinstance(err, packc.InvalidEvent)
-    assert err.message == "state `triage` has no event `nope`"
+    assert err.message == (
+        "state `triage` has no event `nope`; the events of this state are: `billing`, `technical`"
+    )
     assert type(err) is packc.RUN_ERRORS[err.kind]
     assert str(err).startswith(err.kind + ": ")
     assert run.finished
