@@ -62,13 +62,14 @@ fn run(program: Arc<Program>, answer: &Value, snapshots: bool) -> Result {
         record_calls: true,
         ..RunOptions::default()
     };
-    let mut run = Run::new(program.clone(), Target::Workflow, options).unwrap();
+    let mut run = Run::new(program.clone(), Target::Workflow, options.clone()).unwrap();
     let mut turns: VecDeque<Value> = VecDeque::from([json!("hi")]);
     let mut input = Input::Start;
     loop {
         let need = run.resume(input).unwrap();
         if snapshots && matches!(need, Need::Calls | Need::Wait) {
-            run = Run::restore(program.clone(), &run.snapshot()).unwrap();
+            // The snapshot is the state; the options are the restorer's, as they were.
+            run = Run::restore_with(program.clone(), &run.snapshot(), &options).unwrap();
         }
         input = match need {
             Need::Caller => match turns.pop_front() {

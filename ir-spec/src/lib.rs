@@ -29,6 +29,7 @@ pub mod container;
 mod ids;
 mod json_text;
 pub mod limits;
+pub mod suggest;
 pub use json_text::JsonText;
 mod nesting;
 mod prompt;

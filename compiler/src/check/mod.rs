@@ -158,38 +158,8 @@ fn type_of(v: &Value) -> &'static str {
 }
 
 /// The closest name to `name` among `candidates`, for "did you mean" help lines (also
-/// used by the case loader and the CLI).
-pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        let d = edit_distance(name, c);
-        if d < name.len()
-            && d <= (name.len().max(c.len()) / 3).max(1)
-            && best.is_none_or(|(bd, bc)| (d, c) < (bd, bc))
-        {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    if a.chars().count() > 64 || b.len() > 64 {
-        return usize::MAX;
-    }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+/// used by the case loader and the CLI); [`ir_spec::suggest::suggest`].
+pub use ir_spec::suggest::suggest;
 
 /// "did you mean `x`?" when a close name exists, else a list of what is available.
 fn did_you_mean<'a>(
