@@ -29,6 +29,8 @@ use clap::Args;
 use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{Host, ScriptItem};
 use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError};
+
+use crate::result::why;
 use serde_json::Value;
 
 const HEADER: &str = "packc-run-save 1";
@@ -83,50 +85,6 @@ pub fn drive(
                 Input::Answer(call.id(), host.call(&call))
             }
         };
-    }
-}
-
-/// Why a run stopped, in words: `done`, `waiting for a turn in state X`, `waiting for an
-/// event: Approve | Reject`.
-pub fn why(run: &Run) -> String {
-    let Some(idle) = run.idle() else {
-        return if run.is_finished() {
-            "done".into()
-        } else {
-            "running".into()
-        };
-    };
-    let Some(state) = idle.state else {
-        return "waiting for a turn".into();
-    };
-    let m = run.program().module();
-    let external = m.workflow.as_ref().and_then(|w| {
-        w.states
-            .iter()
-            .find(|s| m.str(s.key) == state)
-            .filter(|s| s.mode == ir_spec::Orchestration::External)
-            .map(|s| {
-                s.on_event
-                    .iter()
-                    .map(|(e, _)| m.event(*e))
-                    .collect::<Vec<_>>()
-            })
-    });
-    match external {
-        Some(events) if !events.is_empty() => {
-            format!(
-                "waiting for an event in state {state}: {}",
-                events.join(" | ")
-            )
-        }
-        _ => {
-            let terminal = m
-                .workflow
-                .as_ref()
-                .is_some_and(|w| w.states.iter().any(|s| m.str(s.key) == state && s.terminal));
-            let kind = if terminal { "terminal state" } else { "state" };
-            format!("waiting for a turn in {kind} {state}")
-        }
     }
 }
 
@@ -226,7 +184,7 @@ pub struct ResumeArgs {
     pub host: Option<PathBuf>,
     /// Answer model calls with a real model (as `packc run --provider`).
     #[arg(long, value_enum, requires = "model")]
-    pub provider: Option<crate::run::Provider>,
+    pub provider: Option<crate::inputs::Provider>,
     /// The model name (as `packc run --model`).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
@@ -240,7 +198,7 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
     pub tools: Option<PathBuf>,
     /// The longest one model or HTTP call may take, in seconds (at most 86400).
-    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = crate::run::parse_timeout)]
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = crate::inputs::parse_timeout)]
     pub timeout: f64,
     /// Print the trace lines of the whole run to stderr.
     #[arg(long)]
@@ -251,7 +209,7 @@ pub struct ResumeArgs {
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
     let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
-    let module = match crate::run::load_module(&pack, &args.allow_paths, args.spec_level)? {
+    let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level)? {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
@@ -268,7 +226,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let mut run = Run::restore(program, &saved.snapshot)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.saved.display()))?;
     let first = match (&args.turn, &args.event) {
-        (Some(turn), _) => Input::Turn(crate::run::parse_input("--turn", turn)?),
+        (Some(turn), _) => Input::Turn(crate::inputs::parse_input("--turn", turn)?),
         (None, Some(event)) => Input::Event(event.clone()),
         (None, None) => bail!("give --turn JSON or --event NAME"),
     };
@@ -298,7 +256,7 @@ fn resume_host(args: &ResumeArgs) -> Result<Box<dyn Host>> {
         }));
     }
     let spec = match &args.host {
-        Some(path) => crate::run::host_spec(path)?,
+        Some(path) => crate::inputs::host_spec(path)?,
         None => packc_host::RunSpec::default(),
     };
     Ok(Box::new(packc_host::ScriptedHost::new(&spec)))

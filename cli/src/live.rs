@@ -21,7 +21,7 @@ use packc_vm::driver::ScriptItem;
 use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
 
-use crate::run::{read_input, read_vars, RunArgs};
+use crate::inputs::{read_input, read_vars, RunArgs};
 
 /// Runs `module` live. Exit codes: 0 done, 1 a run-time error, 130 interrupted.
 pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
@@ -52,7 +52,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     let timeout = timeout_secs(args.timeout, "--timeout").map_err(anyhow::Error::msg)?;
     let model = match args.provider {
         None => None,
-        Some(crate::run::Provider::Openai) => Some(endpoint(args)?),
+        Some(crate::inputs::Provider::Openai) => Some(endpoint(args)?),
     };
     let mut providers = std::collections::BTreeMap::new();
     for b in &args.bind_provider {
@@ -206,11 +206,11 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         Ended::Done(_) if args.format == crate::Format::Json => ExitCode::SUCCESS,
         Ended::Done(outcome) => {
             println!("{}", serde_json::to_string_pretty(&outcome.output)?);
-            crate::run::print_reply(outcome, args.quiet);
+            crate::result::print_reply(outcome, args.quiet);
             ExitCode::SUCCESS
         }
         Ended::Failed(e) => {
-            eprintln!("{}", crate::run::error_line(e));
+            eprintln!("{}", crate::result::error_line(e));
             ExitCode::from(1)
         }
         Ended::Interrupted => {

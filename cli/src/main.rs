@@ -9,6 +9,7 @@ mod check;
 mod files;
 mod graph;
 mod hitl;
+mod inputs;
 mod inspect;
 mod live;
 mod result;
@@ -107,7 +108,7 @@ enum Command {
     ///   packc run pack.yaml --provider openai --model local --base-url http://127.0.0.1:8080/v1 \
     ///       --tools tools.yaml --record run.case.yaml
     #[command(verbatim_doc_comment)]
-    Run(Box<run::RunArgs>),
+    Run(Box<inputs::RunArgs>),
     /// Continue a run saved by `packc run --save` with one turn or event.
     ///
     /// The run goes on until it is done or waits for the caller again (then the file is

@@ -1,4 +1,4 @@
-//! `packc run --format json`: the whole result of a run as one JSON object.
+//! How a run is reported: why it stopped, its error line, its reply, and (`packc run --format json`) the whole result as one JSON object.
 //!
 //! ```json
 //! {
@@ -62,7 +62,7 @@ pub fn to_json(
     calls: Vec<Value>,
     tokens: u64,
 ) -> Value {
-    let stopped = stopped.unwrap_or_else(|| crate::hitl::why(run));
+    let stopped = stopped.unwrap_or_else(|| why(run));
     let (status, output, state, error) = match ended {
         Some(Ok((output, state))) => ("done", output.clone(), state.map(str::to_owned), None),
         Some(Err(e)) => (
@@ -127,6 +127,73 @@ pub fn call_line(call: &Value, width: usize) -> String {
         None => short(answer.and_then(|a| a.get("output").or(a.get("tool_calls")))),
     };
     format!("  {what} {name}: {} -> {out}", short(input))
+}
+
+/// The error line of a failed run; past `max_host_calls`, with the flag that raises it.
+pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
+    let hint = if e.message.contains("`max_host_calls`") {
+        " (raise it with --max-host-calls N)"
+    } else {
+        ""
+    };
+    let message = packc_compiler::render::escape_control(&e.message);
+    format!("error[{}]: {message}{hint}", e.kind.as_str())
+}
+
+/// The last turn's reply (RFC 0014 reply assembly), on stderr, when it says more than the
+/// output: several states contributed text, or the output is not that text.
+pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
+    if quiet || outcome.reply.is_empty() || outcome.output.as_str() == Some(&outcome.reply) {
+        return;
+    }
+    eprintln!("reply:");
+    for line in outcome.reply.lines() {
+        eprintln!("  {line}");
+    }
+}
+
+/// Why a run stopped, in words: `done`, `waiting for a turn in state X`, `waiting for an
+/// event: Approve | Reject`.
+pub fn why(run: &Run) -> String {
+    let Some(idle) = run.idle() else {
+        return if run.is_finished() {
+            "done".into()
+        } else {
+            "running".into()
+        };
+    };
+    let Some(state) = idle.state else {
+        return "waiting for a turn".into();
+    };
+    let m = run.program().module();
+    let external = m.workflow.as_ref().and_then(|w| {
+        w.states
+            .iter()
+            .find(|s| m.str(s.key) == state)
+            .filter(|s| s.mode == ir_spec::Orchestration::External)
+            .map(|s| {
+                s.on_event
+                    .iter()
+                    .map(|(e, _)| m.event(*e))
+                    .collect::<Vec<_>>()
+            })
+    });
+    match external {
+        Some(events) if !events.is_empty() => {
+            format!(
+                "waiting for an event in state {state}: {}",
+                events.join(" | ")
+            )
+        }
+        _ => {
+            let terminal = m
+                .workflow
+                .as_ref()
+                .is_some_and(|w| w.states.iter().any(|s| m.str(s.key) == state && s.terminal));
+            let kind = if terminal { "terminal state" } else { "state" };
+            format!("waiting for a turn in {kind} {state}")
+        }
+    }
 }
 
 #[cfg(test)]

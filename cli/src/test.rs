@@ -18,7 +18,7 @@ pub struct TestArgs {
     pub allow_paths: Vec<PathBuf>,
     /// The most model and tool calls one case's run may make; past it the run fails
     /// with `limit_exceeded`.
-    #[arg(long, value_name = "N", default_value_t = crate::run::DEFAULT_MAX_HOST_CALLS)]
+    #[arg(long, value_name = "N", default_value_t = crate::inputs::DEFAULT_MAX_HOST_CALLS)]
     pub max_host_calls: u64,
     /// Run only the cases whose path contains PATTERN (repeatable: any of them).
     #[arg(long, value_name = "PATTERN")]

@@ -1,0 +1,288 @@
+//! What `packc run` and `packc resume` read: the arguments of `packc run`, the module to
+//! run (compiled from a pack or loaded from a `.ppk`), host scripts and JSON values given
+//! on the command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use ir_spec::Module;
+use packc_host::RunSpec;
+use serde_json::Value;
+
+/// Arguments of `packc run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The pack file, or an artifact built by `packc build` (recognised by its magic bytes).
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// The input of the one turn, as JSON, or `@file` to read it from a file.
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// A host script: a YAML/JSON file shaped like a case's `run` member (`script`,
+    /// `input`, `host.prompts`, `host.tools`, `host.clock`, `host.variables`).
+    #[arg(long, value_name = "FILE")]
+    pub host: Option<PathBuf>,
+    /// What to run: `workflow`, `agent:<member>` or `composition:<name>`.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Print the trace lines to stderr.
+    #[arg(long)]
+    pub trace: bool,
+    /// Run against a real model: the OpenAI-compatible Chat Completions API (OpenAI,
+    /// llama.cpp server, vLLM, Ollama, LM Studio...).
+    #[arg(long, value_enum, conflicts_with = "host", requires = "model")]
+    pub provider: Option<Provider>,
+    /// The model name sent with every request.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The API base URL [default: https://api.openai.com/v1]; requests go to
+    /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (never printed). Without it, the
+    /// key in OPENAI_API_KEY is sent to api.openai.com only; naming a variable (even
+    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
+    ///
+    ///   tools:
+    ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
+    ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
+    ///       timeout_sec: 10                 # default 60, at most 86400
+    ///       env: [DATABASE_URL]             # passed through; or {NAME: value}
+    ///     web_search:
+    ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
+    ///       headers: {x-team: docs}
+    ///
+    /// A command reads the arguments as JSON on stdin and prints its JSON result on
+    /// stdout; a non-zero exit, output that is not JSON or a run past `timeout_sec` is a
+    /// tool error (its stderr's end is shown). A command starts with a clean environment
+    /// (PATH, HOME, LANG, TMPDIR and what `env:` lists). An endpoint answers a 2xx with a
+    /// JSON body.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "host",
+        verbatim_doc_comment
+    )]
+    pub tools: Option<PathBuf>,
+    /// Write the live run as a case file that `packc test` replays offline.
+    #[arg(long, value_name = "FILE", conflicts_with = "host")]
+    pub record: Option<PathBuf>,
+    /// Overwrite the `--record` file if it exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// The longest one model or HTTP call may take, in seconds (at most 86400).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_timeout)]
+    pub timeout: f64,
+    /// The most model and tool calls the run may make; the call past it fails the run
+    /// with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
+    /// How many times a model call is retried after a 429, a 5xx or a timeout.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
+    /// The most calls in flight at once (a parallel step's branches go out together).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// A host variable for `{{name}}` placeholders the pack does not declare
+    /// (repeatable): `--var NAME=VALUE`.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Let the pack read files (schema files) from this folder too (repeatable). By
+    /// default a pack reads only from its own folder and below.
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
+    /// Print only the result: no status line, no notes.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// When the run stops waiting for the caller (the next turn, or an event such as an
+    /// approval), save it to FILE instead of finishing it; `packc resume FILE --turn
+    /// JSON | --event NAME` continues it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["interactive", "record"])]
+    pub save: Option<PathBuf>,
+    /// Read the turns from the terminal, one line each (a JSON object or array as such,
+    /// other text as a string); `/event NAME` sends an event, `/quit` or end of input
+    /// finishes the run. The output and where the run stopped are shown after each turn.
+    #[arg(long, conflicts_with_all = ["input", "record"])]
+    pub interactive: bool,
+    /// `json`: print the whole result as one JSON object (status, why it stopped, output,
+    /// state, error, trace, every call with its input and answer, tokens) instead of the
+    /// output alone.
+    #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
+    pub format: crate::Format,
+    /// Bind a provider key of the pack's `requires.providers` to a server (repeatable):
+    /// `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`. Calls routed to KEY (RFC 0017)
+    /// go there; `default` falls back to `--provider openai --model NAME [--base-url]`.
+    #[arg(long = "bind-provider", value_name = "KEY=URL,model=NAME", value_parser = parse_binding, conflicts_with = "host")]
+    pub bind_provider: Vec<ProviderBinding>,
+    /// Read the pack at this spec level instead of the one its `$schema` claims
+    /// (1.5, 1.5.1, 1.8 or 1.9).
+    #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
+    pub spec_level: Option<ir_spec::SpecLevel>,
+    /// The environment the run is in: a pack whose governance lists
+    /// `approved_environments` without NAME is refused before any call (RFC 0013).
+    #[arg(long, value_name = "NAME")]
+    pub environment: Option<String>,
+}
+
+/// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a
+/// pack needs, far below what a runaway `retry` or tool loop would spend.
+pub const DEFAULT_MAX_HOST_CALLS: u64 = 10_000;
+
+/// `--timeout`: a positive number of seconds, at most a day.
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    packc_host::live::transport::timeout_secs(secs, "the timeout")?;
+    Ok(secs)
+}
+
+/// One `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderBinding {
+    /// The provider key.
+    pub key: String,
+    /// The API base URL.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The environment variable holding the API key, if any.
+    pub key_env: Option<String>,
+}
+
+/// Parses `KEY=URL,model=NAME[,key-env=VAR]`.
+pub fn parse_binding(text: &str) -> Result<ProviderBinding, String> {
+    let mut parts = text.split(',');
+    let first = parts.next().unwrap_or_default();
+    let (key, url) = first
+        .split_once('=')
+        .filter(|(k, u)| !k.is_empty() && !u.is_empty())
+        .ok_or_else(|| format!("`{text}`: expected KEY=URL,model=NAME[,key-env=VAR]"))?;
+    let mut binding = ProviderBinding {
+        key: key.trim().to_owned(),
+        base_url: url.trim().to_owned(),
+        model: String::new(),
+        key_env: None,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("model", v)) => binding.model = v.trim().to_owned(),
+            Some(("key-env", v)) => binding.key_env = Some(v.trim().to_owned()),
+            _ => {
+                return Err(format!(
+                    "`{part}` in `{text}`: expected model=NAME or key-env=VAR"
+                ))
+            }
+        }
+    }
+    if binding.model.is_empty() {
+        return Err(format!("`{text}`: name the model with `,model=NAME`"));
+    }
+    Ok(binding)
+}
+
+/// A model API `packc run` can call.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    /// The OpenAI-compatible Chat Completions API.
+    Openai,
+}
+
+/// The `--input` value, if given: JSON, or `@file` holding JSON.
+pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
+    args.input
+        .as_deref()
+        .map(|input| parse_input("--input", input))
+        .transpose()
+}
+
+/// A JSON value given on the command line after `flag`, or `@file` holding one.
+pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
+    match input.strip_prefix('@') {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("{flag} @{file}: cannot read {file}"))?;
+            serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"))
+        }
+        None => serde_json::from_str(input).map_err(|e| {
+            anyhow::anyhow!(
+                "{flag} is not JSON ({e}): a string is quoted in JSON, so write `{flag} '\"{}\"'` for the text, or `{flag} @file.json` to read the input from a file",
+                input.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        }),
+    }
+}
+
+/// The `--var NAME=VALUE` host variables (the value a string).
+pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
+    args.vars
+        .iter()
+        .map(|v| match v.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), Value::String(v.to_owned()))),
+            _ => bail!("--var {v}: expected NAME=VALUE"),
+        })
+        .collect()
+}
+
+/// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
+/// source, reading the files it names from its folder and the `allow` folders
+/// (`--allow-path`) at `spec_level` when given (else at the level its `$schema` claims;
+/// an artifact keeps the level it was built at). Diagnostics are printed to stderr
+/// (warnings and notes too); `Err(code)` when the source has errors.
+pub(crate) fn load_module(
+    path: &Path,
+    allow: &[PathBuf],
+    spec_level: Option<ir_spec::SpecLevel>,
+) -> Result<Result<Module, ExitCode>> {
+    let allow = crate::check::allowed_folders(allow)?;
+    if crate::inspect::is_artifact(path)? {
+        return Ok(Ok(crate::inspect::read_artifact(path)?.1.module));
+    }
+    let limits = packc_compiler::load::Limits::default();
+    let options = crate::check::options_for(path, &limits, &allow, spec_level);
+    let (checked, bytes) = crate::check::check_file(path, &options)?;
+    // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
+    // checker found (a misspelled tool name) must not look clean.
+    if !checked.diagnostics.is_empty() {
+        let text = String::from_utf8_lossy(&bytes);
+        let name = path.display().to_string();
+        let src = packc_compiler::render::RenderSource {
+            name: &name,
+            text: &text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        };
+        let color = crate::ColorChoice::Auto.for_stderr();
+        crate::check::print_diagnostics(
+            &src,
+            &checked,
+            crate::Format::Human,
+            color,
+            crate::check::DEFAULT_MAX_DIAGNOSTICS,
+        )?;
+        if checked.has_errors() {
+            return Ok(Err(ExitCode::from(1)));
+        }
+    }
+    Ok(Ok(packc_compiler::lower(&checked, &options)?))
+}
+
+/// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
+pub(crate) fn host_spec(path: &Path) -> Result<RunSpec> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    RunSpec::parse(&text).map_err(|problems| {
+        anyhow::Error::msg(
+            packc_host::CaseError {
+                path: path.display().to_string(),
+                problems,
+            }
+            .to_string(),
+        )
+    })
+}
