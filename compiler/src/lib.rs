@@ -35,6 +35,7 @@ pub mod schema;
 pub mod schema_files;
 pub mod syntax;
 pub mod validators;
+pub mod vocab;
 
 use std::path::PathBuf;
 

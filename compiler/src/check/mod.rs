@@ -7,7 +7,6 @@
 //! lacks it, a present member on the member itself.
 
 mod compositions;
-pub(crate) use compositions::is_extension_kind;
 mod prompts;
 mod spec;
 mod workflow;

@@ -4,8 +4,8 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use ir_spec::{
-    Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Reduce, Ref, Root, Step,
-    StepId, StepKind,
+    Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Ref, Root, Step, StepId,
+    StepKind,
 };
 use serde_json::Value;
 
@@ -15,6 +15,7 @@ use crate::diag::join;
 use crate::syntax::{
     parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
 };
+use crate::vocab::{Kind, Op, Strategy};
 
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
@@ -86,18 +87,25 @@ fn lower_one(
         let s = f.step;
         let p = &f.ptr;
         let kind_name = s.get("kind").and_then(Value::as_str).unwrap_or("");
+        let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)
+        else {
+            return Err(LowerError::new(
+                join(p, &["kind"]),
+                format!("unsupported step kind `{kind_name}`"),
+            ));
+        };
         let bind = |name: &str| -> Result<Option<Bind>, LowerError> {
             s.get(name)
                 .map(|v| lower_bind(v, &join(p, &[name]), &lookup))
                 .transpose()
         };
-        let kind = match kind_name {
-            "prompt" | "agent" => {
+        let kind = match vocab_kind {
+            Kind::Prompt | Kind::Agent => {
                 let task = s.get("prompt_task").and_then(Value::as_str).unwrap_or("");
                 let prompt = cx.prompt(task, &join(p, &["prompt_task"]))?;
                 let input = bind("input")?.unwrap_or(Bind::Const(Value::Null));
                 let output_schema = output_schema(cx, s.get("output_schema"));
-                if kind_name == "prompt" {
+                if vocab_kind == Kind::Prompt {
                     StepKind::Prompt {
                         prompt,
                         input,
@@ -131,14 +139,14 @@ fn lower_one(
                     }
                 }
             }
-            "tool" => {
+            Kind::Tool => {
                 let name = s.get("tool").and_then(Value::as_str).unwrap_or("");
                 StepKind::Tool {
                     tool: cx.tool(name, &join(p, &["tool"]))?,
                     args: bind("args")?.unwrap_or(Bind::Const(Value::Object(Default::default()))),
                 }
             }
-            "branch" => {
+            Kind::Branch => {
                 let target = |k: &str| -> Result<Option<StepId>, LowerError> {
                     s.get(k)
                         .and_then(Value::as_str)
@@ -156,7 +164,7 @@ fn lower_one(
                     otherwise: target("else")?,
                 }
             }
-            "parallel" => {
+            Kind::Parallel => {
                 let n = s
                     .get("branches")
                     .and_then(Value::as_array)
@@ -164,14 +172,12 @@ fn lower_one(
                 let first = i + 1;
                 let branches = (first..first + n).filter_map(StepId::from_index).collect();
                 let reduce = s.get("reduce");
-                let strategy = match reduce
+                let strategy = reduce
                     .and_then(|r| r.get("strategy"))
                     .and_then(Value::as_str)
-                {
-                    Some("append") => Reduce::Append,
-                    Some("replace") => Reduce::Replace,
-                    _ => Reduce::Barrier,
-                };
+                    .and_then(Strategy::parse)
+                    .unwrap_or(Strategy::Barrier)
+                    .reduce();
                 let into = reduce
                     .and_then(|r| r.get("into"))
                     .and_then(Value::as_str)
@@ -183,10 +189,7 @@ fn lower_one(
                     into,
                 }
             }
-            other
-                if cx.level >= ir_spec::SpecLevel::V1_8
-                    && crate::check::is_extension_kind(other) =>
-            {
+            Kind::Extension => {
                 const NOT_PARAMS: &[&str] = &[
                     "id",
                     "kind",
@@ -203,16 +206,10 @@ fn lower_one(
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 StepKind::Extension {
-                    kind: other.to_owned(),
+                    kind: kind_name.to_owned(),
                     params: ir_spec::JsonText::from_value(&Value::Object(params)),
                     input: bind("input")?.unwrap_or(Bind::Const(Value::Null)),
                 }
-            }
-            other => {
-                return Err(LowerError::new(
-                    join(p, &["kind"]),
-                    format!("unsupported step kind `{other}`"),
-                ))
             }
         };
         let depends_on = s
@@ -403,22 +400,26 @@ fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerEr
         list: value.as_array().cloned(),
         negate,
     };
-    let test = match obj.get("op").and_then(Value::as_str).ok_or_else(bad)? {
-        "equals" => Compare::Equals {
+    let op = obj
+        .get("op")
+        .and_then(Value::as_str)
+        .and_then(Op::parse)
+        .ok_or_else(bad)?;
+    let test = match op {
+        Op::Equals => Compare::Equals {
             value: value.clone(),
             negate: false,
         },
-        "not_equals" => Compare::Equals {
+        Op::NotEquals => Compare::Equals {
             value: value.clone(),
             negate: true,
         },
-        "in" => list_of(false),
-        "not_in" => list_of(true),
-        "less_than" => ordered(Ordering::Lt),
-        "less_than_or_equals" => ordered(Ordering::Le),
-        "greater_than" => ordered(Ordering::Gt),
-        "greater_than_or_equals" => ordered(Ordering::Ge),
-        _ => return Err(bad()),
+        Op::In => list_of(false),
+        Op::NotIn => list_of(true),
+        Op::LessThan => ordered(Ordering::Lt),
+        Op::LessThanOrEquals => ordered(Ordering::Le),
+        Op::GreaterThan => ordered(Ordering::Gt),
+        Op::GreaterThanOrEquals => ordered(Ordering::Ge),
     };
     Ok(Pred::Compare { path, test })
 }

@@ -1,0 +1,446 @@
+//! Composition checks, `shared/semantics/compositions.md` §2 (rules 2.1–2.25).
+//!
+//! The schema stage leaves the inside of `/compositions/<c>` to this module, because most
+//! composition rules have a kind more specific than `schema_violation` (2.23).
+//!
+//! - [`shape`]: members present, of the right type, none unknown (`schema_violation`);
+//! - [`order`]: step ids, what names resolve to, run order and visibility;
+//! - [`predicate`]: the predicate grammar of branch steps.
+//!
+//! This module walks a composition and its steps and checks what each step kind names
+//! (prompts, tools, schema files, agent termination).
+
+mod order;
+mod predicate;
+mod shape;
+
+use serde_json::{Map, Value};
+
+use super::{did_you_mean, is_ident, members, Cx};
+use crate::diag::{join, DiagKind, Diagnostic};
+use crate::paths::OpenError;
+use crate::vocab::{is_extension_kind, Kind};
+use order::{check_bindings, check_depends_on, Comp};
+use shape::{expect_array, expect_object, expect_str, optional_str, schema, What};
+
+const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
+
+pub(super) fn check(cx: &mut Cx<'_, '_>) {
+    let root = cx.root;
+    for (name, comp, ptr) in members("/compositions", root.get("compositions")) {
+        check_composition(cx, name, comp, &ptr);
+    }
+}
+
+fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
+    if RESERVED_NAMES.contains(&name) {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::SchemaViolation,
+                format!("`{name}` is a reserved composition name"),
+            )
+            .at(ptr)
+            .help("rename the composition; `workflow__transition` and `workflow__set_artifact` are reserved"),
+        );
+    }
+    let Some(obj) = expect_object(cx, comp, ptr, What::Phrase("a composition")) else {
+        return;
+    };
+    shape::composition_members(cx, obj, ptr);
+    let steps_ptr = join(ptr, &["steps"]);
+    let steps: &[Value] = match obj.get("steps") {
+        None => {
+            cx.push(
+                schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list"),
+            );
+            &[]
+        }
+        Some(Value::Array(a)) if a.is_empty() => {
+            cx.push(schema(&steps_ptr, "`steps` must not be empty"));
+            &[]
+        }
+        Some(v) => {
+            expect_array(cx, v, &steps_ptr, What::Member("steps"), "an array").unwrap_or(&[])
+        }
+    };
+
+    let mut c = Comp::collect(cx, steps, &steps_ptr);
+    for (i, step) in steps.iter().enumerate() {
+        let sptr = join(&steps_ptr, &[&i.to_string()]);
+        check_step(cx, &mut c, step, &sptr, i, false);
+    }
+    if let Some(output) = obj.get("output").and_then(Value::as_str) {
+        order::check_output(cx, &c, output, join(ptr, &["output"]));
+    }
+}
+
+/// Check one step. `index` is the top-level index (for a nested step, its parallel's).
+fn check_step(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    step: &Value,
+    ptr: &str,
+    index: usize,
+    nested: bool,
+) {
+    let Some(obj) = expect_object(cx, step, ptr, What::Phrase("a step")) else {
+        return;
+    };
+    match obj.get("id") {
+        None => cx.push(
+            schema(ptr, "step without `id`")
+                .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$"),
+        ),
+        Some(v) => match expect_str(cx, v, &join(ptr, &["id"]), What::Member("id")) {
+            Some(id) if !is_ident(id) || id == "input" => {
+                let why = if id == "input" {
+                    "`input` is reserved for the composition input in references"
+                } else {
+                    "a step id must match ^[a-zA-Z_][a-zA-Z0-9_]*$"
+                };
+                cx.push(
+                    Diagnostic::new(
+                        DiagKind::InvalidStepId,
+                        format!("invalid step id `{id}`: {why}"),
+                    )
+                    .at(join(ptr, &["id"]))
+                    .help(format!("rename it, e.g. `{}`", shape::sanitize(id))),
+                );
+            }
+            _ => {}
+        },
+    }
+    let kind = match obj.get("kind") {
+        None => {
+            cx.push(
+                schema(ptr, "step without `kind`")
+                    .help("add `kind`: prompt, agent, tool, branch or parallel"),
+            );
+            None
+        }
+        Some(v) => expect_str(cx, v, &join(ptr, &["kind"]), What::Member("kind"))
+            .and_then(|k| step_kind(cx, k, ptr, nested)),
+    };
+    if let Some(kind) = kind {
+        shape::step_members(cx, kind, obj, ptr);
+    }
+    optional_str(cx, obj, ptr, "description");
+    check_depends_on(cx, c, obj, ptr, index, nested);
+    shape::modifiers(cx, obj, ptr);
+    let Some(kind) = kind else { return };
+    match kind {
+        Kind::Prompt | Kind::Agent => {
+            check_prompt_task(cx, obj, ptr);
+            check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
+            check_output_schema(cx, obj, ptr);
+            if kind == Kind::Agent {
+                check_agent(cx, obj, ptr);
+            }
+        }
+        Kind::Tool => {
+            match obj.get("tool") {
+                None => cx.push(
+                    schema(ptr, "tool step without `tool`")
+                        .help("name the tool to call: `tool: <key of tools>`"),
+                ),
+                Some(v) => {
+                    let tptr = join(ptr, &["tool"]);
+                    match expect_str(cx, v, &tptr, What::Member("tool")) {
+                        Some(t) if !cx.names.tools.contains(t) => {
+                            let d = unresolved_tool(cx, t, tptr);
+                            cx.push(d);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            check_bindings(cx, c, obj.get("args"), &join(ptr, &["args"]), index);
+        }
+        Kind::Branch => check_branch(cx, c, obj, ptr, index),
+        Kind::Parallel => check_parallel(cx, c, obj, ptr, index),
+        Kind::Extension => {
+            check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
+        }
+    }
+}
+
+/// The kind a step's `kind` string `k` names, or `unsupported_step_kind` and `None` (an
+/// unknown kind, or a branch or parallel step as the branch of a parallel step).
+fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &str, nested: bool) -> Option<Kind> {
+    match Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8) {
+        Some(Kind::Branch | Kind::Parallel) if nested => {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnsupportedStepKind,
+                    format!("a `{k}` step cannot be a branch of a parallel step"),
+                )
+                .at(join(ptr, &["kind"]))
+                .help("branches of a parallel step are prompt, agent or tool steps"),
+            );
+            None
+        }
+        Some(kind) => Some(kind),
+        None => {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnsupportedStepKind,
+                    format!("unknown step kind `{k}`"),
+                )
+                .at(join(ptr, &["kind"]))
+                .help(if is_extension_kind(k) {
+                    "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later"
+                } else {
+                    "v1 step kinds are prompt, agent, tool, branch and parallel"
+                }),
+            );
+            None
+        }
+    }
+}
+
+fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: String) -> Diagnostic {
+    Diagnostic::new(
+        DiagKind::UnresolvedTool,
+        format!("tool `{name}` is not a key of `tools`"),
+    )
+    .at(ptr)
+    .help(did_you_mean("tools", name, cx.names.tools.iter().copied()))
+}
+
+fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+    let Some(v) = obj.get("prompt_task") else {
+        cx.push(
+            schema(ptr, "step without `prompt_task`")
+                .help("name the prompt to call: `prompt_task: <key of prompts>`"),
+        );
+        return;
+    };
+    let pptr = join(ptr, &["prompt_task"]);
+    match expect_str(cx, v, &pptr, What::Member("prompt_task")) {
+        Some(p) if !cx.names.prompts.contains(p) => {
+            let d = Diagnostic::new(
+                DiagKind::UnresolvedPrompt,
+                format!("prompt_task `{p}` names no prompt"),
+            )
+            .at(pptr)
+            .help(did_you_mean("prompts", p, cx.names.prompts.iter().copied()));
+            cx.push(d);
+        }
+        _ => {}
+    }
+}
+
+fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+    let optr = join(ptr, &["output_schema"]);
+    let Some(name) = optional_str(cx, obj, ptr, "output_schema") else {
+        return;
+    };
+    let Some(folders) = cx.options.folders() else {
+        return;
+    };
+    match crate::schema_files::read(&folders, name) {
+        Ok(_) => {}
+        Err(OpenError::Outside(how)) => cx.push(
+            Diagnostic::new(
+                DiagKind::UnsafePath,
+                format!("schema file `{name}` is outside the pack's folder ({how}); it was not read"),
+            )
+            .at(optr)
+            .help("a pack reads files from its own folder and below: move the file there and name it relative to the pack file, or allow its folder with `--allow-path DIR`"),
+        ),
+        Err(OpenError::Unusable(why)) => cx.push(
+            Diagnostic::new(
+                DiagKind::UnresolvedSchema,
+                format!("schema file `{name}` cannot be used ({why}); the step will have no output schema"),
+            )
+            .at(optr)
+            .help(format!(
+                "create or fix `{}` (the path is relative to the pack file)",
+                folders.base.join(name).display()
+            )),
+        ),
+    }
+}
+
+fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+    let tools_ptr = join(ptr, &["tools"]);
+    let mut step_tools: Option<Vec<&str>> = None;
+    if let Some(v) = obj.get("tools") {
+        if let Some(tools) = expect_array(cx, v, &tools_ptr, What::Member("tools"), "an array") {
+            let mut names = Vec::new();
+            for (k, t) in tools.iter().enumerate() {
+                let tptr = join(&tools_ptr, &[&k.to_string()]);
+                let Some(t) = expect_str(cx, t, &tptr, What::Phrase("a tool name")) else {
+                    continue;
+                };
+                names.push(t);
+                if !cx.names.tools.contains(t) {
+                    let d = unresolved_tool(cx, t, tptr);
+                    cx.push(d);
+                }
+            }
+            step_tools = Some(names);
+        }
+    }
+    let tptr = join(ptr, &["termination"]);
+    let Some(term) = obj.get("termination") else {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::AgentMissingTermination,
+                "agent step without `termination`",
+            )
+            .at(ptr)
+            .help("add `termination: {max_steps: N}` and/or `termination: {tool_called: <tool>}`"),
+        );
+        return;
+    };
+    let Some(term) = term.as_object() else {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::AgentMissingTermination,
+                format!(
+                    "`termination` must be an object, found {}",
+                    super::type_of(term)
+                ),
+            )
+            .at(tptr)
+            .help(
+                "write `termination: {max_steps: N}` and/or `termination: {tool_called: <tool>}`",
+            ),
+        );
+        return;
+    };
+    if !term.contains_key("max_steps") && !term.contains_key("tool_called") {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::AgentMissingTermination,
+                "`termination` has neither `max_steps` nor `tool_called`",
+            )
+            .at(tptr.clone())
+            .help("add `max_steps: N` and/or `tool_called: <tool>`"),
+        );
+    }
+    if let Some(v) = term.get("max_steps") {
+        if v.as_u64().is_none_or(|n| n < 1) {
+            cx.push(schema(
+                &join(&tptr, &["max_steps"]),
+                format!("`max_steps` must be an integer ≥ 1, found {v}"),
+            ));
+        }
+    }
+    for key in term
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "max_steps" | "tool_called"))
+    {
+        cx.push(
+            schema(
+                &join(&tptr, &[key]),
+                format!("unknown termination condition `{key}`"),
+            )
+            .help("termination takes `max_steps` and `tool_called`"),
+        );
+    }
+    let at = join(&tptr, &["tool_called"]);
+    let Some(t) = optional_str(cx, term, &tptr, "tool_called") else {
+        return;
+    };
+    if !cx.names.tools.contains(t) {
+        let d = unresolved_tool(cx, t, at);
+        cx.push(d);
+        return;
+    }
+    // 6.3.1: the step's tools, else its prompt's.
+    let listed: Vec<&str> = step_tools.unwrap_or_else(|| {
+        obj.get("prompt_task")
+            .and_then(Value::as_str)
+            .and_then(|p| cx.root.get("prompts")?.get(p)?.get("tools")?.as_array())
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    });
+    if !listed.contains(&t) {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::UnresolvedTool,
+                format!("`tool_called: {t}` is not among the tools this agent step offers, so the loop could never end that way"),
+            )
+            .at(at)
+            .help(format!("add `{t}` to the step's `tools`")),
+        );
+    }
+}
+
+fn check_branch(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    obj: &Map<String, Value>,
+    ptr: &str,
+    index: usize,
+) {
+    match obj.get("predicate") {
+        None => cx.push(
+            schema(ptr, "branch step without `predicate`")
+                .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`"),
+        ),
+        Some(p) => predicate::check_predicate(cx, c, p, &join(ptr, &["predicate"]), index),
+    }
+    if !obj.contains_key("then") {
+        cx.push(
+            schema(ptr, "branch step without `then`")
+                .help("name the step to run when the predicate is true"),
+        );
+    }
+    order::check_targets(cx, c, obj, ptr, index);
+}
+
+fn check_parallel(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    obj: &Map<String, Value>,
+    ptr: &str,
+    index: usize,
+) {
+    let bptr = join(ptr, &["branches"]);
+    match obj.get("branches") {
+        None => cx.push(
+            Diagnostic::new(
+                DiagKind::ParallelTooFewBranches,
+                "parallel step without `branches`",
+            )
+            .at(ptr)
+            .help("a parallel step runs two or more branches"),
+        ),
+        Some(v) => {
+            let what = What::Member("branches");
+            if let Some(branches) = expect_array(cx, v, &bptr, what, "an array of steps") {
+                if branches.len() < 2 {
+                    cx.push(
+                        Diagnostic::new(
+                            DiagKind::ParallelTooFewBranches,
+                            format!(
+                                "a parallel step needs at least two branches, found {}",
+                                branches.len()
+                            ),
+                        )
+                        .at(bptr.clone())
+                        .help("add a branch, or replace the parallel step by its one branch"),
+                    );
+                }
+                for (j, b) in branches.iter().enumerate() {
+                    check_step(cx, c, b, &join(&bptr, &[&j.to_string()]), index, true);
+                }
+            }
+        }
+    }
+    let Some(reduce) = obj.get("reduce") else {
+        cx.push(
+            Diagnostic::new(
+                DiagKind::ParallelMissingReduce,
+                "parallel step without `reduce`",
+            )
+            .at(ptr)
+            .help("add `reduce: {strategy: barrier|append|replace, into: <name>}`"),
+        );
+        return;
+    };
+    shape::reduce(cx, reduce, &join(ptr, &["reduce"]));
+}

@@ -1,0 +1,302 @@
+//! Names, order and visibility inside one composition: step ids unique (2.3), every
+//! name a top-level step (2.6), `depends_on` earlier and branch targets later than the
+//! step naming them (2.11), and references reading only earlier outputs (3.3).
+
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+
+use super::super::{did_you_mean, Cx};
+use super::shape::{expect_array, expect_str, schema, What};
+use crate::diag::{join, DiagKind, Diagnostic};
+use crate::syntax::{parse_binding, Binding, BindingPart, RefRoot, Reference};
+use crate::vocab::Kind;
+
+/// What the rules need to know about a top-level step, by id.
+#[derive(Clone, Copy)]
+pub(super) struct TopStep {
+    pub(super) index: usize,
+    /// `None` when the kind is missing or unknown (already diagnosed; treated as having
+    /// an output so that one mistake does not cascade).
+    pub(super) kind: Option<Kind>,
+}
+
+/// The step names of one composition.
+pub(super) struct Comp<'p> {
+    pub(super) top: FxHashMap<&'p str, TopStep>,
+    pub(super) nested: FxHashMap<&'p str, usize>,
+    /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
+    /// the first offending reference in document order).
+    cycle_reported: bool,
+}
+
+impl<'p> Comp<'p> {
+    /// Pre-order walk collecting ids: top-level steps by index, nested ones apart, and
+    /// `duplicate_step_id` at every second occurrence (2.3).
+    pub(super) fn collect(cx: &mut Cx<'_, '_>, steps: &'p [Value], steps_ptr: &str) -> Comp<'p> {
+        let mut c = Comp {
+            top: FxHashMap::default(),
+            nested: FxHashMap::default(),
+            cycle_reported: false,
+        };
+        // Where each id was first seen: (top-level index, branch index). Pointers are
+        // built only for a duplicate, so a clean composition allocates none here.
+        let id_ptr = |(i, j): (usize, Option<usize>)| match j {
+            None => join(steps_ptr, &[&i.to_string(), "id"]),
+            Some(j) => join(
+                steps_ptr,
+                &[&i.to_string(), "branches", &j.to_string(), "id"],
+            ),
+        };
+        let mut first: FxHashMap<&'p str, (usize, Option<usize>)> = FxHashMap::default();
+        let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, at: (usize, Option<usize>)| {
+            if let Some(prev) = first.get(id) {
+                cx.push(
+                    Diagnostic::new(
+                        DiagKind::DuplicateStepId,
+                        format!("step id `{id}` is used twice"),
+                    )
+                    .at(id_ptr(at))
+                    .also(id_ptr(*prev), "first used here")
+                    .help(
+                        "step ids are unique across the whole composition, parallel branches included",
+                    ),
+                );
+                false
+            } else {
+                first.insert(id, at);
+                true
+            }
+        };
+        for (i, step) in steps.iter().enumerate() {
+            let kind = step
+                .get("kind")
+                .and_then(Value::as_str)
+                .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
+            if let Some(id) = step.get("id").and_then(Value::as_str) {
+                if seen(cx, id, (i, None)) {
+                    c.top.insert(id, TopStep { index: i, kind });
+                }
+            }
+            if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+                for (j, b) in branches.iter().enumerate() {
+                    if let Some(id) = b.get("id").and_then(Value::as_str) {
+                        if seen(cx, id, (i, Some(j))) {
+                            c.nested.insert(id, i);
+                        }
+                    }
+                }
+            }
+        }
+        c
+    }
+
+    /// Blame `ptr` with the composition's first `cyclic_composition`; later ones are
+    /// consequences and stay quiet.
+    fn report_cycle(&mut self, cx: &mut Cx<'_, '_>, ptr: String, message: String) {
+        if std::mem::replace(&mut self.cycle_reported, true) {
+            return;
+        }
+        cx.push(
+            Diagnostic::new(DiagKind::CyclicComposition, message)
+                .at(ptr)
+                .help("order `steps` so that every step comes after what it depends on and every branch comes before its targets"),
+        );
+    }
+}
+
+/// `unresolved_step` for `name`, which `what` (at `ptr`) names but is no top-level step.
+fn unresolved_step(c: &Comp<'_>, name: &str, ptr: String, what: &str) -> Diagnostic {
+    let message = if c.nested.contains_key(name) {
+        format!("{what} `{name}` is a step nested in a parallel; only top-level steps can be named here")
+    } else {
+        format!("{what} `{name}` names no step of the composition")
+    };
+    Diagnostic::new(DiagKind::UnresolvedStep, message)
+        .at(ptr)
+        .help(did_you_mean("steps", name, c.top.keys().copied()))
+}
+
+/// The composition's `output` (a string, at `optr`): a top-level step with an output.
+pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr: String) {
+    match c.top.get(output) {
+        Some(TopStep {
+            kind: Some(Kind::Branch),
+            ..
+        }) => cx.push(
+            Diagnostic::new(
+                DiagKind::UnresolvedStep,
+                format!("output `{output}` is a branch step, which has no output"),
+            )
+            .at(optr)
+            .help("name a prompt, agent, tool or parallel step"),
+        ),
+        Some(_) => {}
+        None => {
+            let d = unresolved_step(c, output, optr, "output");
+            cx.push(d);
+        }
+    }
+}
+
+/// A branch's `then` / `else`: top-level steps later than the branch.
+pub(super) fn check_targets(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    obj: &Map<String, Value>,
+    ptr: &str,
+    index: usize,
+) {
+    for key in ["then", "else"] {
+        let Some(target) = obj.get(key) else { continue };
+        let tptr = join(ptr, &[key]);
+        let Some(name) = target.as_str() else {
+            cx.push(super::shape::wrong_type(
+                &tptr,
+                What::Member(key),
+                "a step id",
+                target,
+            ));
+            continue;
+        };
+        match c.top.get(name) {
+            None => {
+                let d = unresolved_step(c, name, tptr, key);
+                cx.push(d);
+            }
+            Some(t) if t.index <= index => {
+                c.report_cycle(cx, tptr, format!(
+                    "`{key}: {name}` names a step that is not later in `steps` than its branch; the walk only moves forward, so this is a cycle"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// A step's `depends_on`: top-level steps earlier than it; none on a parallel branch.
+pub(super) fn check_depends_on(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    obj: &Map<String, Value>,
+    ptr: &str,
+    index: usize,
+    nested: bool,
+) {
+    let Some(deps) = obj.get("depends_on") else {
+        return;
+    };
+    let dptr = join(ptr, &["depends_on"]);
+    if nested {
+        cx.push(
+            schema(&dptr, "a parallel branch cannot have `depends_on`")
+                .help("branches of one parallel step all start together; put `depends_on` on the parallel step"),
+        );
+        return;
+    }
+    let what = What::Member("depends_on");
+    let Some(deps) = expect_array(cx, deps, &dptr, what, "an array of step ids") else {
+        return;
+    };
+    for (k, dep) in deps.iter().enumerate() {
+        let kptr = join(&dptr, &[&k.to_string()]);
+        let Some(name) = expect_str(cx, dep, &kptr, What::Phrase("a step id")) else {
+            continue;
+        };
+        match c.top.get(name) {
+            None => {
+                let d = unresolved_step(c, name, kptr, "depends_on");
+                cx.push(d);
+            }
+            Some(t) if t.index >= index => {
+                c.report_cycle(cx, kptr, format!(
+                    "`depends_on: {name}` names a step that is not earlier in `steps`; the walk runs steps in array order, so this is a cycle"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// 3.2/3.3: every string inside `input`/`args`, at any depth (never object keys).
+pub(super) fn check_bindings(
+    cx: &mut Cx<'_, '_>,
+    c: &Comp<'_>,
+    v: Option<&Value>,
+    ptr: &str,
+    index: usize,
+) {
+    let Some(v) = v else { return };
+    let mut stack: Vec<(&Value, String)> = vec![(v, ptr.to_string())];
+    while let Some((v, p)) = stack.pop() {
+        match v {
+            Value::String(s) => match parse_binding(s) {
+                Err(e) => cx.push(
+                    Diagnostic::new(DiagKind::UnresolvedBinding, format!("malformed reference: {e}"))
+                        .at(p)
+                        .help("a reference is `${input.a.b}` or `${step_id.output.a.b}`; there is no way to write a literal `${` in a binding"),
+                ),
+                Ok(Binding::Literal(_)) => {}
+                Ok(Binding::Whole(r)) => check_visible(cx, c, &r, &p, index),
+                Ok(Binding::Template(parts)) => {
+                    for part in &parts {
+                        if let BindingPart::Ref(r) = part {
+                            check_visible(cx, c, r, &p, index);
+                        }
+                    }
+                }
+            },
+            Value::Array(items) => {
+                for (k, item) in items.iter().enumerate().rev() {
+                    stack.push((item, join(&p, &[&k.to_string()])));
+                }
+            }
+            Value::Object(m) => {
+                for (k, item) in m.iter().rev() {
+                    stack.push((item, join(&p, &[k])));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// 3.3: `input` is always visible; `<s>.output` when `s` is an earlier top-level step
+/// with an output.
+pub(super) fn check_visible(
+    cx: &mut Cx<'_, '_>,
+    c: &Comp<'_>,
+    r: &Reference,
+    ptr: &str,
+    index: usize,
+) {
+    let RefRoot::Step(name) = &r.root else { return };
+    let problem = match c.top.get(name.as_str()) {
+        Some(TopStep {
+            kind: Some(Kind::Branch),
+            ..
+        }) => format!("`{name}` is a branch step, which has no output"),
+        Some(t) if t.index >= index => format!("step `{name}` does not run before this one"),
+        Some(_) => return,
+        None if c.nested.contains_key(name.as_str()) => {
+            format!("`{name}` is nested in a parallel step; read the parallel step's merged output instead")
+        }
+        None => format!("no step `{name}` in this composition"),
+    };
+    let visible: Vec<&str> = c
+        .top
+        .iter()
+        .filter(|(_, t)| t.index < index && t.kind != Some(Kind::Branch))
+        .map(|(k, _)| *k)
+        .collect();
+    cx.push(
+        Diagnostic::new(
+            DiagKind::UnresolvedBinding,
+            format!("`${{{name}.output…}}` cannot be resolved: {problem}"),
+        )
+        .at(ptr)
+        .help(format!(
+            "references read `input` or an earlier step's output; {}",
+            did_you_mean("earlier steps", name, visible.iter().copied())
+        )),
+    );
+}

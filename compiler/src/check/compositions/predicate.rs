@@ -1,0 +1,161 @@
+//! The predicate grammar of branch steps (`compositions.md` §7.1): exactly one variant
+//! with exactly its members, a known operator, a literal `value`, a `path` that is one
+//! reference visible from the branch.
+
+use serde_json::Value;
+
+use super::super::{type_of, Cx};
+use super::order::{check_visible, Comp};
+use crate::diag::{join, DiagKind, Diagnostic};
+use crate::syntax::parse_whole_reference;
+use crate::vocab::Op;
+
+fn invalid_predicate(ptr: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(DiagKind::InvalidPredicate, message)
+        .at(ptr)
+        .help("a predicate is exactly one of {path, op, value} | {path, exists} | {all_of: [...]} | {any_of: [...]} | {not: ...}")
+}
+
+/// Check the predicate `p` at `ptr` of the branch at top-level `index`. Recursion is
+/// bounded by the loader's depth limit.
+pub(super) fn check_predicate(
+    cx: &mut Cx<'_, '_>,
+    c: &mut Comp<'_>,
+    p: &Value,
+    ptr: &str,
+    index: usize,
+) {
+    let Some(obj) = p.as_object() else {
+        let found = match p {
+            Value::String(s) => format!("the expression {s:?}"),
+            v => type_of(v).to_string(),
+        };
+        cx.push(invalid_predicate(ptr, format!("a predicate must be an object, found {found}; free-form expressions are not predicates")));
+        return;
+    };
+    let has = |k: &str| obj.contains_key(k);
+    let variant: &[&str] = if has("op") || has("value") {
+        &["path", "op", "value"]
+    } else if has("exists") {
+        &["path", "exists"]
+    } else if has("all_of") {
+        &["all_of"]
+    } else if has("any_of") {
+        &["any_of"]
+    } else if has("not") {
+        &["not"]
+    } else if has("path") {
+        cx.push(invalid_predicate(
+            ptr,
+            "a predicate with `path` needs `op` and `value`, or `exists`",
+        ));
+        return;
+    } else {
+        cx.push(invalid_predicate(
+            ptr,
+            "not a predicate: expected compare, exists, all_of, any_of or not",
+        ));
+        return;
+    };
+    let extra: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !variant.contains(k))
+        .collect();
+    if !extra.is_empty() {
+        cx.push(invalid_predicate(
+            ptr,
+            format!(
+                "unexpected member(s) {} in a predicate of shape {{{}}}",
+                quote_list(&extra),
+                variant.join(", ")
+            ),
+        ));
+        return;
+    }
+    if let Some(missing) = variant.iter().find(|k| !obj.contains_key(**k)) {
+        cx.push(invalid_predicate(
+            ptr,
+            format!("predicate is missing `{missing}`"),
+        ));
+        return;
+    }
+    match variant[0] {
+        "path" => {
+            if let Some(op) = obj.get("op") {
+                if op.as_str().and_then(Op::parse).is_none() {
+                    let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
+                    cx.push(invalid_predicate(
+                        ptr,
+                        format!("unknown op {op}; ops are {}", ops.join(", ")),
+                    ));
+                    return;
+                }
+                if let Some(v) = obj.get("value") {
+                    if contains_reference_text(v) {
+                        cx.push(invalid_predicate(ptr, "a predicate `value` is a literal and may not contain `${`; comparing two paths is not supported in v1"));
+                        return;
+                    }
+                }
+            }
+            if let Some(e) = obj.get("exists") {
+                if !e.is_boolean() {
+                    cx.push(invalid_predicate(
+                        ptr,
+                        format!("`exists` must be true or false, found {e}"),
+                    ));
+                    return;
+                }
+            }
+            let path = &obj["path"];
+            let pptr = join(ptr, &["path"]);
+            let Some(text) = path.as_str() else {
+                cx.push(invalid_predicate(
+                    ptr,
+                    format!("`path` must be a reference string, found {}", type_of(path)),
+                ));
+                return;
+            };
+            match parse_whole_reference(text) {
+                Err(e) => cx.push(invalid_predicate(
+                    ptr,
+                    format!("`path` is not one reference: {e}"),
+                )),
+                Ok(r) => check_visible(cx, c, &r, &pptr, index),
+            }
+        }
+        key @ ("all_of" | "any_of") => {
+            let lptr = join(ptr, &[key]);
+            match obj[key].as_array() {
+                Some(list) if !list.is_empty() => {
+                    for (k, sub) in list.iter().enumerate() {
+                        check_predicate(cx, c, sub, &join(&lptr, &[&k.to_string()]), index);
+                    }
+                }
+                Some(_) => cx.push(invalid_predicate(ptr, format!("`{key}` must not be empty"))),
+                None => cx.push(invalid_predicate(
+                    ptr,
+                    format!("`{key}` must be an array of predicates"),
+                )),
+            }
+        }
+        _ => check_predicate(cx, c, &obj["not"], &join(ptr, &["not"]), index),
+    }
+}
+
+fn quote_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn contains_reference_text(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("${"),
+        Value::Array(a) => a.iter().any(contains_reference_text),
+        Value::Object(o) => o.values().any(contains_reference_text),
+        _ => false,
+    }
+}

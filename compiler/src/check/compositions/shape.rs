@@ -1,0 +1,331 @@
+//! Shape checks: members present, of the right JSON type, none unknown. Each is a
+//! `schema_violation` (2.23) made by the same few helpers, so every "`x` must be a
+//! string" reads alike and blames the member itself.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::super::{did_you_mean, is_ident, type_of, Cx};
+use crate::diag::{join, DiagKind, Diagnostic};
+use crate::vocab::{Kind, Strategy, KIND_MEMBERS};
+
+const COMPOSITION_MEMBERS: &[&str] = &[
+    "version",
+    "description",
+    "input_schema",
+    "output_schema",
+    "output",
+    "steps",
+    "engine",
+];
+pub(super) const SHARED_STEP_MEMBERS: &[&str] =
+    &["id", "kind", "description", "depends_on", "modifiers"];
+
+/// A `schema_violation` at `ptr`.
+pub(super) fn schema(ptr: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(DiagKind::SchemaViolation, message).at(ptr)
+}
+
+/// What a shape message names: a member (printed in backticks) or a phrase.
+#[derive(Clone, Copy)]
+pub(super) enum What<'a> {
+    /// The member `key`: "`key` must be ...".
+    Member(&'a str),
+    /// A phrase: "a step id must be ...".
+    Phrase(&'static str),
+}
+
+impl fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Member(key) => write!(f, "`{key}`"),
+            What::Phrase(p) => f.write_str(p),
+        }
+    }
+}
+
+/// "`what` must be `expected`, found <type of v>" at `ptr`.
+pub(super) fn wrong_type(ptr: &str, what: What<'_>, expected: &str, v: &Value) -> Diagnostic {
+    schema(
+        ptr,
+        format!("{what} must be {expected}, found {}", type_of(v)),
+    )
+}
+
+/// `v` as a string, or a `schema_violation` at `ptr` and `None`.
+pub(super) fn expect_str<'v>(
+    cx: &mut Cx<'_, '_>,
+    v: &'v Value,
+    ptr: &str,
+    what: What<'_>,
+) -> Option<&'v str> {
+    let s = v.as_str();
+    if s.is_none() {
+        cx.push(wrong_type(ptr, what, "a string", v));
+    }
+    s
+}
+
+/// `v` as an object, or a `schema_violation` at `ptr` and `None`.
+pub(super) fn expect_object<'v>(
+    cx: &mut Cx<'_, '_>,
+    v: &'v Value,
+    ptr: &str,
+    what: What<'_>,
+) -> Option<&'v Map<String, Value>> {
+    let o = v.as_object();
+    if o.is_none() {
+        cx.push(wrong_type(ptr, what, "an object", v));
+    }
+    o
+}
+
+/// `v` as an array, or a `schema_violation` "must be `expected`" at `ptr` and `None`.
+pub(super) fn expect_array<'v>(
+    cx: &mut Cx<'_, '_>,
+    v: &'v Value,
+    ptr: &str,
+    what: What<'_>,
+    expected: &str,
+) -> Option<&'v [Value]> {
+    let a = v.as_array().map(Vec::as_slice);
+    if a.is_none() {
+        cx.push(wrong_type(ptr, what, expected, v));
+    }
+    a
+}
+
+/// The member `key` of `obj` at `ptr`, which must be a string when present.
+pub(super) fn optional_str<'v>(
+    cx: &mut Cx<'_, '_>,
+    obj: &'v Map<String, Value>,
+    ptr: &str,
+    key: &str,
+) -> Option<&'v str> {
+    let v = obj.get(key)?;
+    expect_str(cx, v, &join(ptr, &[key]), What::Member(key))
+}
+
+/// The members of a composition object: none unknown, `version: 1`, the string members
+/// strings, `engine` an object.
+pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+    let newer = cx.newer_spec;
+    for (key, _) in obj {
+        let later = key == "extensions" && cx.level >= ir_spec::SpecLevel::V1_8;
+        if !COMPOSITION_MEMBERS.contains(&key.as_str()) && !newer && !later {
+            cx.push(
+                schema(
+                    &join(ptr, &[key]),
+                    format!("unknown member `{key}` of a composition"),
+                )
+                .help(format!(
+                    "a composition has only: {}",
+                    COMPOSITION_MEMBERS.join(", ")
+                )),
+            );
+        }
+    }
+    match obj.get("version") {
+        None => cx.push(schema(ptr, "missing required member `version`").help("add `version: 1`")),
+        Some(v) if v.as_u64() != Some(1) => cx.push(
+            schema(
+                &join(ptr, &["version"]),
+                format!("composition version must be the integer 1, found {v}"),
+            )
+            .help("write `version: 1`"),
+        ),
+        Some(_) => {}
+    }
+    for key in ["description", "input_schema", "output_schema", "output"] {
+        optional_str(cx, obj, ptr, key);
+    }
+    if let Some(v) = obj.get("engine") {
+        expect_object(cx, v, &join(ptr, &["engine"]), What::Member("engine"));
+    }
+}
+
+/// Members no step kind of this level defines, and members of another kind.
+///
+/// Members no v1 step kind defines (`later-versions.md` §1 "Steps"): `provider` below
+/// level 1.9 is a `schema_violation` naming v1.9; `provider` on a step that makes no
+/// model call, and any other unknown member, is the warning `ignored_member`. A member
+/// another v1 kind owns is a `schema_violation`.
+pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Map<String, Value>, ptr: &str) {
+    for key in obj.keys() {
+        let key = key.as_str();
+        if KIND_MEMBERS.contains(&key) || SHARED_STEP_MEMBERS.contains(&key) {
+            continue;
+        }
+        let mptr = join(ptr, &[key]);
+        if key == "provider" && cx.level < ir_spec::SpecLevel::V1_9 && !cx.newer_spec {
+            cx.push(
+                schema(
+                    &mptr,
+                    format!(
+                        "`provider` on a step is defined by PromptPack v1.9; this pack is read at level {}",
+                        cx.level
+                    ),
+                )
+                .help("declare `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json` (or `--spec-level 1.9`) and the key under `requires.providers`, or remove `provider`"),
+            );
+        } else if key == "provider" && kind.calls_model() {
+            // resolved by the provider checks
+        } else {
+            let why = if key == "provider" {
+                format!(
+                    "`provider` has no effect on a {} step, which makes no model call",
+                    kind.as_str()
+                )
+            } else {
+                format!(
+                    "unknown member `{key}` of a {} step is ignored",
+                    kind.as_str()
+                )
+            };
+            cx.push(
+                Diagnostic::new(DiagKind::IgnoredMember, why)
+                    .at(mptr)
+                    .help(format!(
+                        "remove `{key}`; a {} step takes: {}",
+                        kind.as_str(),
+                        SHARED_STEP_MEMBERS
+                            .iter()
+                            .chain(kind.members())
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+            );
+        }
+    }
+    for key in obj.keys() {
+        let key = key.as_str();
+        if KIND_MEMBERS.contains(&key)
+            && !kind.members().contains(&key)
+            && !SHARED_STEP_MEMBERS.contains(&key)
+        {
+            cx.push(
+                schema(
+                    &join(ptr, &[key]),
+                    format!("`{key}` does not belong on a {} step", kind.as_str()),
+                )
+                .help(format!(
+                    "a {} step takes: {}",
+                    kind.as_str(),
+                    kind.members().join(", ")
+                )),
+            );
+        }
+    }
+}
+
+/// A step's `modifiers`: `retry.max_attempts` ≥ 1, `eval` a list of eval ids.
+pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+    let Some(mods) = obj.get("modifiers") else {
+        return;
+    };
+    let mptr = join(ptr, &["modifiers"]);
+    let Some(mods) = expect_object(cx, mods, &mptr, What::Member("modifiers")) else {
+        return;
+    };
+    if let Some(retry) = mods.get("retry") {
+        let rptr = join(&mptr, &["retry"]);
+        if let Some(r) = expect_object(cx, retry, &rptr, What::Member("retry")) {
+            if let Some(n) = r.get("max_attempts") {
+                if n.as_u64().is_none_or(|n| n < 1) {
+                    cx.push(
+                        schema(
+                            &join(&rptr, &["max_attempts"]),
+                            format!("`max_attempts` must be an integer ≥ 1, found {n}"),
+                        )
+                        .help("`max_attempts` counts every attempt, the first included"),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(eval) = mods.get("eval") {
+        let eptr = join(&mptr, &["eval"]);
+        let what = What::Member("eval");
+        let Some(evals) = expect_array(cx, eval, &eptr, what, "an array of eval ids") else {
+            return;
+        };
+        for (k, e) in evals.iter().enumerate() {
+            let kptr = join(&eptr, &[&k.to_string()]);
+            match expect_str(cx, e, &kptr, What::Phrase("an eval id")) {
+                Some(id) if !cx.names.evals.contains(id) => {
+                    let d = Diagnostic::new(
+                        DiagKind::UnresolvedEval,
+                        format!("eval `{id}` is not the id of an entry of `evals`"),
+                    )
+                    .at(kptr)
+                    .help(did_you_mean(
+                        "evals",
+                        id,
+                        cx.names.evals.iter().copied(),
+                    ));
+                    cx.push(d);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A parallel step's `reduce` (present): an object of a known `strategy` and an
+/// identifier `into`, nothing else.
+pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
+    let Some(r) = expect_object(cx, reduce, rptr, What::Member("reduce")) else {
+        return;
+    };
+    for key in ["strategy", "into"] {
+        if !r.contains_key(key) {
+            cx.push(
+                schema(rptr, format!("`reduce` without `{key}`"))
+                    .help("write `reduce: {strategy: barrier|append|replace, into: <name>}`"),
+            );
+        }
+    }
+    if let Some(s) = r.get("strategy") {
+        if s.as_str().and_then(Strategy::parse).is_none() {
+            cx.push(
+                schema(
+                    &join(rptr, &["strategy"]),
+                    format!("unknown reduce strategy {s}"),
+                )
+                .help("strategies are append, replace and barrier"),
+            );
+        }
+    }
+    if let Some(into) = r.get("into") {
+        if !into.as_str().is_some_and(is_ident) {
+            cx.push(schema(
+                &join(rptr, &["into"]),
+                format!("`into` must be a name matching ^[a-zA-Z_][a-zA-Z0-9_]*$, found {into}"),
+            ));
+        }
+    }
+    for key in r
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "strategy" | "into"))
+    {
+        cx.push(schema(
+            &join(rptr, &[key]),
+            format!("unknown member `{key}` of `reduce`"),
+        ));
+    }
+}
+
+/// A suggestion for an invalid step id: every other character replaced by `_`, and a
+/// leading `_` where the id would start with a digit or be `input`.
+pub(super) fn sanitize(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) || s == "input" {
+        s.insert(0, '_');
+    }
+    s
+}
