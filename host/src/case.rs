@@ -8,6 +8,7 @@ use packc_compiler::render::RenderSource;
 use packc_vm::driver::ScriptItem;
 use serde_json::{Map, Value};
 
+pub use crate::case_format::Problem;
 use crate::case_format::{self, Section};
 
 /// A case file that cannot be read or does not have the case shape.
@@ -34,17 +35,6 @@ impl std::fmt::Display for CaseError {
         }
         Ok(())
     }
-}
-
-/// One thing wrong with a case file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// 1-based line; 0 when the problem has no place (the file cannot be read).
-    pub line: usize,
-    /// 1-based column, in characters.
-    pub column: usize,
-    /// What is wrong and how to fix it.
-    pub message: String,
 }
 
 /// Where the pack of a case comes from.

@@ -8,7 +8,16 @@ use std::ops::Range;
 use packc_compiler::load::SpanIndex;
 use serde_json::Value;
 
-use crate::case::Problem;
+/// One thing wrong with a case file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line; 0 when the problem has no place (the file cannot be read).
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
 
 /// The objects of a case file whose members are fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
