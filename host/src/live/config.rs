@@ -31,7 +31,8 @@ impl ModelEndpoint {
     /// The host OpenAI's own API is served from.
     pub const OPENAI_HOST: &'static str = "api.openai.com";
 
-    pub(crate) fn url(&self) -> String {
+    /// Where model calls go: `<base_url>/chat/completions`.
+    pub fn url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 
