@@ -1,15 +1,10 @@
 //! `packc build`, `packc inspect` and `packc run` on built `.ppk` artifacts.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn packc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_packc"))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::{assert_code, packc, repo, stderr};
 
 /// A fresh folder for one test.
 fn temp_dir(test: &str) -> PathBuf {
@@ -17,10 +12,6 @@ fn temp_dir(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `packc build <pack> -o <out>`, asserting success.
@@ -32,7 +23,7 @@ fn build(pack: &Path, out: &Path) {
         .arg(out)
         .output()
         .unwrap();
-    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    assert_code(&res, 0);
     let size = std::fs::metadata(out).unwrap().len();
     // Notes (such as `no_spec_version`) may come first; the last line is the result.
     assert_eq!(
@@ -66,13 +57,8 @@ fn running_the_artifact_matches_running_the_source() {
     let input = r#"{"text": "a paper"}"#;
     let from_source = run_with_host(&pack, &host, input);
     let from_ppk = run_with_host(&ppk, &host, input);
-    assert_eq!(
-        from_source.status.code(),
-        Some(0),
-        "{}",
-        stderr(&from_source)
-    );
-    assert_eq!(from_ppk.status.code(), Some(0), "{}", stderr(&from_ppk));
+    assert_code(&from_source, 0);
+    assert_code(&from_ppk, 0);
     assert_eq!(
         String::from_utf8_lossy(&from_ppk.stdout),
         String::from_utf8_lossy(&from_source.stdout)
@@ -89,7 +75,7 @@ fn default_output_replaces_the_suffix_and_builds_are_reproducible() {
     let pack = dir.join("wf.pack.yaml");
     std::fs::copy(repo().join("examples/guide-add-workflow.pack.yaml"), &pack).unwrap();
     let res = packc().arg("build").arg(&pack).output().unwrap();
-    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    assert_code(&res, 0);
     let ppk = dir.join("wf.ppk");
     let first = std::fs::read(&ppk).unwrap();
     assert!(
@@ -124,7 +110,7 @@ fn inspect_shows_header_sections_and_module() {
     let ppk = dir.join("ex3.ppk");
     build(&pack, &ppk);
     let res = packc().arg("inspect").arg(&ppk).output().unwrap();
-    assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+    assert_code(&res, 0);
     let text = String::from_utf8(res.stdout).unwrap();
     let hash: String = packc_compiler::source_hash(&std::fs::read(&pack).unwrap())
         .iter()
@@ -234,7 +220,7 @@ fn cut_and_empty_artifacts_are_truncated() {
     let empty = dir.join("empty.ppk");
     std::fs::write(&empty, b"").unwrap();
     let out = packc().arg("run").arg(&empty).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_code(&out, 2);
     assert!(
         stderr(&out).contains("truncated .ppk file: 0 bytes"),
         "{}",

@@ -3,13 +3,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn packc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_packc"))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::{assert_code, packc, repo, stderr};
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
@@ -26,12 +21,7 @@ fn clean_example_exits_zero() {
         .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_code(&out, 0);
 }
 
 #[test]
@@ -353,12 +343,7 @@ fn json_packs_are_strict_json() {
     let body = "{\n  \"id\": \"demo\",\n  \"name\": \"Demo\",\n  \"version\": \"1.0.0\",\n  \"template_engine\": {\"version\": \"v1\", \"syntax\": \"x\"},\n  \"prompts\": {\"p\": {\"id\": \"p\", \"name\": \"P\", \"version\": \"1.0.0\", \"system_template\": \"hi\"}}\n}\n";
     let clean = write_temp("strict.pack.json", body.as_bytes());
     let out = packc().arg("check").arg(&clean).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_code(&out, 0);
     let broken = [
         (
             "trailing",
@@ -491,12 +476,7 @@ fn run_format_json_prints_the_whole_result() {
         .arg(&host)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_code(&out, 0);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "done");
     assert_eq!(r["stopped"], "done");
@@ -612,12 +592,7 @@ fn composition_state_without_event_output_warns() {
             .arg(&pack)
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_code(&out, 0);
         String::from_utf8(out.stdout).unwrap()
     };
     let warned = check(r#"{"type": "object", "properties": {"label": {"type": "string"}}}"#);
@@ -757,7 +732,7 @@ fn packc_cmd_trace() -> String {
         .arg("--trace")
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    stderr(&out)
 }
 
 #[test]
@@ -814,12 +789,7 @@ compositions:
     );
     let graph = packc().arg("graph").arg(&pack).output().unwrap();
     let dot = String::from_utf8_lossy(&graph.stdout);
-    assert_eq!(
-        graph.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&graph.stderr)
-    );
+    assert_code(&graph, 0);
     assert!(dot.contains("extension acme.rerank"), "{dot}");
     let ppk = pack.with_extension("ppk");
     let build = packc()
@@ -829,12 +799,7 @@ compositions:
         .arg(&ppk)
         .output()
         .unwrap();
-    assert_eq!(
-        build.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
+    assert_code(&build, 0);
     let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
     let text = String::from_utf8_lossy(&inspect.stdout);
     assert!(

@@ -4,12 +4,11 @@
 //! prints for it. A change of layout shows up here as a diff, and must also change
 //! `ir-spec/FORMAT.md`. Regenerate both with `UPDATE_GOLDEN=1 cargo test -p packc --test golden`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::repo;
 
 fn packc(args: &[&str]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_packc"))

@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod common;
+use common::assert_code;
+
 fn graph(format: Option<&str>) -> String {
     let pack = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/rfc0010-ex2.pack.yaml");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_packc"));
@@ -12,12 +15,7 @@ fn graph(format: Option<&str>) -> String {
         cmd.args(["--format", f]);
     }
     let out = cmd.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_code(&out, 0);
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -6,24 +6,8 @@ use std::process::Command;
 
 use packc_host::mock::{MockServer, Reply};
 
-fn packc() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_packc"));
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli-live")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{assert_code, packc, repo, scratch, stderr};
 
 #[test]
 fn a_live_run_is_recorded_and_replays_under_packc_test() {
@@ -161,12 +145,7 @@ fn a_built_artifact_runs_live_without_its_source() {
         .arg(&ppk)
         .output()
         .unwrap();
-    assert_eq!(
-        build.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
+    assert_code(&build, 0);
     let server = MockServer::start(|_, req| {
         // The embedded schema travels in the artifact: it is the response format.
         assert_eq!(req.body["response_format"]["type"], "json_schema");
@@ -272,7 +251,7 @@ fn the_default_key_goes_only_to_api_openai_com_unless_named() {
             .args(extra)
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        stderr(&out)
     };
     // Another host: the key stays home, and a note says how to send it.
     let stderr = run(&[]);

@@ -2,24 +2,9 @@
 //! place and what to do.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn packc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_packc"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli-messages")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{assert_code, packc, scratch, stderr};
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
 /// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
@@ -210,7 +195,7 @@ fn inspect_writes_not_around_what_it_negates() {
         .arg(&ppk)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_code(&out, 0);
     let out = packc().arg("inspect").arg(&ppk).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -2,11 +2,10 @@
 //! folder, diagnostics stay bounded, terminal output is escaped, files are written safely.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn packc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_packc"))
-}
+mod common;
+use common::packc;
 
 /// A fresh folder for one test: `pack/` (the pack's folder) and `secret/` beside it,
 /// holding a schema file whose text must never reach an artifact or the output.

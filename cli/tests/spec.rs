@@ -3,37 +3,16 @@
 //! load-time refusal of an unbound key, `--record` of routed calls, admission by
 //! `--environment`, and governance shown by `packc inspect`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
 use packc_host::mock::{MockServer, Reply};
 
-fn packc() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_packc"));
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli-spec")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+mod common;
+use common::{packc, scratch, stderr, stdout, write};
 
 fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (stdout(out), stderr(out))
 }
 
 /// RFC 0017: `draft` runs on `drafter` (the step's provider), `final` on `default`.

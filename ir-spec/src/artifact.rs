@@ -14,11 +14,11 @@
 //! fails names the error ([`ArtifactError::name`]): a file cut short is `truncated` before
 //! its checksum is compared, a damaged one `corrupted`.
 
-use thiserror::Error;
-
-use crate::container::{Container, ContainerError, Tag};
+use crate::container::{Container, Tag};
+pub use crate::error::ArtifactError;
 use crate::limits::DecodeLimits;
-use crate::{InvalidModule, Module};
+pub use crate::nesting::MAX_NESTING;
+use crate::Module;
 
 /// The tag of the required section holding the postcard-encoded [`Module`].
 pub const MODL: Tag = Tag(*b"MODL");
@@ -32,12 +32,6 @@ pub const GARD: Tag = Tag(*b"GARD");
 /// (format 1.1). A file without it is read as level 1.5 with no providers or governance.
 pub const SPEC: Tag = Tag(*b"spec");
 
-/// The deepest nesting of predicates (`not`, `all_of`, `any_of`) and of bound arrays and
-/// objects a decoded module may have. Packs are loaded with a depth limit of 128 by
-/// default, so lowering never comes near it; a file that does is refused rather than
-/// allowed to exhaust the stack.
-pub const MAX_NESTING: usize = 256;
-
 /// A compiled pack: its provenance and its lowered module.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Artifact {
@@ -47,48 +41,6 @@ pub struct Artifact {
     pub compiler: String,
     /// The lowered module.
     pub module: Module,
-}
-
-/// Why bytes are not a loadable artifact.
-///
-/// Each variant has a stable name ([`ArtifactError::name`]), the one FORMAT.md §1
-/// "Reading, in order" gives it; `ir-spec/tools/ppk_dump.py` reports the same names.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ArtifactError {
-    /// The container is unreadable: wrong magic, version, checksum or layout (named by
-    /// the [`ContainerError`]).
-    #[error(transparent)]
-    Container(#[from] ContainerError),
-    /// `malformed_module`: the `MODL` section is not exactly one postcard-encoded module
-    /// (FORMAT.md §2), or nests predicates or bindings too deeply.
-    #[error("malformed .ppk file: section MODL does not decode as a module: {0}")]
-    Decode(String),
-    /// `invalid_module`: the module decoded but fails verification (FORMAT.md §3).
-    #[error("malformed .ppk file: {0}")]
-    Invalid(#[from] InvalidModule),
-    /// `limit_exceeded`: the module holds more of something than the reader's
-    /// [`DecodeLimits`] allow (a limit of this reader, not of the format).
-    #[error("the artifact has more than {max} {what}, past the reader's limit `{limit}`")]
-    Limit {
-        /// The [`DecodeLimits`] field, e.g. `max_total_steps`.
-        limit: &'static str,
-        /// What was counted, e.g. `steps`.
-        what: &'static str,
-        /// The limit's value.
-        max: usize,
-    },
-}
-
-impl ArtifactError {
-    /// The error's stable name, as FORMAT.md §1 "Reading, in order" lists it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ArtifactError::Container(e) => e.name(),
-            ArtifactError::Decode(_) => "malformed_module",
-            ArtifactError::Invalid(_) => "invalid_module",
-            ArtifactError::Limit { .. } => "limit_exceeded",
-        }
-    }
 }
 
 impl Artifact {
@@ -198,7 +150,7 @@ fn decode_module(payload: &[u8]) -> Result<Module, ArtifactError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::container::DEFAULT_MAX_ARTIFACT_BYTES;
+    use crate::container::{ContainerError, DEFAULT_MAX_ARTIFACT_BYTES};
     use crate::*;
 
     /// A small module touching every table, built by hand.

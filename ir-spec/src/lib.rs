@@ -26,6 +26,7 @@ pub mod artifact;
 pub mod bounds;
 mod composition;
 pub mod container;
+mod error;
 mod ids;
 mod json_text;
 pub mod limits;

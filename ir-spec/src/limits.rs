@@ -12,8 +12,8 @@
 //! allocates more than the bytes present justify, so the counts are checked on the
 //! decoded module, before [`Module::validate`].
 
-use crate::artifact::ArtifactError;
 use crate::container::DEFAULT_MAX_ARTIFACT_BYTES;
+use crate::error::ArtifactError;
 use crate::Module;
 
 /// Compositions a module may hold by default.

@@ -12,8 +12,13 @@ use std::cell::Cell;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::artifact::MAX_NESTING;
 use crate::{Bind, Pred};
+
+/// The deepest nesting of predicates (`not`, `all_of`, `any_of`) and of bound arrays and
+/// objects a decoded module may have. Packs are loaded with a depth limit of 128 by
+/// default, so lowering never comes near it; a file that does is refused rather than
+/// allowed to exhaust the stack.
+pub const MAX_NESTING: usize = 256;
 
 thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
