@@ -13,6 +13,9 @@
 //! - `vm_pred/*`: a predicate alone (one compare; a 3-clause `any_of`).
 //! - `vm_guard/ex2_text`, `vm_guard/ex2_guarded`: ex2 answered with 200-character text,
 //!   without and with three built-in validators on each prompt (`later-versions.md` §4).
+//! - `floor/ex2`: no VM at all: example 2's work written by hand in Rust ([`floor_ex2`]),
+//!   asking the same host as `vm/ex2` with the same prebuilt answers. `vm/ex2` ÷
+//!   `floor/ex2` is what the VM costs over the least a program doing this work can do.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +42,19 @@ fn model_output() -> Value {
 struct Answers {
     model: Vec<Answer>,
     tool: Vec<Answer>,
+}
+
+impl Answers {
+    /// The host of the `vm/*` and `floor/*` rows: the next prebuilt answer for a model
+    /// call (else a tool call).
+    fn next(&mut self, model: bool) -> Answer {
+        let list = if model {
+            &mut self.model
+        } else {
+            &mut self.tool
+        };
+        list.pop().expect("one prebuilt answer per call")
+    }
 }
 
 fn answers(n: usize, events: &[&str]) -> Answers {
@@ -83,12 +99,7 @@ fn drive(run: &mut Run, input: Value, mut answers: Answers) {
                     .pending()
                     .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
                     .unwrap();
-                let a = if call.is_model() {
-                    answers.model.pop()
-                } else {
-                    answers.tool.pop()
-                };
-                Input::Answer(call.id(), a.unwrap())
+                Input::Answer(call.id(), answers.next(call.is_model()))
             }
         };
     }
@@ -332,5 +343,101 @@ fn bench_predicates(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_runs, bench_predicates, bench_guards);
+/// Example 2 (`examples/rfc0010-ex2.pack.yaml`) written by hand, with no VM: take the
+/// input's `text`, ask the host for `doc_classifier`, compare the answer's `type` with
+/// `"research_paper"`, ask for the chosen extractor and return its answer, the
+/// composition's output. `ask` gets the prompt key and the call's input, as a host
+/// gets them from a VM call.
+fn floor_ex2(input: &Value, ask: &mut impl FnMut(&str, &Value) -> Value) -> Value {
+    let text = &input["text"];
+    let class = ask("doc_classifier", text);
+    let extractor = if class.get("type").and_then(Value::as_str) == Some("research_paper") {
+        "research_paper_extractor"
+    } else {
+        "general_doc_extractor"
+    };
+    ask(extractor, text)
+}
+
+/// The output of one answer, as [`floor_ex2`]'s host returns it.
+fn output_of(answer: Answer) -> Value {
+    match answer {
+        Answer::Output { output, .. } => output,
+        other => panic!("a prebuilt answer is an output: {other:?}"),
+    }
+}
+
+/// `floor/ex2` beside `vm/ex2`: the same input and prebuilt answers, asked of the same
+/// host. Before timing, both branches of the VM's run and of [`floor_ex2`] are compared:
+/// the same calls (prompt key, input) in the same order and the same output.
+fn bench_floor(c: &mut Criterion) {
+    let input = json!({"text": "A paper about residual networks.", "x": 0});
+    let p = program(&root().join("examples/rfc0010-ex2.pack.yaml"));
+    for kind in ["research_paper", "manual"] {
+        let mut classify = model_output();
+        classify["type"] = json!(kind);
+        let extracted = json!({"summary": format!("a {kind}"), "entities": []});
+        let prebuilt = || Answers {
+            model: [extracted.clone(), classify.clone()]
+                .map(|output| Answer::Output {
+                    output,
+                    event: None,
+                })
+                .into(),
+            tool: Vec::new(),
+        };
+        let options = RunOptions {
+            record_calls: true,
+            ..RunOptions::default()
+        };
+        let mut run = Run::new(p.clone(), Target::Workflow, options).unwrap();
+        drive(&mut run, input.clone(), prebuilt());
+        let vm_calls: Vec<(String, Value)> = run
+            .calls()
+            .into_iter()
+            .map(|call| match call {
+                packc_vm::CallRecord::Model { prompt, input, .. } => (prompt, input),
+                other => panic!("ex2 makes model calls only: {other:?}"),
+            })
+            .collect();
+        let mut answers = prebuilt();
+        let mut floor_calls = Vec::new();
+        let output = floor_ex2(&input, &mut |task, input| {
+            floor_calls.push((task.to_owned(), input.clone()));
+            output_of(answers.next(true))
+        });
+        assert_eq!(
+            floor_calls, vm_calls,
+            "{kind}: the floor makes the VM's calls"
+        );
+        assert_eq!(
+            &output,
+            run.outcome().unwrap().output,
+            "{kind}: same output"
+        );
+        assert_eq!(output, extracted);
+    }
+    let mut group = c.benchmark_group("floor");
+    group.bench_function("ex2", |b| {
+        b.iter_batched(
+            || (input.clone(), answers(2, &[])),
+            |(input, mut answers)| {
+                // The input is returned, as `vm/ex2` keeps it in the run: neither row
+                // times dropping it.
+                let output = floor_ex2(&input, &mut |_, _| output_of(answers.next(true)));
+                (output, input)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_runs,
+    bench_floor,
+    bench_predicates,
+    bench_guards
+);
 criterion_main!(benches);

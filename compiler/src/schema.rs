@@ -20,6 +20,8 @@ use serde_json::Value;
 
 use crate::diag::{join, DiagKind, Diagnostic};
 
+mod quick;
+
 /// The v1.5 schema packc validates level-1.5 packs against, as JSON text.
 pub const SCHEMA_V1_5: &str = include_str!("../schema/promptpack.v1.5.schema.json");
 /// The official v1.5.1 schema (annotations dropped): level 1.5.1.
@@ -41,22 +43,64 @@ enum Which {
     V1_9_0,
 }
 
+impl Which {
+    fn slot(self) -> usize {
+        self as usize
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            Which::V1_5 => SCHEMA_V1_5,
+            Which::V1_5_1 => SCHEMA_V1_5_1,
+            Which::V1_6 => SCHEMA_V1_6,
+            Which::V1_8_1 => SCHEMA_V1_8_1,
+            Which::V1_9_0 => SCHEMA_V1_9_0,
+        }
+    }
+}
+
+/// The embedded schema as a JSON value, parsed once per process.
+fn document(which: Which) -> &'static Value {
+    static DOCUMENTS: [OnceLock<Value>; 5] = [const { OnceLock::new() }; 5];
+    DOCUMENTS[which.slot()]
+        .get_or_init(|| serde_json::from_str(which.text()).expect("embedded schema is JSON"))
+}
+
+/// The compiled validator of the embedded schema, built once per process and only when
+/// a pack is not found valid without it ([`quick`]).
+static VALIDATORS: [OnceLock<Validator>; 5] = [const { OnceLock::new() }; 5];
+
 fn validator(which: Which) -> &'static Validator {
-    static VALIDATORS: [OnceLock<Validator>; 5] = [const { OnceLock::new() }; 5];
-    let (slot, text) = match which {
-        Which::V1_5 => (0, SCHEMA_V1_5),
-        Which::V1_5_1 => (1, SCHEMA_V1_5_1),
-        Which::V1_6 => (2, SCHEMA_V1_6),
-        Which::V1_8_1 => (3, SCHEMA_V1_8_1),
-        Which::V1_9_0 => (4, SCHEMA_V1_9_0),
-    };
-    VALIDATORS[slot].get_or_init(|| {
-        let schema: Value = serde_json::from_str(text).expect("embedded schema is JSON");
+    VALIDATORS[which.slot()].get_or_init(|| {
         jsonschema::options()
             .should_validate_formats(false)
-            .build(&schema)
+            .build(document(which))
             .expect("embedded schema compiles")
     })
+}
+
+/// Whether this process has compiled the validator of `which` already.
+fn compiled(which: Which) -> bool {
+    VALIDATORS[which.slot()].get().is_some()
+}
+
+/// Packs with at most this many prompts, tools, compositions and workflow states
+/// together are walked by [`quick`] first. The walk costs about ten times what the
+/// compiled validator takes on the same pack, and compiling it costs as much as walking
+/// about 500 prompts: below this size the walk always wins.
+const QUICK_MAX_ENTRIES: usize = 200;
+
+fn small(pack: &Value) -> bool {
+    let entries = |key: &str| {
+        pack.get(key)
+            .and_then(Value::as_object)
+            .map_or(0, |m| m.len())
+    };
+    let states = pack
+        .pointer("/workflow/states")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len());
+    entries("prompts") + entries("tools") + entries("compositions") + states <= QUICK_MAX_ENTRIES
 }
 
 /// The spec version a `$schema` URL claims, if it names one (`.../v1.6/...` → `(1, 6, 0)`).
@@ -148,6 +192,15 @@ pub fn validate_at(pack: &Value, over: Option<SpecLevel>, out: &mut Vec<Diagnost
                 "packc implements PromptPack up to v1.9; upgrade packc to check the newer fields",
             ),
         );
+    }
+    // A valid pack has nothing to report: the validator, whose compilation costs more
+    // than the rest of a small pack's check, is built only to describe what is wrong.
+    // Once built, or for a large pack, the compiled validator is the faster walk.
+    if !compiled(which)
+        && small(pack)
+        && quick::valid(document(which), pack) == quick::Verdict::Valid
+    {
+        return;
     }
     for error in validator(which).iter_errors(pack) {
         let path = error.instance_path().as_str();
@@ -267,8 +320,7 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>)
 /// The alternatives of the `oneOf` / `anyOf` at `schema_path`, by name: a `$ref`'s
 /// definition name, else the type.
 fn candidates(schema_path: &str) -> Vec<String> {
-    static SCHEMA: OnceLock<Value> = OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| serde_json::from_str(SCHEMA_V1_5).unwrap_or_default());
+    let schema = document(Which::V1_5);
     // The path goes through `$ref`s by name (`.../media/$ref/additionalProperties/oneOf`).
     let mut at = Some(schema);
     for seg in schema_path.split('/').skip(1) {
@@ -413,6 +465,128 @@ mod tests {
             "{}",
             d.message
         );
+    }
+
+    /// Every pack of the examples, the tests, the shared corpus and the conformance cases
+    /// at every level, and variants of the examples with one member removed or replaced:
+    /// where the walk without a validator decides, it agrees with the compiled validator.
+    #[test]
+    fn the_quick_walk_agrees_with_the_validator() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let all = [
+            Which::V1_5,
+            Which::V1_5_1,
+            Which::V1_6,
+            Which::V1_8_1,
+            Which::V1_9_0,
+        ];
+        let mut files = Vec::new();
+        for dir in [
+            "examples",
+            "tests",
+            "../shared/corpus",
+            "../shared/conformance/cases",
+        ] {
+            collect(&root.join(dir), &mut files);
+        }
+        let mut packs = Vec::new();
+        let mut mutated = 0;
+        for file in &files {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            let Ok(loaded) = crate::load::load_str(&text, &Default::default()) else {
+                continue;
+            };
+            let value = loaded.value;
+            match value.get("pack") {
+                Some(pack @ Value::Object(_)) => packs.push((pack.clone(), &all[..])),
+                _ if value.get("prompts").is_some() => packs.push((value, &all[..])),
+                _ => {}
+            }
+            if file.starts_with(root.join("examples")) && file.to_string_lossy().contains(".pack.")
+            {
+                let pack = packs.last().unwrap().0.clone();
+                let mut variants = Vec::new();
+                mutations(&pack, &mut Vec::new(), &pack, &mut variants);
+                mutated += variants.len();
+                packs.extend(variants.into_iter().map(|v| (v, &all[..1])));
+            }
+        }
+        assert!(
+            packs.len() - mutated > 100,
+            "{} packs",
+            packs.len() - mutated
+        );
+        assert!(mutated > 1000, "{mutated} variants");
+        let mut decided = [0; 3];
+        for (pack, levels) in &packs {
+            for &which in *levels {
+                let verdict = quick::valid(document(which), pack);
+                let valid = validator(which).is_valid(pack);
+                decided[verdict as usize] += 1;
+                match verdict {
+                    quick::Verdict::Valid => assert!(valid, "{which:?}: {pack}"),
+                    quick::Verdict::Invalid => assert!(!valid, "{which:?}: {pack}"),
+                    quick::Verdict::Unknown => {}
+                }
+            }
+        }
+        // The walk decides nearly everything, or it would not save the validator.
+        assert!(decided[2] * 20 < decided[0] + decided[1], "{decided:?}");
+        let ex2 = std::fs::read_to_string(root.join("examples/rfc0010-ex2.pack.yaml")).unwrap();
+        let ex2 = crate::load::load_str(&ex2, &Default::default())
+            .unwrap()
+            .value;
+        assert_eq!(
+            quick::valid(document(Which::V1_5), &ex2),
+            quick::Verdict::Valid
+        );
+    }
+
+    fn collect(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                collect(&path, out);
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+            {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Copies of `pack` with the member at each path below `at` removed, or replaced by
+    /// a number, a string, an empty array and an empty object.
+    fn mutations(pack: &Value, path: &mut Vec<String>, at: &Value, out: &mut Vec<Value>) {
+        let Value::Object(members) = at else {
+            return;
+        };
+        for (name, member) in members {
+            path.push(name.clone());
+            let pointer: String = path
+                .iter()
+                .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+                .collect();
+            let (parent, last) = pointer.rsplit_once('/').unwrap();
+            let mut removed = pack.clone();
+            if let Some(Value::Object(m)) = removed.pointer_mut(parent) {
+                m.shift_remove(&last.replace("~1", "/").replace("~0", "~"));
+            }
+            out.push(removed);
+            for replacement in [json!(-1.5), json!("x"), json!({})] {
+                let mut changed = pack.clone();
+                *changed.pointer_mut(&pointer).unwrap() = replacement;
+                out.push(changed);
+            }
+            mutations(pack, path, member, out);
+            path.pop();
+        }
     }
 
     #[test]

@@ -1,0 +1,501 @@
+//! A schema check without compiling a validator: walks the embedded schema and the pack
+//! together and answers whether the pack is valid, when it can tell for sure.
+//!
+//! Compiling a `jsonschema` validator for one of the embedded schemas costs about 15 million
+//! instructions (several milliseconds), more than everything else `packc check` does on a
+//! small pack. Most packs are valid, and a valid pack needs no error messages, so
+//! [`super::validate_at`] first asks [`valid`]: [`Verdict::Valid`] means the compiled
+//! validator would find nothing, and it is never built. On [`Verdict::Invalid`] or
+//! [`Verdict::Unknown`] the compiled validator runs as before and writes the diagnostics,
+//! so they are the same as without this module, byte for byte.
+//!
+//! Only [`Verdict::Valid`] is trusted, and it is given only when every keyword met was
+//! understood exactly: the draft 2020-12 keywords the embedded schemas use (`$ref` within
+//! the document, `type`, `properties`, `additionalProperties`, `required`, `enum`,
+//! `const`, `pattern`, the length, item and property counts, `minimum` / `maximum`,
+//! `uniqueItems`, `oneOf`, `anyOf`, `if` / `then` / `else`), annotations ignored and
+//! `format` not asserted (as the validator is built). Anything else (another keyword, a
+//! non-ASCII string under a `pattern`, a float where an `integer` is required, a number
+//! too large to compare exactly) is [`Verdict::Unknown`], and `Unknown` spreads through
+//! `oneOf`, `anyOf`, `if` and the keywords of a schema so that no answer is ever guessed.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use regex::Regex;
+use serde_json::{Map, Number, Value};
+
+/// What [`valid`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// The pack is valid against the schema: the compiled validator would report nothing.
+    Valid,
+    /// The pack is not valid.
+    Invalid,
+    /// The walk met something it does not decide exactly.
+    Unknown,
+}
+
+use Verdict::{Invalid, Unknown, Valid};
+
+impl Verdict {
+    /// Both must hold (the keywords of one schema).
+    fn and(self, other: impl FnOnce() -> Verdict) -> Verdict {
+        match self {
+            Invalid => Invalid,
+            Valid => other(),
+            Unknown => match other() {
+                Invalid => Invalid,
+                _ => Unknown,
+            },
+        }
+    }
+}
+
+fn of(ok: bool) -> Verdict {
+    if ok {
+        Valid
+    } else {
+        Invalid
+    }
+}
+
+/// Whether `instance` is valid against `schema`, the root of a schema document (its
+/// `$ref`s are resolved in it).
+pub(super) fn valid(schema: &Value, instance: &Value) -> Verdict {
+    Walk { root: schema }.check(schema, instance, 0)
+}
+
+/// `$ref` chains deeper than this are not followed (`Unknown`): the embedded schemas
+/// recurse only through the instance, which the compiler's limits bound.
+const MAX_DEPTH: usize = 256;
+
+struct Walk<'s> {
+    root: &'s Value,
+}
+
+impl<'s> Walk<'s> {
+    fn check(&self, schema: &'s Value, instance: &Value, depth: usize) -> Verdict {
+        let map = match schema {
+            Value::Bool(b) => return of(*b),
+            Value::Object(map) => map,
+            _ => return Unknown,
+        };
+        if depth > MAX_DEPTH {
+            return Unknown;
+        }
+        let mut verdict = Valid;
+        for (key, value) in map {
+            let v = self.keyword(map, key, value, instance, depth);
+            if v == Invalid {
+                return Invalid;
+            }
+            if v == Unknown {
+                verdict = Unknown;
+            }
+        }
+        verdict
+    }
+
+    fn keyword(
+        &self,
+        schema: &'s Map<String, Value>,
+        key: &str,
+        value: &'s Value,
+        instance: &Value,
+        depth: usize,
+    ) -> Verdict {
+        match key {
+            // Annotations (`version`: the schema's own, at its root), and `format` (not
+            // asserted by the compiled validator either).
+            "$schema" | "$id" | "$defs" | "$comment" | "title" | "description" | "default"
+            | "examples" | "deprecated" | "readOnly" | "writeOnly" | "version" | "format" => Valid,
+            // Read by `if`.
+            "then" | "else" => Valid,
+            "$ref" => match value.as_str().and_then(|r| self.resolve(r)) {
+                Some(target) => self.check(target, instance, depth + 1),
+                None => Unknown,
+            },
+            "type" => types(value, instance),
+            "enum" => match value {
+                Value::Array(options) => {
+                    let mut verdict = Invalid;
+                    for option in options {
+                        match equal(option, instance) {
+                            Some(true) => return Valid,
+                            Some(false) => {}
+                            None => verdict = Unknown,
+                        }
+                    }
+                    verdict
+                }
+                _ => Unknown,
+            },
+            "const" => equal(value, instance).map_or(Unknown, of),
+            "properties" => match (value, instance) {
+                (Value::Object(props), Value::Object(members)) => {
+                    let mut verdict = Valid;
+                    for (name, sub) in props {
+                        if let Some(member) = members.get(name) {
+                            verdict = verdict.and(|| self.check(sub, member, depth + 1));
+                            if verdict == Invalid {
+                                return Invalid;
+                            }
+                        }
+                    }
+                    verdict
+                }
+                (Value::Object(_), _) => Valid,
+                _ => Unknown,
+            },
+            "additionalProperties" => {
+                if schema.contains_key("patternProperties") {
+                    return Unknown;
+                }
+                let Value::Object(members) = instance else {
+                    return Valid;
+                };
+                let props = match schema.get("properties") {
+                    Some(Value::Object(p)) => Some(p),
+                    None => None,
+                    Some(_) => return Unknown,
+                };
+                let mut verdict = Valid;
+                for (name, member) in members {
+                    if props.is_some_and(|p| p.contains_key(name)) {
+                        continue;
+                    }
+                    verdict = verdict.and(|| self.check(value, member, depth + 1));
+                    if verdict == Invalid {
+                        return Invalid;
+                    }
+                }
+                verdict
+            }
+            "required" => match (value, instance) {
+                (Value::Array(names), Value::Object(members)) => {
+                    let mut verdict = Valid;
+                    for name in names {
+                        match name.as_str() {
+                            Some(n) if members.contains_key(n) => {}
+                            Some(_) => return Invalid,
+                            None => verdict = Unknown,
+                        }
+                    }
+                    verdict
+                }
+                (Value::Array(_), _) => Valid,
+                _ => Unknown,
+            },
+            "items" => match instance {
+                Value::Array(items) => {
+                    let mut verdict = Valid;
+                    for item in items {
+                        verdict = verdict.and(|| self.check(value, item, depth + 1));
+                        if verdict == Invalid {
+                            return Invalid;
+                        }
+                    }
+                    verdict
+                }
+                _ => Valid,
+            },
+            "minItems" | "maxItems" => match (count(value), instance) {
+                (Some(n), Value::Array(items)) => of(within(key, items.len(), n)),
+                (Some(_), _) => Valid,
+                (None, _) => Unknown,
+            },
+            "minProperties" | "maxProperties" => match (count(value), instance) {
+                (Some(n), Value::Object(members)) => of(within(key, members.len(), n)),
+                (Some(_), _) => Valid,
+                (None, _) => Unknown,
+            },
+            "minLength" | "maxLength" => match (count(value), instance) {
+                (Some(n), Value::String(s)) => of(within(key, s.chars().count(), n)),
+                (Some(_), _) => Valid,
+                (None, _) => Unknown,
+            },
+            "minimum" | "maximum" => match (value, instance) {
+                (Value::Number(limit), Value::Number(n)) => match (exact(n), exact(limit)) {
+                    (Some(n), Some(limit)) => of(if key == "minimum" {
+                        n >= limit
+                    } else {
+                        n <= limit
+                    }),
+                    _ => Unknown,
+                },
+                (Value::Number(_), _) => Valid,
+                _ => Unknown,
+            },
+            "uniqueItems" => match (value, instance) {
+                (Value::Bool(false), _) => Valid,
+                (Value::Bool(true), Value::Array(items)) => {
+                    let mut verdict = Valid;
+                    for (i, a) in items.iter().enumerate() {
+                        for b in &items[i + 1..] {
+                            match equal(a, b) {
+                                Some(true) => return Invalid,
+                                Some(false) => {}
+                                None => verdict = Unknown,
+                            }
+                        }
+                    }
+                    verdict
+                }
+                (Value::Bool(true), _) => Valid,
+                _ => Unknown,
+            },
+            "pattern" => match (value, instance) {
+                (Value::String(pattern), Value::String(s)) => {
+                    if !s.is_ascii() {
+                        return Unknown;
+                    }
+                    matches(pattern, s).map_or(Unknown, of)
+                }
+                (Value::String(_), _) => Valid,
+                _ => Unknown,
+            },
+            "oneOf" => match value {
+                Value::Array(options) => {
+                    let mut matched = 0;
+                    for option in options {
+                        match self.check(option, instance, depth + 1) {
+                            Valid => matched += 1,
+                            Invalid => {}
+                            Unknown => return Unknown,
+                        }
+                    }
+                    of(matched == 1)
+                }
+                _ => Unknown,
+            },
+            "anyOf" => match value {
+                Value::Array(options) => {
+                    let mut verdict = Invalid;
+                    for option in options {
+                        match self.check(option, instance, depth + 1) {
+                            Valid => return Valid,
+                            Invalid => {}
+                            Unknown => verdict = Unknown,
+                        }
+                    }
+                    verdict
+                }
+                _ => Unknown,
+            },
+            "if" => {
+                let branch = match self.check(value, instance, depth + 1) {
+                    Valid => "then",
+                    Invalid => "else",
+                    Unknown => return Unknown,
+                };
+                match schema.get(branch) {
+                    Some(sub) => self.check(sub, instance, depth + 1),
+                    None => Valid,
+                }
+            }
+            _ => Unknown,
+        }
+    }
+
+    /// A `$ref` within the document (`#` or `#/json/pointer`).
+    fn resolve(&self, reference: &str) -> Option<&'s Value> {
+        let pointer = reference.strip_prefix('#')?;
+        if pointer.contains('%') {
+            return None;
+        }
+        self.root.pointer(pointer)
+    }
+}
+
+fn count(limit: &Value) -> Option<usize> {
+    limit.as_u64().and_then(|n| usize::try_from(n).ok())
+}
+
+fn within(key: &str, len: usize, limit: usize) -> bool {
+    if key.starts_with("min") {
+        len >= limit
+    } else {
+        len <= limit
+    }
+}
+
+/// `type` (one name or a list); `integer` is decided for numbers written without a
+/// fraction only.
+fn types(value: &Value, instance: &Value) -> Verdict {
+    let one = |name: &Value| -> Verdict {
+        let Some(name) = name.as_str() else {
+            return Unknown;
+        };
+        match (name, instance) {
+            ("null", Value::Null)
+            | ("boolean", Value::Bool(_))
+            | ("object", Value::Object(_))
+            | ("array", Value::Array(_))
+            | ("string", Value::String(_))
+            | ("number", Value::Number(_)) => Valid,
+            ("integer", Value::Number(n)) if n.is_f64() => Unknown,
+            ("integer", Value::Number(_)) => Valid,
+            ("null" | "boolean" | "object" | "array" | "string" | "number" | "integer", _) => {
+                Invalid
+            }
+            _ => Unknown,
+        }
+    };
+    match value {
+        Value::Array(names) => {
+            let mut verdict = Invalid;
+            for name in names {
+                match one(name) {
+                    Valid => return Valid,
+                    Invalid => {}
+                    Unknown => verdict = Unknown,
+                }
+            }
+            verdict
+        }
+        name => one(name),
+    }
+}
+
+/// A number as an `f64` when that is exact (integers up to 2^53, and floats).
+fn exact(n: &Number) -> Option<f64> {
+    const EXACT: u64 = 1 << 53;
+    if let Some(u) = n.as_u64() {
+        return (u <= EXACT).then_some(u as f64);
+    }
+    if let Some(i) = n.as_i64() {
+        return (i.unsigned_abs() <= EXACT).then_some(i as f64);
+    }
+    n.as_f64()
+}
+
+/// JSON equality as JSON Schema defines it (`1` equals `1.0`); `None` when two numbers
+/// cannot be compared exactly.
+fn equal(a: &Value, b: &Value) -> Option<bool> {
+    Some(match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if x == y {
+                return Some(true);
+            }
+            match (exact(x), exact(y)) {
+                (Some(x), Some(y)) => x == y,
+                _ => return None,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (x, y) in x.iter().zip(y) {
+                if !equal(x, y)? {
+                    return Some(false);
+                }
+            }
+            true
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (k, x) in x {
+                match y.get(k) {
+                    Some(y) => {
+                        if !equal(x, y)? {
+                            return Some(false);
+                        }
+                    }
+                    None => return Some(false),
+                }
+            }
+            true
+        }
+        _ => a == b,
+    })
+}
+
+/// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
+/// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile
+/// as a byte-class regex.
+fn matches(pattern: &str, s: &str) -> Option<bool> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let regex = cache.entry(pattern.to_owned()).or_insert_with(|| {
+        regex::RegexBuilder::new(pattern)
+            .unicode(false)
+            .build()
+            .ok()
+    });
+    regex.as_ref().map(|r| r.is_match(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn v(schema: Value, instance: Value) -> Verdict {
+        valid(&schema, &instance)
+    }
+
+    #[test]
+    fn keywords_decide() {
+        let s = json!({"type": "object", "required": ["a"],
+            "properties": {"a": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2}},
+            "additionalProperties": false});
+        assert_eq!(v(s.clone(), json!({"a": "ab"})), Valid);
+        assert_eq!(v(s.clone(), json!({"a": "a"})), Invalid);
+        assert_eq!(v(s.clone(), json!({"a": "A1"})), Invalid);
+        assert_eq!(v(s.clone(), json!({})), Invalid);
+        assert_eq!(v(s.clone(), json!({"a": "ab", "b": 1})), Invalid);
+        assert_eq!(v(s.clone(), json!([])), Invalid);
+        assert_eq!(v(s, json!({"a": "äb"})), Unknown);
+    }
+
+    #[test]
+    fn one_of_counts_matches() {
+        let s = json!({"oneOf": [{"type": "string"}, {"type": "string", "minLength": 1}]});
+        assert_eq!(v(s.clone(), json!("")), Valid);
+        assert_eq!(v(s.clone(), json!("x")), Invalid);
+        assert_eq!(v(s, json!(3)), Invalid);
+    }
+
+    #[test]
+    fn unknown_spreads_and_never_passes() {
+        assert_eq!(v(json!({"not": {"type": "string"}}), json!(3)), Unknown);
+        assert_eq!(v(json!({"type": "integer"}), json!(1.0)), Unknown);
+        assert_eq!(v(json!({"type": "integer"}), json!(1)), Valid);
+        assert_eq!(
+            v(json!({"type": "integer", "minimum": 5}), json!(1.0)),
+            Invalid
+        );
+        let s = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+        assert_eq!(v(s, json!(2.0)), Unknown);
+        assert_eq!(v(json!({"$ref": "other.json#/x"}), json!(1)), Unknown);
+    }
+
+    #[test]
+    fn refs_and_conditionals() {
+        let s = json!({"$defs": {"n": {"type": "number", "maximum": 1}},
+            "properties": {"x": {"$ref": "#/$defs/n"}},
+            "if": {"required": ["kind"]}, "then": {"required": ["x"]}});
+        assert_eq!(v(s.clone(), json!({"x": 0.5})), Valid);
+        assert_eq!(v(s.clone(), json!({"x": 2})), Invalid);
+        assert_eq!(v(s.clone(), json!({"kind": 1})), Invalid);
+        assert_eq!(v(s, json!({"kind": 1, "x": 1})), Valid);
+    }
+
+    #[test]
+    fn enum_and_unique_items_compare_numbers_by_value() {
+        assert_eq!(v(json!({"enum": [1, "a"]}), json!(1.0)), Valid);
+        assert_eq!(v(json!({"enum": [1, "a"]}), json!("b")), Invalid);
+        assert_eq!(v(json!({"uniqueItems": true}), json!([1, 1.0])), Invalid);
+        assert_eq!(
+            v(json!({"uniqueItems": true}), json!([{"a": 1}, {"a": 2}])),
+            Valid
+        );
+    }
+}
