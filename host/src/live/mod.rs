@@ -30,6 +30,7 @@
 //! recording or model input. A tool's successful result is its data and is left as it is.
 
 mod binding_check;
+mod exchange;
 pub mod openai;
 pub mod redact;
 pub mod tools;
@@ -41,11 +42,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use packc_vm::driver::ScriptItem;
-use packc_vm::ToolRequest;
 use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
 use serde_json::{json, Value};
 
 pub use binding_check::BindingReport;
+pub use exchange::ModelExchange;
 pub use openai::{Function, ModelRequest, OutputSchema};
 pub use redact::Redactor;
 pub use tools::{Binding, EnvVar, ToolBindings};
@@ -72,7 +73,8 @@ impl ModelEndpoint {
     /// The host OpenAI's own API is served from.
     pub const OPENAI_HOST: &'static str = "api.openai.com";
 
-    fn url(&self) -> String {
+    /// Where model calls go: `<base_url>/chat/completions`.
+    pub fn url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 
@@ -435,13 +437,20 @@ impl LiveHost {
     /// URL credentials.
     pub fn answer(&self, job: &Job) -> (Answer, u64) {
         let (mut answer, tokens) = self.answer_unredacted(job);
-        match (&answer, job) {
-            (Answer::Error(_), _) => self.inner.redactor.answer(&mut answer),
-            (_, Job::Model(_)) => self.inner.model_redactor.answer(&mut answer),
+        self.redact(job, &mut answer);
+        (answer, tokens)
+    }
+
+    /// Redacts the answer to `job` as [`LiveHost::answer`] does: an error of all the
+    /// host's secrets, a model's answer of the API key and URL credentials; a tool's,
+    /// an extension's or a guard's result is left as it is.
+    pub fn redact(&self, job: &Job, answer: &mut Answer) {
+        match (&*answer, job) {
+            (Answer::Error(_), _) => self.inner.redactor.answer(answer),
+            (_, Job::Model(_)) => self.inner.model_redactor.answer(answer),
             // A tool's or an extension's result is its data; a guard's is a verdict.
             (_, Job::Tool { .. } | Job::Extension { .. } | Job::Guard { .. }) => {}
         }
-        (answer, tokens)
     }
 
     fn answer_unredacted(&self, job: &Job) -> (Answer, u64) {
@@ -516,127 +525,22 @@ impl LiveHost {
     }
 
     fn model_answer(&self, req: &ModelRequest) -> (Answer, u64) {
-        let Some(endpoint) = self.endpoint(&req.provider) else {
-            let how = if req.provider == "default" {
-                "pass --provider openai --model NAME".to_owned()
-            } else {
-                format!(
-                    "bind it with --bind-provider {}=URL,model=NAME",
-                    req.provider
-                )
-            };
-            return (
-                Answer::Error(format!(
-                    "model call for prompt `{}`: provider `{}` is not bound ({how})",
-                    req.prompt, req.provider
-                )),
-                0,
-            );
+        let mut exchange = match self.exchange(req) {
+            Ok(x) => x,
+            Err(unbound) => return (unbound, 0),
         };
-        let mut headers = Vec::new();
-        if let Some(key) = &endpoint.api_key {
-            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
-        }
-        let url = endpoint.url();
-        let what = format!("model call for prompt `{}`", req.prompt);
-        let transition = req.transition_name();
-        let mut tokens = 0;
-        let mut extra = Vec::new();
-        for round in 0..=self.inner.config.event_retries {
-            let body = req.body(&endpoint.model, &extra, endpoint.is_openai());
-            // The run names the failed call itself ("model call `p` failed: ..."): the
-            // answer says only what went wrong.
-            let reply = match self.inner.transport.post_json(&what, &url, &headers, &body) {
-                Ok(v) => v,
-                Err(e) => {
-                    let e = e
-                        .strip_prefix(&format!("{what} failed: "))
-                        .map_or(e.clone(), str::to_owned);
-                    return (Answer::Error(e), tokens);
-                }
-            };
-            let reply = match openai::parse_reply(&reply) {
-                Ok(r) => r,
-                Err(e) => return (Answer::Error(e.to_string()), tokens),
-            };
-            tokens += reply.tokens.unwrap_or(0);
-            let is_transition = |name: &str| !req.events.is_empty() && name == transition;
-            let mut requests = Vec::new();
-            for (name, args) in reply.calls.iter().filter(|(n, _)| !is_transition(n)) {
-                let args: Value = match serde_json::from_str(args) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        return (
-                            Answer::Error(format!(
-                                "the model called `{name}` with arguments that are not JSON ({e})"
-                            )),
-                            tokens,
-                        )
-                    }
-                };
-                requests.push(ToolRequest {
-                    name: req.key_of(name).unwrap_or(name).to_owned(),
-                    args,
-                });
-            }
-            if !requests.is_empty() {
-                return (Answer::ToolCalls(requests), tokens);
-            }
-            let output =
-                match self.output_value(reply.content.as_deref(), req.output_schema.as_ref()) {
-                    Ok(v) => v,
-                    Err(e) => return (Answer::Error(e), tokens),
-                };
-            let Some((_, args)) = reply.calls.iter().find(|(n, _)| is_transition(n)) else {
-                return (
-                    Answer::Output {
-                        output,
-                        event: None,
-                    },
-                    tokens,
-                );
-            };
-            let named = serde_json::from_str::<Value>(args)
-                .ok()
-                .and_then(|a| a.get("event").and_then(Value::as_str).map(str::to_owned));
-            match named {
-                Some(e) if req.events.contains(&e) => {
-                    return (
-                        Answer::Output {
-                            output,
-                            event: Some(e),
-                        },
-                        tokens,
-                    )
-                }
-                named => {
-                    let shown = named.as_deref().unwrap_or("(none)");
-                    if round == self.inner.config.event_retries {
-                        return (
-                            Answer::Error(format!(
-                                "the model named event `{shown}`, not one of {}, {} times",
-                                req.events.join(", "),
-                                round + 1
-                            )),
-                            tokens,
-                        );
-                    }
-                    let id = format!("transition_{round}");
-                    extra.push(json!({"role": "assistant", "content": reply.content, "tool_calls": [
-                        {"id": id, "type": "function", "function": {"name": transition, "arguments": args}}
-                    ]}));
-                    extra.push(json!({"role": "tool", "tool_call_id": id, "content": format!(
-                        "error: `{shown}` is not an event here; call {transition} with one of: {}",
-                        req.events.join(", ")
-                    )}));
-                }
+        let (url, headers, what) = (exchange.url(), exchange.headers(), exchange.what());
+        loop {
+            let body = exchange.body();
+            let reply = self.inner.transport.post_json(&what, &url, &headers, &body);
+            if let Some(answer) = exchange.reply(reply) {
+                return (answer, exchange.tokens());
             }
         }
-        unreachable!("the last round returns")
     }
 
     /// The output a model text becomes (`compositions.md` 11.2a).
-    fn output_value(
+    pub(crate) fn output_value(
         &self,
         text: Option<&str>,
         schema: Option<&OutputSchema>,

@@ -1,0 +1,409 @@
+//! The journal: a SQLite file beside the output (`<output>.journal.sqlite`) that makes a
+//! batch restartable, and the writer of the output it guards.
+//!
+//! Each row has one record: in flight (its latest [`Saved`] state: the run's snapshot,
+//! the calls answered so far), done (its output line, held until the rows before it are
+//! written, in input order), or written. The `meta` table names what the journal belongs
+//! to (the module's fingerprint, the target, the input's SHA-256, the order) and how many
+//! bytes of the output are accounted for.
+//!
+//! Changes are batched: [`Journal::flush`] writes the new output lines to the file, then
+//! commits, in one transaction, every state saved since the last flush, the rows done
+//! and the output's new length. A process killed at any point (SIGKILL included) leaves
+//! either the transaction or nothing; on restart the output is cut back to the length
+//! the journal records, so a line written after the last commit is written again, once.
+//! The database is in WAL mode with `synchronous = NORMAL`: a commit is not an fsync.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::engine::{Resume, Saved, Sink};
+use crate::result::RowResult;
+use crate::BatchError;
+
+/// What a journal belongs to: a restart with anything else is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The module's fingerprint ([`Program::fingerprint`](packc_vm::Program::fingerprint)):
+    /// the same pack and artifact give the same one.
+    pub module: u64,
+    /// The target, as given (`workflow`, `composition:x`).
+    pub target: String,
+    /// The SHA-256 of the input's bytes.
+    pub input_sha256: String,
+    /// Whether lines are written in input order.
+    pub ordered: bool,
+}
+
+const ROW_IN_FLIGHT: i64 = 0;
+const ROW_DONE: i64 = 1;
+const ROW_WRITTEN: i64 = 2;
+
+/// How often [`Journal::flush`] commits at most, unless much is waiting.
+const COMMIT_EVERY: Duration = Duration::from_millis(50);
+/// How many changes make [`Journal::flush`] commit before [`COMMIT_EVERY`].
+const COMMIT_AT: usize = 2048;
+
+/// The journal of a batch and the output file it guards; a [`Sink`].
+pub struct Journal {
+    db: Connection,
+    path: PathBuf,
+    out: File,
+    out_len: u64,
+    ordered: bool,
+    /// Ordered output: the next row to write.
+    next: u64,
+    /// Ordered output: done rows waiting for the rows before them, as lines.
+    held: BTreeMap<u64, String>,
+    /// Rows finished by an earlier batch (written, or held).
+    finished: HashSet<u64>,
+    /// Rows an earlier batch left in flight.
+    restore: HashMap<u64, Saved>,
+    saves: HashMap<u64, Saved>,
+    done: Vec<RowResult>,
+    last_commit: Instant,
+    /// Rows written by this batch.
+    written: u64,
+}
+
+impl Journal {
+    /// Where the journal of `output` lives: `<output>.journal.sqlite`.
+    pub fn path_for(output: &Path) -> PathBuf {
+        let mut name = output.as_os_str().to_owned();
+        name.push(".journal.sqlite");
+        PathBuf::from(name)
+    }
+
+    /// Opens (or creates) the journal of `output` and the output itself. With `fresh`,
+    /// an existing journal is deleted and the output emptied. Refused: a journal written
+    /// for another module, target, input or order; an output that exists, is not empty
+    /// and has no journal (it would be overwritten); an output or journal that cannot be
+    /// opened for writing.
+    pub fn open(output: &Path, identity: &Identity, fresh: bool) -> Result<Journal, BatchError> {
+        let path = Journal::path_for(output);
+        let io = |what: &str, p: &Path, e: &dyn std::fmt::Display| {
+            BatchError::Io(format!("cannot {what} {}: {e}", p.display()))
+        };
+        if fresh {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = path.as_os_str().to_owned();
+                p.push(suffix);
+                match std::fs::remove_file(&p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(io("remove", Path::new(&p), &e))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let existed = path.exists();
+        let out_size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+        if !existed && out_size > 0 && !fresh {
+            return Err(BatchError::Refused(format!(
+                "{} exists and has no journal beside it ({}); pass --fresh to overwrite it, or give another --output",
+                output.display(),
+                path.display()
+            )));
+        }
+        let out = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(output)
+            .map_err(|e| io("open the output", output, &e))?;
+        let db = Connection::open(&path).map_err(|e| io("open the journal", &path, &e))?;
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{}: {e}", path.display()));
+        db.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS rows (
+                 idx INTEGER PRIMARY KEY,
+                 state INTEGER NOT NULL,
+                 line TEXT,
+                 snapshot BLOB,
+                 calls INTEGER NOT NULL,
+                 tokens INTEGER NOT NULL,
+                 wall_ms INTEGER NOT NULL,
+                 answered TEXT NOT NULL
+             );",
+        )
+        .map_err(sql)?;
+        let wanted = [
+            ("module", format!("{:016x}", identity.module)),
+            ("target", identity.target.clone()),
+            ("input_sha256", identity.input_sha256.clone()),
+            (
+                "order",
+                if identity.ordered { "input" } else { "finish" }.to_owned(),
+            ),
+        ];
+        let meta = |key: &str| -> Result<Option<String>, BatchError> {
+            db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .map_err(sql)
+        };
+        let out_len = match meta("out_len")? {
+            None => {
+                // A new journal: it belongs to this batch from now on.
+                for (k, v) in &wanted {
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?1, ?2)", params![k, v])
+                        .map_err(sql)?;
+                }
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('out_len', '0')", [])
+                    .map_err(sql)?;
+                0
+            }
+            Some(len) => {
+                for (k, v) in &wanted {
+                    let had = meta(k)?.unwrap_or_default();
+                    if &had != v {
+                        let what = match *k {
+                            "module" => "another pack or artifact (its module differs)".to_owned(),
+                            "target" => format!("target `{had}`, not `{v}`"),
+                            "input_sha256" => "another input (its bytes differ)".to_owned(),
+                            _ => format!(
+                                "output in {had} order (pass {} --unordered as before)",
+                                if had == "finish" { "" } else { "no" }
+                            ),
+                        };
+                        return Err(BatchError::Refused(format!(
+                            "{} was written for {what}; pass --fresh to start over (the output is rewritten), or give another --output",
+                            path.display()
+                        )));
+                    }
+                }
+                len.parse::<u64>().map_err(|e| {
+                    BatchError::Journal(format!("{}: bad out_len: {e}", path.display()))
+                })?
+            }
+        };
+        if out_size < out_len {
+            return Err(BatchError::Refused(format!(
+                "{} is shorter ({out_size} bytes) than its journal records ({out_len}); it was changed by hand: pass --fresh to start over",
+                output.display()
+            )));
+        }
+        out.set_len(out_len)
+            .map_err(|e| io("cut back the output", output, &e))?;
+        let mut out = out;
+        out.seek(SeekFrom::End(0))
+            .map_err(|e| io("seek in the output", output, &e))?;
+
+        let mut journal = Journal {
+            db,
+            path: path.clone(),
+            out,
+            out_len,
+            ordered: identity.ordered,
+            next: 0,
+            held: BTreeMap::new(),
+            finished: HashSet::new(),
+            restore: HashMap::new(),
+            saves: HashMap::new(),
+            done: Vec::new(),
+            last_commit: Instant::now(),
+            written: 0,
+        };
+        journal.load().map_err(sql)?;
+        Ok(journal)
+    }
+
+    fn load(&mut self) -> rusqlite::Result<()> {
+        let mut stmt = self.db.prepare(
+            "SELECT idx, state, line, snapshot, calls, tokens, wall_ms, answered FROM rows ORDER BY idx",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut written_prefix = true;
+        while let Some(r) = rows.next()? {
+            let idx: u64 = r.get::<_, i64>(0)? as u64;
+            let state: i64 = r.get(1)?;
+            match state {
+                ROW_WRITTEN => {
+                    self.finished.insert(idx);
+                    if written_prefix && idx == self.next {
+                        self.next += 1;
+                    } else {
+                        written_prefix = false;
+                    }
+                }
+                ROW_DONE => {
+                    written_prefix = false;
+                    self.finished.insert(idx);
+                    let line: String = r.get(2)?;
+                    self.held.insert(idx, line);
+                }
+                _ => {
+                    written_prefix = false;
+                    let answered: String = r.get(7)?;
+                    self.restore.insert(
+                        idx,
+                        Saved {
+                            snapshot: r.get(3)?,
+                            calls: r.get::<_, i64>(4)? as u64,
+                            tokens: r.get::<_, i64>(5)? as u64,
+                            wall_ms: r.get::<_, i64>(6)? as u64,
+                            answered: serde_json::from_str(&answered).unwrap_or_default(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rows an earlier batch finished (written or waiting to be).
+    pub fn finished_earlier(&self) -> usize {
+        self.finished.len()
+    }
+
+    /// Rows an earlier batch left in flight.
+    pub fn in_flight_earlier(&self) -> usize {
+        self.restore.len()
+    }
+
+    /// Rows done but not written because a row before them is not done (ordered output).
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    fn commit(&mut self) -> Result<(), BatchError> {
+        let path = self.path.display().to_string();
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
+        let tx = self.db.transaction().map_err(sql)?;
+        let mut lines = String::new();
+        {
+            let mut save = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO rows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(sql)?;
+            let mut mark = tx
+                .prepare_cached("UPDATE rows SET state = ?2, snapshot = NULL WHERE idx = ?1")
+                .map_err(sql)?;
+            for (idx, s) in self.saves.drain() {
+                let answered = serde_json::to_string(&s.answered).unwrap_or_default();
+                save.execute(params![
+                    idx as i64,
+                    ROW_IN_FLIGHT,
+                    Option::<String>::None,
+                    s.snapshot,
+                    s.calls as i64,
+                    s.tokens as i64,
+                    s.wall_ms as i64,
+                    answered
+                ])
+                .map_err(sql)?;
+            }
+            for r in self.done.drain(..) {
+                let line = r.line();
+                let write_now = !self.ordered || r.index == self.next;
+                save.execute(params![
+                    r.index as i64,
+                    if write_now { ROW_WRITTEN } else { ROW_DONE },
+                    line,
+                    Option::<Vec<u8>>::None,
+                    r.calls as i64,
+                    r.tokens as i64,
+                    r.wall_ms as i64,
+                    "[]"
+                ])
+                .map_err(sql)?;
+                if write_now {
+                    lines.push_str(&line);
+                    lines.push('\n');
+                    self.written += 1;
+                    if self.ordered {
+                        self.next += 1;
+                    }
+                } else {
+                    self.held.insert(r.index, line);
+                }
+                // Ordered: the rows held behind this one may go now.
+                while self.ordered {
+                    let Some(line) = self.held.remove(&self.next) else {
+                        break;
+                    };
+                    mark.execute(params![self.next as i64, ROW_WRITTEN])
+                        .map_err(sql)?;
+                    lines.push_str(&line);
+                    lines.push('\n');
+                    self.written += 1;
+                    self.next += 1;
+                }
+            }
+        }
+        if !lines.is_empty() {
+            // The lines reach the file before the commit that counts them: killed in
+            // between, the restart cuts them off and writes them again.
+            self.out
+                .write_all(lines.as_bytes())
+                .map_err(|e| BatchError::Io(format!("cannot write the output: {e}")))?;
+            self.out_len += lines.len() as u64;
+            tx.execute(
+                "UPDATE meta SET value = ?1 WHERE key = 'out_len'",
+                [self.out_len.to_string()],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Rows written to the output by this batch.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+}
+
+impl Sink for Journal {
+    fn resume(&mut self, index: u64) -> Resume {
+        if self.finished.contains(&index) {
+            return Resume::Skip;
+        }
+        match self.restore.remove(&index) {
+            Some(saved) => Resume::Restore(saved),
+            None => Resume::Fresh,
+        }
+    }
+
+    fn saved(&mut self, index: u64, saved: Saved) -> Result<(), BatchError> {
+        self.saves.insert(index, saved);
+        Ok(())
+    }
+
+    fn done(&mut self, result: RowResult) -> Result<(), BatchError> {
+        self.saves.remove(&result.index);
+        self.done.push(result);
+        if self.done.len() + self.saves.len() >= COMMIT_AT {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), BatchError> {
+        let waiting = self.done.len() + self.saves.len();
+        if waiting > 0 && self.last_commit.elapsed() >= COMMIT_EVERY || waiting >= COMMIT_AT {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), BatchError> {
+        self.commit()?;
+        self.out
+            .flush()
+            .map_err(|e| BatchError::Io(format!("cannot write the output: {e}")))
+    }
+}

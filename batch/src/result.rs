@@ -1,0 +1,87 @@
+//! What one row gives: [`RowResult`], written as one line of the output.
+
+use serde_json::{json, Map, Value};
+
+/// Why a row failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowError {
+    /// The kind: a run-time error kind of the VM (`host_error`, `limit_exceeded`, ...), or
+    /// [`RowError::INVALID_ROW`] / [`RowError::INVALID_INPUT`] for a row that never ran.
+    pub kind: String,
+    /// What happened.
+    pub message: String,
+    /// Where: the input line (`line 17`), the failing path of the input (`/text`), or the
+    /// step or state the run was at (`step extract_paper`); `None` when nothing narrower
+    /// than the row applies.
+    pub at: Option<String>,
+}
+
+impl RowError {
+    /// A row that could not be read: not JSON, not UTF-8, a CSV record of the wrong length.
+    pub const INVALID_ROW: &'static str = "invalid_row";
+    /// A row whose input does not match the target's `input_schema`.
+    pub const INVALID_INPUT: &'static str = "invalid_input";
+
+    /// A new error.
+    pub fn new(kind: &str, message: impl Into<String>, at: Option<String>) -> RowError {
+        RowError {
+            kind: kind.to_owned(),
+            message: message.into(),
+            at,
+        }
+    }
+}
+
+/// One row's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowResult {
+    /// The row's position in the input, from 0 (malformed rows count).
+    pub index: u64,
+    /// The row's id: its `id` member (or CSV column), else its line number.
+    pub id: Value,
+    /// The run's output, or why the row failed.
+    pub outcome: Result<Value, RowError>,
+    /// Host calls issued (model, tool, guard and extension calls), restarts included.
+    pub calls: u64,
+    /// Tokens the model API reported, restarts included.
+    pub tokens: u64,
+    /// Wall time of the row in milliseconds, summed over restarts.
+    pub wall_ms: u64,
+}
+
+impl RowResult {
+    /// The output line: `{"id", "output" | "error": {"kind", "message", "where"}, "calls",
+    /// "tokens", "wall_ms"}`.
+    pub fn to_json(&self) -> Value {
+        let mut line = Map::new();
+        line.insert("id".into(), self.id.clone());
+        match &self.outcome {
+            Ok(output) => {
+                line.insert("output".into(), output.clone());
+            }
+            Err(e) => {
+                let mut error = Map::new();
+                error.insert("kind".into(), json!(e.kind));
+                error.insert("message".into(), json!(e.message));
+                if let Some(at) = &e.at {
+                    error.insert("where".into(), json!(at));
+                }
+                line.insert("error".into(), Value::Object(error));
+            }
+        }
+        line.insert("calls".into(), json!(self.calls));
+        line.insert("tokens".into(), json!(self.tokens));
+        line.insert("wall_ms".into(), json!(self.wall_ms));
+        Value::Object(line)
+    }
+
+    /// [`RowResult::to_json`] as one line of text, without the newline.
+    pub fn line(&self) -> String {
+        self.to_json().to_string()
+    }
+
+    /// Whether the row failed.
+    pub fn failed(&self) -> bool {
+        self.outcome.is_err()
+    }
+}

@@ -1,0 +1,280 @@
+//! Reading the rows of a batch: JSON Lines (one JSON value a line) or CSV (a header
+//! line, then one record a line; every value a string). A row that cannot be read is not
+//! an error of the batch: it becomes a [`Row`] whose input is the [`RowError`] saying why,
+//! and fails on its own.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::result::RowError;
+
+/// One row: its position, its id and its input (or why it could not be read).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The position in the input, from 0.
+    pub index: u64,
+    /// The `id` member of an object row (a string or a number), else the line number.
+    pub id: Value,
+    /// The run's input: the whole row.
+    pub input: Result<Value, RowError>,
+}
+
+impl Row {
+    /// A row from a value: its id is its `id` member when that is a string or a number,
+    /// else `line`.
+    pub fn new(index: u64, line: u64, input: Value) -> Row {
+        let id = match input.get("id") {
+            Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+            _ => Value::from(line),
+        };
+        Row {
+            index,
+            id,
+            input: Ok(input),
+        }
+    }
+}
+
+/// How the input is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// One JSON value a line; blank lines are skipped.
+    Jsonl,
+    /// A header line naming the columns, then one record a line: each row is an object
+    /// of strings, keyed by the header.
+    Csv,
+}
+
+impl InputFormat {
+    /// The format a file name says: `.csv` is CSV, anything else JSON Lines.
+    pub fn of(path: &Path) -> InputFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("csv") => InputFormat::Csv,
+            _ => InputFormat::Jsonl,
+        }
+    }
+}
+
+/// The rows of an input, and the SHA-256 of its bytes (what a journal checks a restart
+/// against).
+pub struct Input {
+    /// The rows, in order.
+    pub rows: Box<dyn Iterator<Item = Row> + Send>,
+    /// The SHA-256 of the input's bytes, in hex.
+    pub sha256: String,
+}
+
+impl Input {
+    /// Opens `path` (`None`: standard input, read to its end first). The file is read
+    /// twice: once for its digest, then row by row.
+    pub fn open(path: Option<&Path>, format: InputFormat) -> std::io::Result<Input> {
+        match path {
+            Some(path) => {
+                let mut hasher = Sha256::new();
+                std::io::copy(&mut File::open(path)?, &mut hasher)?;
+                let file = BufReader::new(File::open(path)?);
+                Ok(Input::of(file, format, hex(&hasher.finalize())))
+            }
+            None => {
+                let mut bytes = Vec::new();
+                std::io::stdin().lock().read_to_end(&mut bytes)?;
+                Ok(Input::from_bytes(bytes, format))
+            }
+        }
+    }
+
+    /// The rows of `bytes`.
+    pub fn from_bytes(bytes: Vec<u8>, format: InputFormat) -> Input {
+        let sha256 = hex(&Sha256::digest(&bytes));
+        Input::of(std::io::Cursor::new(bytes), format, sha256)
+    }
+
+    fn of(reader: impl BufRead + Send + 'static, format: InputFormat, sha256: String) -> Input {
+        let rows: Box<dyn Iterator<Item = Row> + Send> = match format {
+            InputFormat::Jsonl => Box::new(jsonl(reader)),
+            InputFormat::Csv => Box::new(csv_rows(reader)),
+        };
+        Input { rows, sha256 }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The rows of a JSON Lines text.
+fn jsonl(mut reader: impl BufRead + Send) -> impl Iterator<Item = Row> + Send {
+    let (mut line_no, mut index) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    std::iter::from_fn(move || loop {
+        buf.clear();
+        line_no += 1;
+        let at = Some(format!("line {line_no}"));
+        let input = match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => return None,
+            Ok(_) => {
+                if buf.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match std::str::from_utf8(&buf) {
+                    Err(e) => Err(RowError::new(
+                        RowError::INVALID_ROW,
+                        format!("the line is not UTF-8 (at byte {})", e.valid_up_to()),
+                        at,
+                    )),
+                    Ok(text) => serde_json::from_str::<Value>(text).map_err(|e| {
+                        RowError::new(
+                            RowError::INVALID_ROW,
+                            format!("the line is not JSON: {e}"),
+                            at,
+                        )
+                    }),
+                }
+            }
+            Err(e) => Err(RowError::new(
+                RowError::INVALID_ROW,
+                format!("cannot read the line: {e}"),
+                at,
+            )),
+        };
+        let row = match input {
+            Ok(v) => Row::new(index, line_no, v),
+            Err(e) => Row {
+                index,
+                id: Value::from(line_no),
+                input: Err(e),
+            },
+        };
+        index += 1;
+        return Some(row);
+    })
+}
+
+/// The rows of a CSV text with a header line.
+fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(reader);
+    let headers = csv.headers().cloned().map_err(|e| e.to_string());
+    let mut index = 0u64;
+    let mut records = csv.into_records();
+    let mut header_error = headers.clone().err();
+    std::iter::from_fn(move || {
+        let headers = match &headers {
+            Ok(h) => h,
+            Err(_) => {
+                // An unreadable header is one failed row, then the end.
+                let e = header_error.take()?;
+                return Some(Row {
+                    index: 0,
+                    id: Value::from(1u64),
+                    input: Err(RowError::new(
+                        RowError::INVALID_ROW,
+                        format!("cannot read the CSV header: {e}"),
+                        Some("line 1".into()),
+                    )),
+                });
+            }
+        };
+        let record = records.next()?;
+        let row = match record {
+            Ok(rec) => {
+                let line = rec.position().map_or(index + 2, |p| p.line());
+                let object: Map<String, Value> = headers
+                    .iter()
+                    .zip(rec.iter())
+                    .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+                    .collect();
+                Row::new(index, line, Value::Object(object))
+            }
+            Err(e) => {
+                let line = e.position().map_or(index + 2, |p| p.line());
+                let message = match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => format!("the record has {len} fields, the header {expected_len}"),
+                    csv::ErrorKind::Utf8 { .. } => "the record is not UTF-8".to_owned(),
+                    _ => format!("cannot read the record: {e}"),
+                };
+                Row {
+                    index,
+                    id: Value::from(line),
+                    input: Err(RowError::new(
+                        RowError::INVALID_ROW,
+                        message,
+                        Some(format!("line {line}")),
+                    )),
+                }
+            }
+        };
+        index += 1;
+        Some(row)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rows(text: &str, format: InputFormat) -> Vec<Row> {
+        Input::from_bytes(text.as_bytes().to_vec(), format)
+            .rows
+            .collect()
+    }
+
+    #[test]
+    fn jsonl_rows_take_their_id_or_line() {
+        let r = rows(
+            "{\"id\": \"a\", \"text\": \"x\"}\n\n{\"text\": \"y\"}\nnot json\n[1]",
+            InputFormat::Jsonl,
+        );
+        assert_eq!(r.len(), 4);
+        assert_eq!((r[0].index, &r[0].id), (0, &json!("a")));
+        assert_eq!((r[1].index, &r[1].id), (1, &json!(3)));
+        let e = r[2].input.as_ref().unwrap_err();
+        assert_eq!(
+            (e.kind.as_str(), e.at.as_deref()),
+            ("invalid_row", Some("line 4"))
+        );
+        assert!(
+            e.message.starts_with("the line is not JSON"),
+            "{}",
+            e.message
+        );
+        assert_eq!(r[3].input, Ok(json!([1])));
+    }
+
+    #[test]
+    fn csv_rows_are_objects_of_strings_and_bad_records_fail_alone() {
+        let r = rows(
+            "id,text\n1,hello\n2,a,b\n3,\"quoted, text\"\n",
+            InputFormat::Csv,
+        );
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].input, Ok(json!({"id": "1", "text": "hello"})));
+        assert_eq!(r[0].id, json!("1"));
+        let e = r[1].input.as_ref().unwrap_err();
+        assert_eq!(e.at.as_deref(), Some("line 3"));
+        assert!(
+            e.message.contains("3 fields, the header 2"),
+            "{}",
+            e.message
+        );
+        assert_eq!(r[2].input, Ok(json!({"id": "3", "text": "quoted, text"})));
+        assert_eq!(r[2].index, 2);
+    }
+
+    #[test]
+    fn the_digest_is_of_the_bytes() {
+        let a = Input::from_bytes(b"{}\n".to_vec(), InputFormat::Jsonl).sha256;
+        let b = Input::from_bytes(b"{} \n".to_vec(), InputFormat::Jsonl).sha256;
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,224 @@
+//! The engine against a loopback mock model: RFC 0010 example 2 over blocks of rows.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, Resume, Sink};
+use packc_host::live::{LiveConfig, ModelEndpoint};
+use packc_host::mock::{MockServer, Received, Reply};
+use packc_vm::{Program, Target};
+use serde_json::{json, Value};
+
+fn ex2() -> Arc<Program> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let path = dir.join("rfc0010-ex2.pack.yaml");
+    let options = packc_compiler::Options {
+        base_dir: Some(dir),
+        ..Default::default()
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let checked = packc_compiler::check_file_bytes(&path, &bytes, &options);
+    assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
+    Arc::new(Program::new(packc_compiler::lower(&checked, &options).unwrap()).unwrap())
+}
+
+/// The mock's answer to an ex2 request: the classifier says "general" (or
+/// "research_paper" for a text that starts with "paper"), the extractor summarises.
+fn answer(r: &Received) -> Reply {
+    let system = r.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let text = r.body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default();
+    if system.starts_with("Classify") {
+        let kind = if text.starts_with("paper") {
+            "research_paper"
+        } else {
+            "general"
+        };
+        Reply::text(&json!({"type": kind, "confidence": 0.9}).to_string())
+    } else {
+        Reply::text(&json!({"summary": format!("about {text}")}).to_string())
+    }
+}
+
+fn live(mock: &MockServer) -> LiveConfig {
+    LiveConfig {
+        model: Some(ModelEndpoint {
+            base_url: mock.base_url(),
+            model: "m".into(),
+            api_key: None,
+        }),
+        ..LiveConfig::default()
+    }
+}
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/schemas/document.json"),
+    )
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_block_of_rows_gives_one_result_each_in_order() {
+    let mock = MockServer::start(|_, r| answer(r));
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let options = BatchOptions {
+        concurrency: 8,
+        input_schema: Some(schema()),
+        ..BatchOptions::default()
+    };
+    let engine = Engine::new(program, target, live(&mock), options).unwrap();
+    let mut rows: Vec<Value> = (0..40)
+        .map(|i| json!({"id": format!("r{i}"), "text": format!("doc {i}")}))
+        .collect();
+    rows[3] = json!({"id": "bad", "title": "no text"});
+    rows[5] = json!({"text": "paper five"});
+    let results = engine.run_values(rows).unwrap();
+    assert_eq!(results.len(), 40);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        match i {
+            3 => {
+                let e = r.outcome.as_ref().unwrap_err();
+                assert_eq!(
+                    (e.kind.as_str(), e.at.as_deref()),
+                    ("invalid_input", Some("/"))
+                );
+                assert!(
+                    e.message.contains("\"text\" is a required property"),
+                    "{}",
+                    e.message
+                );
+                assert_eq!((r.id.clone(), r.calls), (json!("bad"), 0));
+            }
+            5 => {
+                assert_eq!(r.id, json!(6), "no id member: the position from 1");
+                assert_eq!(r.outcome, Ok(json!({"summary": "about paper five"})));
+            }
+            _ => {
+                assert_eq!(r.id, json!(format!("r{i}")));
+                assert_eq!(r.outcome, Ok(json!({"summary": format!("about doc {i}")})));
+                assert_eq!((r.calls, r.tokens), (2, 30));
+            }
+        }
+    }
+    // Two requests per good row, none for the row that failed its schema.
+    assert_eq!(mock.received().len(), 39 * 2);
+    let line: Value = serde_json::from_str(&results[3].line()).unwrap();
+    assert_eq!(line["error"]["kind"], "invalid_input");
+    assert_eq!(line["calls"], 0);
+}
+
+#[test]
+fn a_failed_call_fails_its_row_only() {
+    let mock = MockServer::start(|_, r| {
+        let text = r.body["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default();
+        if text == "doc 2" {
+            Reply::status(400, r#"{"error": {"message": "bad request"}}"#)
+        } else {
+            answer(r)
+        }
+    });
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
+    let rows = (0..4)
+        .map(|i| json!({"text": format!("doc {i}")}))
+        .collect();
+    let results = engine.run_values(rows).unwrap();
+    let e = results[2].outcome.as_ref().unwrap_err();
+    assert_eq!(e.kind, "host_error");
+    assert!(
+        e.message.contains("answered 400: bad request"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.at.as_deref(), Some("step classify"));
+    assert!(results
+        .iter()
+        .enumerate()
+        .all(|(i, r)| i == 2 || r.outcome.is_ok()));
+}
+
+#[test]
+fn a_journal_skips_finished_rows_and_refuses_another_input() {
+    let mock = MockServer::start(|_, r| answer(r));
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let dir = std::env::temp_dir().join(format!("packc-batch-journal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("out.jsonl");
+    let text: String = (0..20)
+        .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
+        .collect();
+    let input = Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
+    let identity = Identity {
+        module: program.fingerprint(),
+        target: "workflow".into(),
+        input_sha256: input.sha256.clone(),
+        ordered: true,
+    };
+    let engine = Engine::new(
+        program,
+        target,
+        live(&mock),
+        BatchOptions {
+            concurrency: 4,
+            ..BatchOptions::default()
+        },
+    )
+    .unwrap();
+    let mut journal = Journal::open(&out, &identity, true).unwrap();
+    let summary = engine.run(input.rows, &mut journal).unwrap();
+    assert_eq!((summary.rows, summary.ran, summary.failed()), (20, 20, 0));
+    drop(journal);
+    let lines: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<Value> = lines.iter().map(|l| l["id"].clone()).collect();
+    assert_eq!(ids, (1..=20).map(|i| json!(i)).collect::<Vec<_>>());
+
+    // Again: every row is skipped, nothing is asked, the output stays as it was.
+    let asked = mock.received().len();
+    let mut again = Journal::open(&out, &identity, false).unwrap();
+    assert_eq!(again.resume(0), Resume::Skip);
+    let input = Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
+    let summary = engine.run(input.rows, &mut again).unwrap();
+    assert_eq!((summary.skipped, summary.ran), (20, 0));
+    assert_eq!(mock.received().len(), asked);
+    drop(again);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 20);
+
+    let other = Identity {
+        input_sha256: "0".repeat(64),
+        ..identity.clone()
+    };
+    let e = Journal::open(&out, &other, false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("was written for another input"), "{e}");
+    assert!(e.contains("--fresh"), "{e}");
+    let e = Journal::open(
+        &out,
+        &Identity {
+            target: "composition:analyze_document".into(),
+            ..identity.clone()
+        },
+        false,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("target `workflow`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
