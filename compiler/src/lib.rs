@@ -37,9 +37,13 @@ pub mod syntax;
 pub mod validators;
 pub mod vocab;
 
-use std::path::PathBuf;
+pub use check::{suggest, CheckOptions};
+pub use diag::{DiagKind, Diagnostic, Label, Severity, Site};
+pub use load::{Limits, Loaded, SpanIndex};
+pub use lower::{LowerError, LowerOptions};
+pub use render::RenderSource;
 
-use diag::{Diagnostic, Site};
+use std::path::PathBuf;
 
 /// Options for checking one pack source.
 #[derive(Clone, Debug, Default)]

@@ -40,13 +40,18 @@ mod validate;
 mod workflow;
 
 pub use artifact::{Artifact, ArtifactError};
-pub use composition::*;
-pub use ids::*;
+pub use composition::{
+    Bind, Compare, Composition, Ordering, Part, Pred, Reduce, Ref, Root, Step, StepKind,
+};
+pub use ids::{AgentId, ArtifactId, CompId, EventId, PromptId, StateId, StepId, StrId, ToolId};
 pub use limits::DecodeLimits;
-pub use prompt::*;
+pub use prompt::{
+    Check, Direction, Guard, OutputSchema, PathSeg, Placeholder, Prompt, Segment, ToolPolicy,
+    ToolRef, Validation, VarRoot, VarType, Variable, DEFAULT_BLOCKED_MESSAGE,
+};
 pub use spec::{Provider, SpecInfo, SpecLevel};
 pub use validate::InvalidModule;
-pub use workflow::*;
+pub use workflow::{ArtifactMode, Budget, Orchestration, State, StateBody, Workflow};
 
 use serde::{Deserialize, Serialize};
 
