@@ -1,9 +1,11 @@
 //! The types a host exchanges with a [`Run`](crate::Run): inputs, answers, targets,
-//! error kinds, and a [`Need`] that carries no heap data.
+//! call records, and a [`Need`] that carries no heap data.
 
 use ir_spec::{AgentId, CompId, Module};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::error::{ErrorKind, RunError};
 
 /// What a run executes (`workflow.md` §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,79 +55,6 @@ impl Target {
             ErrorKind::Protocol,
             format!("target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`"),
         ))
-    }
-}
-
-/// How a run starts: host variables, the call log, and the embedder's limits.
-///
-/// The limits guard a run against a misbehaving or hostile host or caller. Past one, the
-/// run fails with `limit_exceeded` and a message naming the field (a run-wide failure,
-/// not a step's `host_error`). A restored run keeps the options it started with (its
-/// snapshot carries them).
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// Host variables: template variables the host supplies (`workflow.md` §14). Each is
-    /// a value held to `max_value_bytes` and `max_value_depth`
-    /// ([`Run::new`](crate::Run::new) refuses one past them with `limit_exceeded`).
-    pub host_variables: Map<String, Value>,
-    /// The embedder's cap on host calls (model and tool calls) per run: the call past it
-    /// fails the run with `limit_exceeded`, as a run-wide failure. `None` (the default):
-    /// no cap.
-    pub max_host_calls: Option<u64>,
-    /// The largest value the host may hand in: a turn's input, an answer (its output and
-    /// event, its tool requests, or its error message), an event name, a host
-    /// variable. Counted as one per JSON value plus the bytes of every string and object
-    /// key, by a walk that stops once past the limit (16 MiB by default,
-    /// [`DEFAULT_MAX_VALUE_BYTES`](crate::limits::DEFAULT_MAX_VALUE_BYTES)). The walk
-    /// costs about 40 instructions per JSON value; a host that trusts its values sets
-    /// this and `max_value_depth` to `usize::MAX`, and nothing is walked.
-    pub max_value_bytes: usize,
-    /// The deepest nesting of arrays and objects in a value the host hands in (64 by
-    /// default). Values are walked, cloned and written to snapshots recursively, and a
-    /// snapshot's JSON texts are read back with serde_json's limit of 128 levels: keep
-    /// this well below that.
-    pub max_value_depth: usize,
-    /// The largest snapshot [`Run::try_snapshot`](crate::Run::try_snapshot) writes (64
-    /// MiB by default); [`Run::restore_with`](crate::Run::restore_with) refuses larger
-    /// bytes by the restorer's own value of it.
-    pub max_snapshot_bytes: usize,
-    /// The most text a call's input or system prompt may build (16 MiB by default,
-    /// [`DEFAULT_MAX_BUILT_BYTES`](crate::limits::DEFAULT_MAX_BUILT_BYTES)): the bytes of
-    /// the rendered `system_template`, and of the text form (`compositions.md` §3.6) of a
-    /// step's `input` or `args` when the binding builds a value (an interpolation, an
-    /// array or object) rather than naming one. A template repeating `{{input}}` or a
-    /// binding repeating `${input}` would otherwise build copies of a large value without
-    /// bound. Both are measured when the step starts, without building them; past the
-    /// limit the run fails with `limit_exceeded` before the call is issued, so a host
-    /// never builds more. `usize::MAX` measures nothing.
-    pub max_built_bytes: usize,
-    /// The most tool calls one model answer may start in an agent step or a prompt
-    /// state's tool loop (64 by default,
-    /// [`DEFAULT_MAX_TOOL_CALLS_PER_ANSWER`](crate::limits::DEFAULT_MAX_TOOL_CALLS_PER_ANSWER)).
-    /// The requests of an answer past this many are not issued: each gets an error
-    /// result the model reads on its next turn, so one answer asking for thousands of
-    /// calls starts at most this many. The pack's own `max_tool_calls_per_turn` and
-    /// `max_tool_calls` budgets apply as well.
-    pub max_tool_calls_per_answer: usize,
-    /// Keep the call log ([`Run::calls`](crate::Run::calls)): every call's prompt or
-    /// tool, its materialized input and rendered system prompt. Off, a run records
-    /// nothing per call (what benchmarks and production hosts want).
-    pub record_calls: bool,
-}
-
-impl Default for RunOptions {
-    fn default() -> RunOptions {
-        use crate::limits::*;
-        RunOptions {
-            host_variables: Map::new(),
-            max_host_calls: None,
-            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
-            max_value_depth: DEFAULT_MAX_VALUE_DEPTH,
-            max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
-            max_built_bytes: DEFAULT_MAX_BUILT_BYTES,
-            max_tool_calls_per_answer: DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
-            record_calls: false,
-        }
     }
 }
 
@@ -279,7 +208,7 @@ pub enum CallRecord {
         /// The step id, the state name, or the plain agent member's key.
         at: String,
         /// What it did.
-        action: crate::GuardAction,
+        action: crate::guard::GuardAction,
         /// The length of the text it read, in characters.
         length: u64,
     },
@@ -336,80 +265,4 @@ pub struct EvalRequest {
     pub eval: String,
     /// The step output.
     pub output: Value,
-}
-
-/// The kinds of run-time error (conformance README, "Runtime error kinds").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ErrorKind {
-    /// `host_error`
-    HostError,
-    /// `unresolved_binding`
-    UnresolvedBinding,
-    /// `type_error`
-    TypeError,
-    /// `invalid_event`
-    InvalidEvent,
-    /// `terminal_state`
-    TerminalState,
-    /// `max_visits_exceeded`
-    MaxVisitsExceeded,
-    /// `budget_exhausted`
-    BudgetExhausted,
-    /// `agent_step_limit`
-    AgentStepLimit,
-    /// `invalid_variable`
-    InvalidVariable,
-    /// `no_output`
-    NoOutput,
-    /// `limit_exceeded`
-    LimitExceeded,
-    /// `guardrail_blocked`: a validator triggered on a structured answer (the call has an
-    /// `output_schema`, or the answer is JSON), which is never rewritten. Retried by a
-    /// `retry` modifier like a host error.
-    GuardrailBlocked,
-    /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
-    /// call, an input the run did not ask for), or the module is invalid.
-    Protocol,
-}
-
-impl ErrorKind {
-    /// The stable snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::HostError => "host_error",
-            ErrorKind::UnresolvedBinding => "unresolved_binding",
-            ErrorKind::TypeError => "type_error",
-            ErrorKind::InvalidEvent => "invalid_event",
-            ErrorKind::TerminalState => "terminal_state",
-            ErrorKind::MaxVisitsExceeded => "max_visits_exceeded",
-            ErrorKind::BudgetExhausted => "budget_exhausted",
-            ErrorKind::AgentStepLimit => "agent_step_limit",
-            ErrorKind::InvalidVariable => "invalid_variable",
-            ErrorKind::NoOutput => "no_output",
-            ErrorKind::LimitExceeded => "limit_exceeded",
-            ErrorKind::GuardrailBlocked => "guardrail_blocked",
-            ErrorKind::Protocol => "protocol",
-        }
-    }
-}
-
-/// A run-time error: the run has ended (except for `protocol` errors, which leave the
-/// run as it was).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[error("{}: {message}", kind.as_str())]
-pub struct RunError {
-    /// The kind.
-    pub kind: ErrorKind,
-    /// What happened.
-    pub message: String,
-}
-
-impl RunError {
-    /// A new error.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        RunError {
-            kind,
-            message: message.into(),
-        }
-    }
 }

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::api::{ErrorKind, Input, Need, OwnedOutcome, RunError};
+use crate::api::{Input, Need, OwnedOutcome};
+use crate::error::{ErrorKind, RunError};
 use crate::run::Run;
 use crate::view::CallView;
 

@@ -69,44 +69,58 @@
 //! A blocking [`driver`] runs a script of turns against a [`driver::Host`], for simple
 //! embedders and tests.
 //!
-//! Modules:
-//! - `program`: [`Program`], built once per module;
-//! - `run`: [`Run`], the top level: starting, turns, agents, the host protocol;
-//! - `workflow`: transitions, budgets, artifacts, caller events (`workflow.md`);
-//! - `walk`: the composition walk (`compositions.md` §4–§10);
+//! Modules, each importing only those below it:
+//! - `run`: [`Run`], its configuration and state, the host protocol; `inspect`: what a
+//!   host reads from a run; [`snapshot`]: saving and restoring one;
+//! - `workflow`: the workflow's part: transitions, budgets, artifacts, caller events
+//!   (`workflow.md`); `walk`: the composition walk (`compositions.md` §4–§10);
 //! - `lane`: the executions that issue host calls: leaf steps with retry, the model/tool
-//!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6, §8);
-//! - `guard`: validators (guardrails) judged on answers (`later-versions.md` §4);
-//! - `pred`: compiled predicates (`compositions.md` §7);
-//! - `render`: `system_template` checking and rendering (`workflow.md` §14);
-//! - [`limits`]: the embedder's limits on values handed in, and their defaults;
-//! - `value`: borrowed values, references and bindings;
-//! - `view`: [`CallView`] and [`BoundInput`];
-//! - `trace`: [`TraceEvent`] and the log;
-//! - [`snapshot`]: saving and restoring a run;
-//! - [`driver`]: a blocking driver over a [`driver::Host`].
+//!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6,
+//!   §8), and validators around model calls (`later-versions.md` §4);
+//! - `view`: [`CallView`] and [`BoundInput`]; `render`: `system_template` checking and
+//!   rendering (`workflow.md` §14); `memory`: artifacts and the history;
+//! - `pred`: compiled predicates (`compositions.md` §7); [`value`]: borrowed values,
+//!   references and bindings; `guard`: validators' matching;
+//! - `program`: [`Program`], built once per module; `config`, `options`: [`RunOptions`];
+//!   [`limits`]: the embedder's limits on values handed in; `trace`: [`TraceEvent`] and
+//!   the log; `error`: [`ErrorKind`] as one table, and [`RunError`];
+//! - [`driver`]: the drive loop over a [`driver::Host`].
 #![forbid(unsafe_code)]
 
 mod api;
+mod config;
 pub mod driver;
+mod error;
 mod guard;
+mod hash;
+mod inspect;
+mod json;
 mod lane;
 pub mod limits;
+mod memory;
+mod options;
 mod pred;
 mod program;
 mod render;
 mod run;
 mod small;
 pub mod snapshot;
+mod state;
 mod suggest;
+mod text;
 mod trace;
 pub mod value;
 mod view;
 mod walk;
 mod workflow;
 
-pub use api::*;
+pub use api::{
+    Answer, CallId, CallRecord, EvalRequest, Input, Need, Outcome, OwnedOutcome, Target,
+    ToolRequest,
+};
+pub use error::{ErrorKind, RunError};
 pub use guard::GuardAction;
+pub use options::RunOptions;
 pub use pred::Compiled;
 pub use program::Program;
 pub use run::Run;

@@ -16,18 +16,14 @@
 
 use serde_json::{Map, Value};
 
-use crate::api::{Answer, ErrorKind, RunError, RunOptions};
+use crate::api::Answer;
+use crate::error::{ErrorKind, RunError};
+use crate::options::RunOptions;
 
-/// The default of [`RunOptions::max_value_bytes`]: 16 MiB.
-pub const DEFAULT_MAX_VALUE_BYTES: usize = 16 << 20;
-/// The default of [`RunOptions::max_value_depth`]: 64 levels.
-pub const DEFAULT_MAX_VALUE_DEPTH: usize = 64;
-/// The default of [`RunOptions::max_built_bytes`]: 16 MiB.
-pub const DEFAULT_MAX_BUILT_BYTES: usize = 16 << 20;
-/// The default of [`RunOptions::max_snapshot_bytes`]: 64 MiB.
-pub const DEFAULT_MAX_SNAPSHOT_BYTES: usize = 64 << 20;
-/// The default of [`RunOptions::max_tool_calls_per_answer`]: 64.
-pub const DEFAULT_MAX_TOOL_CALLS_PER_ANSWER: usize = 64;
+pub use crate::options::{
+    DEFAULT_MAX_BUILT_BYTES, DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_MAX_TOOL_CALLS_PER_ANSWER,
+    DEFAULT_MAX_VALUE_BYTES, DEFAULT_MAX_VALUE_DEPTH,
+};
 
 /// The limits a run keeps: those of its [`RunOptions`]. They are the embedder's, so a
 /// snapshot does not carry them: [`Run::restore_with`](crate::Run::restore_with) takes

@@ -8,7 +8,7 @@
 use ir_spec::{Compare, Ordering, Pred, Ref};
 use serde_json::Value;
 
-use crate::api::{ErrorKind, RunError};
+use crate::error::{ErrorKind, RunError};
 use crate::value::{eq_str, json_eq, Scope, VRef};
 
 /// A constant of an `equals` / `in` test, typed once.

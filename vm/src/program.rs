@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use ir_spec::{Budget, Module, Pred, PromptId, StepKind, ToolRef};
 use regex::{Regex, RegexBuilder};
 
-use crate::api::{ErrorKind, RunError};
+use crate::error::{ErrorKind, RunError};
 use crate::pred::Compiled;
 
 /// A module checked once at the door (`Module::validate`), with precomputed tables:
@@ -213,7 +213,7 @@ impl Program {
     pub fn fingerprint(&self) -> u64 {
         *self
             .fingerprint
-            .get_or_init(|| crate::snapshot::fingerprint(&self.m))
+            .get_or_init(|| crate::hash::fingerprint(&self.m))
     }
 
     /// The workflow budget of a run of this target, `None` outside workflow runs.

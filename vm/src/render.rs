@@ -6,46 +6,13 @@
 //! and *rendering* it into a caller's buffer when a host asks for the system prompt.
 
 use ir_spec::text_form::Sink;
-use ir_spec::{ArtifactMode, PathSeg, PromptId, Segment, VarRoot, VarType, Variable};
+use ir_spec::{PathSeg, PromptId, Segment, VarRoot, VarType, Variable};
 use serde_json::{Map, Value};
 
-use crate::api::{ErrorKind, RunError};
+use crate::error::{ErrorKind, RunError};
+use crate::memory::Artifact;
 use crate::program::Program;
 use crate::value::{json_eq, write_text_form, BVal, Ty, VRef};
-
-/// An artifact value (`workflow.md` §11).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Artifact {
-    /// Set by a `replace` writer.
-    Value(Value),
-    /// The entries written by `append` writers.
-    List(Vec<Value>),
-}
-
-impl Artifact {
-    /// The value as JSON: a list of entries is an array.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Artifact::Value(v) => v.clone(),
-            Artifact::List(l) => Value::Array(l.clone()),
-        }
-    }
-
-    /// Applies a write of `v` by a writer in `mode`.
-    pub fn write(slot: &mut Option<Artifact>, mode: ArtifactMode, v: &Value) {
-        *slot = Some(match (mode, slot.take()) {
-            (ArtifactMode::Replace, _) => Artifact::Value(v.clone()),
-            (ArtifactMode::Append, None) => Artifact::List(vec![v.clone()]),
-            (ArtifactMode::Append, Some(Artifact::Value(old))) => {
-                Artifact::List(vec![old, v.clone()])
-            }
-            (ArtifactMode::Append, Some(Artifact::List(mut l))) => {
-                l.push(v.clone());
-                Artifact::List(l)
-            }
-        });
-    }
-}
 
 /// What a prompt renders against.
 pub(crate) struct Env<'a> {

@@ -10,7 +10,8 @@ use ir_spec::{CompId, EventId, Module, PromptId, StateId, StepId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::{CallRecord, RunError};
+use crate::api::CallRecord;
+use crate::error::RunError;
 
 /// One trace entry (conformance README, "Trace lines").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,7 +125,7 @@ impl TraceEvent {
 pub(crate) struct EvalRec {
     pub comp: CompId,
     pub step: StepId,
-    #[serde(with = "crate::snapshot::opt_value_text")]
+    #[serde(with = "crate::text::opt_value_text")]
     pub output: Option<Value>,
 }
 
@@ -145,7 +146,7 @@ pub(crate) struct Io {
     /// it, so two parallel steps in a row stay apart.
     pub group: u32,
     pub trace: Vec<(Tag, TraceEvent)>,
-    #[serde(with = "crate::snapshot::calls_text")]
+    #[serde(with = "crate::text::calls_text")]
     pub calls: Vec<(Tag, CallRecord)>,
     pub evals: Vec<(Tag, EvalRec)>,
 }
@@ -154,6 +155,29 @@ pub(crate) struct Io {
 pub(crate) type Tag = Option<(u32, u32)>;
 
 impl Io {
+    /// The log of a new run, with room for `trace` entries and `evals` eval requests.
+    pub fn new(trace: usize, evals: usize) -> Io {
+        Io {
+            trace: Vec::with_capacity(trace),
+            evals: Vec::with_capacity(evals),
+            ..Io::default()
+        }
+    }
+
+    /// Back to a new run's, keeping the buffers.
+    pub fn reset(&mut self) {
+        self.next_id = 0;
+        self.issued = 0;
+        self.clock_wanted = false;
+        self.clock = None;
+        self.fatal = None;
+        self.tool_calls = 0;
+        self.group = 0;
+        self.trace.clear();
+        self.calls.clear();
+        self.evals.clear();
+    }
+
     #[inline]
     pub fn trace(&mut self, branch: Option<u32>, e: TraceEvent) {
         let tag = self.tag(branch);

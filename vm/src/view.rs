@@ -9,7 +9,8 @@ use ir_spec::{OutputSchema, StepKind, ToolRef};
 use serde_json::{json, Value};
 
 use crate::api::{CallId, CallRecord};
-use crate::lane::{Call, Ctx, Job, Lane, TEntry, ToolResult};
+use crate::lane::ctx::Ctx;
+use crate::lane::state::{Call, Job, Lane, TEntry, ToolResult};
 use crate::value::{BVal, VRef};
 
 /// One outstanding host call (`workflow.md` §1), borrowed from the run.
@@ -376,7 +377,39 @@ impl<'r> CallView<'r> {
 
     /// The call as the call log records it.
     pub fn record(&self) -> CallRecord {
-        crate::lane::record_of(self)
+        if let Some((kind, params)) = self.extension() {
+            return CallRecord::Extension {
+                extension: kind.to_owned(),
+                input: self.input().to_value(),
+                params: params.parse(),
+            };
+        }
+        if let Some(g) = self.guard() {
+            return CallRecord::Guard {
+                validator: g.validator.to_owned(),
+                params: g.params.parse(),
+                text: g.text.into_owned(),
+            };
+        }
+        match self.prompt_task() {
+            Some(prompt) => {
+                let mut system = String::new();
+                self.write_system(&mut system);
+                CallRecord::Model {
+                    prompt: prompt.to_owned(),
+                    input: self.input().to_value(),
+                    system,
+                    provider: self
+                        .provider()
+                        .filter(|p| *p != "default")
+                        .map(str::to_owned),
+                }
+            }
+            None => CallRecord::Tool {
+                tool: self.tool().unwrap_or_default().to_owned(),
+                args: self.input().to_value(),
+            },
+        }
     }
 }
 

@@ -2,53 +2,102 @@
 //! of leaf and parallel steps, storing outputs, the composition output.
 
 use ir_spec::{CompId, StepId, StepKind};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::{ErrorKind, Need, RunError};
-use crate::lane::{pump, Ctx, Job, Lane, Phase, Pumped};
-use crate::program::Program;
-use crate::run::{err, protocol, Run, Walk, Walked, SELECTED, SKIPPED};
+use crate::api::Need;
+use crate::error::{ErrorKind, RunError};
+use crate::lane::ctx::{Base, Ctx};
+use crate::lane::state::{set_lanes, Job, Lane, Phase};
+use crate::lane::{pump, Pumped};
+use crate::small::Fixed;
 use crate::trace::{EvalRec, Io, TraceEvent};
 use crate::value::Scope;
 
-impl Run {
-    pub(crate) fn begin_comp(&mut self, c: CompId) {
-        self.settle_slots();
-        let n = self.prog.m.compositions[c.index()].steps.len();
-        let w = &mut self.walk;
-        w.id = Some(c);
-        w.pos = 0;
-        w.last = None;
-        w.active = None;
-        for s in &mut w.slots[..n] {
+/// Step flags kept inside the run (compositions of up to this many steps).
+pub(crate) const FLAGS_INLINE: usize = 32;
+
+/// A step flag: the walk skipped the step.
+pub(crate) const SKIPPED: u8 = 1;
+/// A step flag: a branch step that ran selected the step.
+pub(crate) const SELECTED: u8 = 2;
+
+/// The composition walk (`compositions.md` §4).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Walk {
+    pub id: Option<CompId>,
+    /// The next index into `walk`.
+    pub pos: u32,
+    /// Output slots by step id. A parallel step that ran holds a `null` marker: its
+    /// output is walked over its branches' slots (`value::Par`).
+    #[serde(with = "crate::text::slots_text")]
+    pub slots: Vec<Option<Value>>,
+    /// Per step: [`SKIPPED`] and [`SELECTED`] (a branch that ran selected it).
+    pub flags: Fixed<u8, FLAGS_INLINE>,
+    /// The last step that ran and produced an output.
+    pub last: Option<StepId>,
+    /// The step whose lanes are running.
+    pub active: Option<StepId>,
+}
+
+/// What the composition walk reached.
+pub(crate) enum Walked {
+    Pending(Need),
+    /// The walk ended; the composition output is the output of this step.
+    Finished(StepId),
+}
+
+fn internal(m: &str) -> RunError {
+    RunError::new(ErrorKind::Protocol, m)
+}
+
+impl Walk {
+    /// The walk of a new run: `n` slots, for the program's largest composition.
+    pub fn new(n: usize) -> Walk {
+        let mut slots = Vec::with_capacity(n);
+        slots.resize_with(n, || None);
+        Walk {
+            slots,
+            flags: Fixed::new(n, 0),
+            ..Walk::default()
+        }
+    }
+
+    /// Back to a new run's, keeping the buffers.
+    pub fn reset(&mut self) {
+        self.id = None;
+        self.pos = 0;
+        self.slots.fill(None);
+        self.flags.fill(0);
+        self.last = None;
+        self.active = None;
+    }
+
+    /// Starts composition `c` of `n` steps (the outputs still wanted from the previous
+    /// walk were moved out first), with no lane running.
+    pub fn begin(&mut self, c: CompId, n: usize, lanes: &mut Vec<Lane>) {
+        self.id = Some(c);
+        self.pos = 0;
+        self.last = None;
+        self.active = None;
+        for s in &mut self.slots[..n] {
             *s = None;
         }
-        w.flags[..n].fill(0);
-        self.lanes.clear();
+        self.flags[..n].fill(0);
+        lanes.clear();
     }
 
     /// Walks the composition until a step waits for the host, or the walk ends.
-    ///
-    /// The run is borrowed field by field, so the program needs no reference count
-    /// traffic on this path.
-    pub(crate) fn walk_comp(&mut self) -> Result<Walked, RunError> {
-        let Run {
-            prog,
-            walk,
-            lanes,
-            io,
-            input,
-            wf,
-            host_vars,
-            budget,
-            record_calls,
-            max_host_calls,
-            limits,
-            ..
-        } = self;
-        let prog: &Program = prog;
+    pub fn advance(
+        &mut self,
+        base: Base<'_>,
+        lanes: &mut Vec<Lane>,
+        io: &mut Io,
+    ) -> Result<Walked, RunError> {
+        let walk = self;
+        let prog = base.prog;
         let Some(cid) = walk.id else {
-            return Err(protocol("no composition is running"));
+            return Err(internal("no composition is running"));
         };
         let comp = &prog.m.compositions[cid.index()];
         loop {
@@ -57,22 +106,7 @@ impl Run {
                 // one-lane step); otherwise advance the lanes.
                 let done = lanes.iter().all(|l| l.phase == Phase::Done);
                 if !done {
-                    let ctx = Ctx {
-                        prog,
-                        cid: walk.id,
-                        input,
-                        slots: &walk.slots,
-                        artifacts: &wf.artifacts,
-                        history: &wf.history,
-                        host_vars,
-                        budget: *budget,
-                        record_calls: *record_calls,
-                        max_host_calls: *max_host_calls,
-                        max_built: limits.max_built_bytes,
-                        max_answer_tools: limits.max_tool_calls_per_answer,
-                        start_ms: wf.start_ms,
-                        state: None,
-                    };
+                    let ctx = Ctx::new(base, walk.id, &walk.slots, None);
                     let pumped = match pump(&ctx, lanes, io) {
                         Ok(pumped) => pumped,
                         Err(e) => {
@@ -101,7 +135,7 @@ impl Run {
                 let out = comp.output.or(walk.last);
                 return match out.filter(|o| walk.slots[o.index()].is_some()) {
                     Some(o) => Ok(Walked::Finished(o)),
-                    None => Err(err(
+                    None => Err(RunError::new(
                         ErrorKind::NoOutput,
                         format!("composition `{}` produced no output", prog.m.str(comp.key)),
                     )),
@@ -127,11 +161,11 @@ impl Run {
                 } => {
                     let pred = prog.preds[cid.index()][sid.index()]
                         .as_ref()
-                        .ok_or_else(|| protocol("a branch step without a predicate"))?;
+                        .ok_or_else(|| internal("a branch step without a predicate"))?;
                     let scope = Scope {
                         m: &prog.m,
                         comp: Some(comp),
-                        input,
+                        input: base.input,
                         slots: &walk.slots,
                     };
                     let target = if pred.eval(&scope)? {
@@ -172,7 +206,7 @@ impl Run {
 }
 
 /// The active step's lanes are all done: store the outputs (`compositions.md` §8.2).
-pub(crate) fn finish_step(
+fn finish_step(
     comp: &ir_spec::Composition,
     cid: CompId,
     sid: StepId,
@@ -202,7 +236,7 @@ pub(crate) fn finish_step(
         _ => match lanes.first_mut().and_then(|l| l.result.take()) {
             Some(Ok(v)) => walk.slots[sid.index()] = Some(v),
             Some(Err(e)) => return Err(e),
-            None => return Err(protocol("a step ended without a result")),
+            None => return Err(internal("a step ended without a result")),
         },
     }
     if !step.evals.is_empty() {
@@ -248,21 +282,6 @@ fn store_completed_branches(
             store_branch(comp, cid, *b, lane.branch, v, walk, io);
         }
     }
-}
-
-/// Makes the lanes `jobs`, reusing the lanes (and their buffers) already there.
-pub(crate) fn set_lanes(
-    lanes: &mut Vec<Lane>,
-    jobs: impl ExactSizeIterator<Item = (Job, Option<u32>)>,
-) {
-    let n = jobs.len();
-    for (i, (job, branch)) in jobs.enumerate() {
-        match lanes.get_mut(i) {
-            Some(lane) => lane.reset(job, branch),
-            None => lanes.push(Lane::new(job, branch)),
-        }
-    }
-    lanes.truncate(n);
 }
 
 /// The eval requests of one completion of `step`: one record, whatever the number of

@@ -1,104 +1,161 @@
-//! Workflow moves (`workflow.md` §5–§11): what follows a state's execution, artifacts,
-//! caller events, transitions and entering a state.
+//! The workflow's part of a run (`workflow.md` §5–§12): the current state, visit
+//! counts, artifacts, the conversation history, the last output and the turn's reply;
+//! and its moves: events, transitions, entering a state. Each move changes this part
+//! (and the log) only and returns what the run does next.
 
-use ir_spec::{EventId, Orchestration, StateId};
+use ir_spec::{Budget, EventId, Module, Orchestration, StateId, StepId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use crate::api::{ErrorKind, RunError};
-use crate::render::Artifact;
-use crate::run::{err, protocol, Run, Top};
-use crate::trace::TraceEvent;
+use crate::error::{ErrorKind, RunError};
+use crate::memory::{Artifact, Exchange};
+use crate::small::Fixed;
+use crate::trace::{Io, TraceEvent};
 
-impl Run {
-    /// Whether state `s`'s own answer may move the run (`workflow.md` §5): not a
-    /// terminal or external state.
-    pub(crate) fn may_transition(&self, s: StateId) -> bool {
-        self.prog.m.workflow.as_ref().is_some_and(|w| {
-            let state = &w.states[s.index()];
-            !state.terminal && state.mode != Orchestration::External
+/// Visit counts kept inside the run (workflows of up to this many states).
+pub(crate) const VISITS_INLINE: usize = 8;
+
+/// The workflow run's counters and data (`workflow.md` §2), also used by plain agents
+/// (history, last output).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Wf {
+    pub current: Option<StateId>,
+    pub visits: Fixed<u64, VISITS_INLINE>,
+    pub total_visits: u64,
+    #[serde(with = "crate::text::artifacts_text")]
+    pub artifacts: Vec<Option<Artifact>>,
+    pub history: Vec<Exchange>,
+    pub start_ms: u64,
+    /// The last output, unless `last_slot` says it is still in a composition slot.
+    #[serde(with = "crate::text::value_text")]
+    pub last: Value,
+    pub last_slot: Option<StepId>,
+    /// The turn ended: its input and last output go to the history when the next turn
+    /// starts (the history is read only by later turns).
+    pub exchange_pending: bool,
+    /// The turn's reply so far: the non-empty string outputs of the states executed in
+    /// it, joined with a blank line (RFC 0014 reply assembly).
+    pub reply: String,
+}
+
+/// A transition decided and waiting to be entered (`workflow.md` §7): after the clock
+/// reading when the workflow has a wall-time budget, at once otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Move {
+    pub from: StateId,
+    pub to: StateId,
+    pub event: EventId,
+    /// The state `max_visits` redirected from.
+    pub redirected: Option<StateId>,
+    /// The destination then runs in this turn.
+    pub mid_turn: bool,
+}
+
+/// What the run does after entering a state.
+pub(crate) enum Entered {
+    /// Wait for the caller.
+    Idle,
+    /// The turn ends.
+    EndTurn,
+    /// Run the state in this turn.
+    Run(StateId),
+}
+
+/// Whether state `s`'s own answer may move the run (`workflow.md` §5): not a terminal
+/// or external state.
+pub(crate) fn may_transition(m: &Module, s: StateId) -> bool {
+    m.workflow.as_ref().is_some_and(|w| {
+        let state = &w.states[s.index()];
+        !state.terminal && state.mode != Orchestration::External
+    })
+}
+
+/// The event `name` of state `s`'s `on_event`.
+pub(crate) fn event_id(m: &Module, s: StateId, name: &str) -> Result<EventId, RunError> {
+    let Some(wf) = m.workflow.as_ref() else {
+        return Err(no_workflow());
+    };
+    let state = &wf.states[s.index()];
+    state
+        .on_event
+        .iter()
+        .find(|(e, _)| m.event(*e) == name)
+        .map(|(e, _)| *e)
+        .ok_or_else(|| {
+            let events = state.on_event.iter().map(|(e, _)| m.event(*e)).collect();
+            RunError::new(
+                ErrorKind::InvalidEvent,
+                format!(
+                    "state `{}` has no event `{name}`; {}",
+                    m.str(state.key),
+                    crate::suggest::choices("events of this state", name, events)
+                ),
+            )
         })
-    }
+}
 
-    /// The event `name` of state `s`'s `on_event`.
-    pub(crate) fn event_id(&self, s: StateId, name: &str) -> Result<EventId, RunError> {
-        let m = &self.prog.m;
-        let wf = m.workflow.as_ref().ok_or_else(|| protocol("no workflow"))?;
-        let state = &wf.states[s.index()];
-        state
-            .on_event
-            .iter()
-            .find(|(e, _)| m.event(*e) == name)
-            .map(|(e, _)| *e)
-            .ok_or_else(|| {
-                let events = state.on_event.iter().map(|(e, _)| m.event(*e)).collect();
-                err(
-                    ErrorKind::InvalidEvent,
-                    format!(
-                        "state `{}` has no event `{name}`; {}",
-                        m.str(state.key),
-                        crate::suggest::choices("events of this state", name, events)
-                    ),
-                )
-            })
-    }
+fn no_workflow() -> RunError {
+    RunError::new(ErrorKind::Protocol, "no workflow")
+}
 
-    /// After state `s` executed (`workflow.md` §5): artifacts, then its event.
-    pub(crate) fn after_state(
-        &mut self,
-        s: StateId,
-        event: Option<EventId>,
-    ) -> Result<(), RunError> {
-        self.write_artifacts(s);
-        match event {
-            Some(e) if self.may_transition(s) => self.transition(s, e, true),
-            _ => {
-                self.end_turn();
-                Ok(())
-            }
+impl Wf {
+    /// The workflow part of a new run of `m`.
+    pub fn new(m: &Module) -> Wf {
+        let n_states = m.workflow.as_ref().map_or(0, |w| w.states.len());
+        let n_artifacts = m.workflow.as_ref().map_or(0, |w| w.artifacts.len());
+        Wf {
+            visits: Fixed::new(n_states, 0),
+            artifacts: vec![None; n_artifacts],
+            ..Wf::default()
         }
     }
 
-    /// Writes the artifacts state `s` declares from its output's `artifacts` member
-    /// (`workflow.md` §11).
-    pub(crate) fn write_artifacts(&mut self, s: StateId) {
-        let declares = self
-            .prog
-            .m
-            .workflow
-            .as_ref()
-            .is_some_and(|w| !w.states[s.index()].artifacts.is_empty());
-        if !declares {
-            return;
-        }
-        let prog = self.prog.clone();
-        let Some(wf) = prog.m.workflow.as_ref() else {
+    /// Back to a new run's, keeping the buffers.
+    pub fn reset(&mut self) {
+        self.current = None;
+        self.visits.fill(0);
+        self.total_visits = 0;
+        self.artifacts.fill(None);
+        self.history.clear();
+        self.start_ms = 0;
+        self.last = Value::Null;
+        self.last_slot = None;
+        self.exchange_pending = false;
+        self.reply.clear();
+    }
+
+    /// Enters the start state `s` (`workflow.md` §3).
+    pub fn start(&mut self, s: StateId, io: &mut Io) {
+        self.current = Some(s);
+        self.visits[s.index()] = 1;
+        self.total_visits = 1;
+        io.trace(None, TraceEvent::Enter(s));
+    }
+
+    /// Writes the artifacts state `s` declares from `written`, its output's `artifacts`
+    /// member (`workflow.md` §11).
+    pub fn write_artifacts(&mut self, m: &Module, s: StateId, written: &Map<String, Value>) {
+        let Some(wf) = m.workflow.as_ref() else {
             return;
         };
-        let declared = &wf.states[s.index()].artifacts;
-        if declared.is_empty() {
-            return;
-        }
-        let Some(written) = self.state_output().and_then(|o| o.member("artifacts")) else {
-            return;
-        };
-        let written = written.as_cow().into_owned();
-        let Some(written) = written.as_object() else {
-            return;
-        };
-        for (aid, mode) in declared {
-            let name = prog.m.str(wf.artifacts[aid.index()]);
+        for (aid, mode) in &wf.states[s.index()].artifacts {
+            let name = m.str(wf.artifacts[aid.index()]);
             let Some(v) = written.get(name).filter(|v| !v.is_null()) else {
                 continue;
             };
-            Artifact::write(&mut self.wf.artifacts[aid.index()], *mode, v);
+            Artifact::write(&mut self.artifacts[aid.index()], *mode, v);
         }
     }
 
-    /// A caller event (`workflow.md` §9).
-    pub(crate) fn caller_event(&mut self, event: &str) -> Result<(), RunError> {
-        let m = &self.prog.m;
-        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.wf.current, self.workflow_run)
-        else {
-            return Err(err(
+    /// A caller event (`workflow.md` §9): the state it leaves and the event, checked.
+    pub fn caller_event(
+        &self,
+        m: &Module,
+        workflow_run: bool,
+        event: &str,
+    ) -> Result<(StateId, EventId), RunError> {
+        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.current, workflow_run) else {
+            return Err(RunError::new(
                 ErrorKind::InvalidEvent,
                 format!("event `{event}` sent to a run without a workflow"),
             ));
@@ -106,7 +163,7 @@ impl Run {
         let state = &wf.states[s.index()];
         let name = m.str(state.key);
         if state.terminal {
-            return Err(err(
+            return Err(RunError::new(
                 ErrorKind::TerminalState,
                 format!("event `{event}` sent to terminal state `{name}`"),
             ));
@@ -115,24 +172,26 @@ impl Run {
             state.mode,
             Orchestration::Internal | Orchestration::Composition
         ) {
-            return Err(err(
+            return Err(RunError::new(
                 ErrorKind::InvalidEvent,
                 format!("caller event `{event}` sent to state `{name}`, which the model drives"),
             ));
         }
-        let e = self.event_id(s, event)?;
-        self.transition(s, e, false)
+        Ok((s, event_id(m, s, event)?))
     }
 
-    /// `transition(S, E)` (`workflow.md` §7), up to its clock reading.
-    pub(crate) fn transition(
-        &mut self,
+    /// `transition(S, E)` (`workflow.md` §7) up to its clock reading: where the run
+    /// goes. A budget past its limit is a run-wide failure, recorded in `io`.
+    pub fn transition(
+        &self,
+        m: &Module,
+        budget: Option<Budget>,
+        io: &mut Io,
         from: StateId,
         event: EventId,
         mid_turn: bool,
-    ) -> Result<(), RunError> {
-        let m = &self.prog.m;
-        let wf = m.workflow.as_ref().ok_or_else(|| protocol("no workflow"))?;
+    ) -> Result<Move, RunError> {
+        let wf = m.workflow.as_ref().ok_or_else(no_workflow)?;
         let s = &wf.states[from.index()];
         let target = s
             .on_event
@@ -140,23 +199,23 @@ impl Run {
             .find(|(e, _)| *e == event)
             .map(|(_, t)| *t)
             .ok_or_else(|| {
-                err(
+                RunError::new(
                     ErrorKind::InvalidEvent,
                     format!("state `{}` has no event `{}`", m.str(s.key), m.event(event)),
                 )
             })?;
         let t = &wf.states[target.index()];
-        let mut dest = target;
+        let mut to = target;
         let mut redirected = None;
         if let Some(max) = t.max_visits {
-            if self.wf.visits[target.index()] >= max {
+            if self.visits[target.index()] >= max {
                 match t.on_max_visits {
                     Some(alt) => {
-                        dest = alt;
+                        to = alt;
                         redirected = Some(target);
                     }
                     None => {
-                        return Err(err(
+                        return Err(RunError::new(
                             ErrorKind::MaxVisitsExceeded,
                             format!("state `{}` reached max_visits {max}", m.str(t.key)),
                         ))
@@ -164,39 +223,34 @@ impl Run {
                 }
             }
         }
-        if let Some(limit) = self.budget.and_then(|b| b.max_total_visits) {
-            if self.wf.total_visits >= limit {
-                return Err(self.io.set_fatal(err(
+        if let Some(limit) = budget.and_then(|b| b.max_total_visits) {
+            if self.total_visits >= limit {
+                return Err(io.set_fatal(RunError::new(
                     ErrorKind::BudgetExhausted,
                     format!("max_total_visits {limit} reached"),
                 )));
             }
         }
-        if self.wall_limit().is_some() {
-            self.top = Top::Transition {
-                from,
-                to: dest,
-                event,
-                redirected,
-                mid_turn,
-            };
-            return Ok(());
-        }
-        self.enter(from, dest, event, redirected, mid_turn);
-        Ok(())
+        Ok(Move {
+            from,
+            to,
+            event,
+            redirected,
+            mid_turn,
+        })
     }
 
-    /// Step 4 of a transition: enter the destination, then run it in this turn or wait
-    /// for the caller.
-    pub(crate) fn enter(
-        &mut self,
-        from: StateId,
-        to: StateId,
-        event: EventId,
-        redirected: Option<StateId>,
-        mid_turn: bool,
-    ) {
-        self.io.trace(
+    /// Step 4 of a transition: enters the destination; the run then waits for the
+    /// caller, ends the turn, or runs the destination in this turn.
+    pub fn enter(&mut self, m: &Module, io: &mut Io, mv: Move) -> Entered {
+        let Move {
+            from,
+            to,
+            event,
+            redirected,
+            mid_turn,
+        } = mv;
+        io.trace(
             None,
             TraceEvent::Transition {
                 from,
@@ -205,29 +259,29 @@ impl Run {
                 redirected,
             },
         );
-        self.io.trace(None, TraceEvent::Enter(to));
-        self.wf.current = Some(to);
-        self.wf.visits[to.index()] += 1;
-        self.wf.total_visits += 1;
-        let Some((persistent, external)) = self.prog.m.workflow.as_ref().map(|w| {
+        io.trace(None, TraceEvent::Enter(to));
+        self.current = Some(to);
+        self.visits[to.index()] += 1;
+        self.total_visits += 1;
+        let Some((persistent, external)) = m.workflow.as_ref().map(|w| {
             let dest = &w.states[to.index()];
             (dest.persistent, dest.mode == Orchestration::External)
         }) else {
-            return;
+            return Entered::Idle;
         };
         if !persistent {
             // A turn that ended before this caller event belongs to the cleared history.
-            self.wf.history.clear();
-            self.wf.exchange_pending = false;
+            self.history.clear();
+            self.exchange_pending = false;
         }
         if !mid_turn {
-            self.top = Top::Idle;
-        } else if external || self.prog.m.spec.holds_turn(to) {
+            Entered::Idle
+        } else if external || m.spec.holds_turn(to) {
             // An external destination, or (level 1.8 and above) a `control: user`
             // non-terminal one, runs on the next turn (RFC 0014 rule 3).
-            self.end_turn();
+            Entered::EndTurn
         } else {
-            self.begin_state(to);
+            Entered::Run(to)
         }
     }
 }

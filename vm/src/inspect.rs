@@ -1,0 +1,146 @@
+//! What a host reads from a [`Run`] between resumes: the outstanding calls, the
+//! outcome, the trace, the call log and the eval requests.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::api::{CallId, CallRecord, EvalRequest, Outcome};
+use crate::lane::state::Phase;
+use crate::run::Run;
+use crate::state::Top;
+use crate::trace::{grouped, TraceEvent};
+use crate::value::VRef;
+use crate::view::CallView;
+
+impl Run {
+    /// The outstanding calls, in issue order: the lanes waiting for an answer (none once
+    /// the run has ended).
+    pub fn pending(&self) -> impl Iterator<Item = CallView<'_>> + '_ {
+        let ctx = self.ctx();
+        let live = !self.is_finished();
+        let mut after: Option<CallId> = None;
+        std::iter::from_fn(move || {
+            if !live {
+                return None;
+            }
+            let (id, lane, call) = self
+                .state
+                .lanes
+                .iter()
+                .filter_map(|l| match l.phase {
+                    Phase::Waiting(id, call) if after.is_none_or(|a| id > a) => Some((id, l, call)),
+                    _ => None,
+                })
+                .min_by_key(|(id, _, _)| *id)?;
+            after = Some(id);
+            Some(CallView::new(ctx, lane, id, call))
+        })
+    }
+
+    /// The calls the last [`Run::resume`] issued (what [`Need::Calls`] announced), in
+    /// issue order: the newest of [`Run::pending`]. After [`Need::Clock`], the calls
+    /// issued before the request are announced by the next resume, with the rest.
+    pub fn issued(&self) -> impl Iterator<Item = CallView<'_>> + '_ {
+        let first = CallId(
+            self.state
+                .io
+                .next_id
+                .saturating_sub(u64::from(self.state.io.issued)),
+        );
+        self.pending().filter(move |c| c.id() >= first)
+    }
+
+    /// The outstanding call `id`.
+    pub fn call(&self, id: CallId) -> Option<CallView<'_>> {
+        self.pending().find(|c| c.id() == id)
+    }
+
+    /// How the run ended, once [`Resume`](Run::resume) returned [`Need::Done`].
+    pub fn outcome(&self) -> Option<Outcome<'_>> {
+        if self.state.top != Top::Done {
+            return None;
+        }
+        let m = &self.prog.m;
+        let state = match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
+            (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
+            _ => None,
+        };
+        Some(Outcome {
+            output: self
+                .state_output()
+                .and_then(VRef::real)
+                .unwrap_or(&self.state.wf.last),
+            reply: &self.state.wf.reply,
+            state,
+        })
+    }
+
+    /// Between two turns (the last `resume` said [`Need::Caller`]): the output so far
+    /// and the workflow state the run waits in, shaped as an [`Outcome`]; `None` at any
+    /// other time. A host that hands the caller control (a chat, an approval queue) shows
+    /// this, then sends a turn, an event or `Finish`.
+    pub fn idle(&self) -> Option<Outcome<'_>> {
+        if self.state.top != Top::Idle {
+            return None;
+        }
+        let m = &self.prog.m;
+        let state = match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
+            (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
+            _ => None,
+        };
+        Some(Outcome {
+            output: self
+                .state_output()
+                .and_then(VRef::real)
+                .unwrap_or(&self.state.wf.last),
+            state,
+            reply: &self.state.wf.reply,
+        })
+    }
+
+    /// Whether the run has ended.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state.top, Top::Done | Top::Failed)
+    }
+
+    /// The trace entries so far, parallel branches one after another.
+    pub fn trace(&self) -> Vec<TraceEvent> {
+        grouped(&self.state.io.trace).into_iter().copied().collect()
+    }
+
+    /// The trace lines so far (conformance README, "Trace lines"), parallel branches
+    /// one after another.
+    pub fn trace_lines(&self) -> Vec<String> {
+        grouped(&self.state.io.trace)
+            .into_iter()
+            .map(|e| e.line(&self.prog.m))
+            .collect()
+    }
+
+    /// The host calls so far, in walk order (parallel branches one after another);
+    /// empty unless [`RunOptions::record_calls`] is on.
+    pub fn calls(&self) -> Vec<CallRecord> {
+        grouped(&self.state.io.calls).into_iter().cloned().collect()
+    }
+
+    /// The eval requests so far (`compositions.md` §9.2).
+    pub fn evals(&self) -> Vec<EvalRequest> {
+        let m = &self.prog.m;
+        let scope = self.scope();
+        let mut out = Vec::new();
+        for e in grouped(&self.state.io.evals) {
+            let step = &m.compositions[e.comp.index()].steps[e.step.index()];
+            let output = match &e.output {
+                Some(v) => Cow::Borrowed(v),
+                None => Cow::Owned(scope.step(e.step).map_or(Value::Null, VRef::to_value)),
+            };
+            out.extend(step.evals.iter().map(|eval| EvalRequest {
+                step: m.str(step.id).to_owned(),
+                eval: eval.clone(),
+                output: output.clone().into_owned(),
+            }));
+        }
+        out
+    }
+}

@@ -1,0 +1,265 @@
+//! Validators (guardrails) around a model call (`later-versions.md` §4): the input
+//! chain before the call, the output chain over the answer held in the lane, and the
+//! answers to host validators' `guard` calls.
+
+use ir_spec::{Check, PromptId};
+use serde_json::Value;
+
+use crate::api::{Answer, CallRecord};
+use crate::error::{ErrorKind, RunError};
+use crate::guard::{GuardAction, Verdict};
+use crate::lane::attempt::{failed, first_call};
+use crate::lane::ctx::{at, has_schema, Ctx};
+use crate::lane::state::{Call, Lane, Phase, Stage};
+use crate::trace::{Io, TraceEvent};
+use crate::value::string_rule;
+
+/// A model answer of a prompt with guards: held in the lane while its output guards
+/// run (`later-versions.md` §4).
+#[cold]
+pub(crate) fn guard_answer(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    output: Value,
+    event: Option<String>,
+) {
+    lane.result = Some(Ok(output));
+    lane.event = event;
+    output_chain(ctx, lane, io, 0);
+}
+
+/// Records guard `g` of `prompt` firing with `action` on a text of `length` characters.
+fn record_guard(
+    ctx: &Ctx<'_>,
+    lane: &Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    action: GuardAction,
+    length: u64,
+) {
+    let at = at(ctx, lane, prompt);
+    io.trace(
+        lane.branch,
+        TraceEvent::Guardrail {
+            prompt,
+            guard: g as u32,
+            at,
+        },
+    );
+    if ctx.record_calls {
+        let m = &ctx.prog.m;
+        let record = CallRecord::Guardrail {
+            validator: m.prompts[prompt.index()].guards[g].name.clone(),
+            at: at.name(m).to_owned(),
+            action,
+            length,
+        };
+        let tag = io.tag(lane.branch);
+        io.calls.push((tag, record));
+    }
+}
+
+/// Runs the output guards of the lane's prompt from guard `from` over the answer held in
+/// [`Lane::result`], in declaration order: a truncation lets the chain go on, a
+/// replacement ends it, a structured answer that triggers one fails the attempt with
+/// `guardrail_blocked`. A host guard issues a `guard` call and the chain resumes at
+/// its answer ([`guard_answered`]).
+fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let guards = &ctx.prog.m.prompts[prompt.index()].guards;
+    let schema = has_schema(ctx, lane.job);
+    for (g, guard) in guards.iter().enumerate().skip(from) {
+        if !guard.direction.output() {
+            continue;
+        }
+        let Some(Ok(v)) = &lane.result else { return };
+        if v.is_null() {
+            break;
+        }
+        if let Check::Host { .. } = guard.check {
+            let call = Call::Guard {
+                guard: g as u32,
+                input: false,
+            };
+            lane.phase = Phase::Issue(Stage::Budget, call);
+            return;
+        }
+        let m = &ctx.prog.guards[prompt.index()][g];
+        let verdict = match v {
+            Value::String(s) => crate::guard::judge(guard, m, s),
+            other => crate::guard::judge(guard, m, &other.to_string()),
+        };
+        if !apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
+            return;
+        }
+    }
+    finish_answer(ctx, lane, schema);
+}
+
+/// The chain is over: the held answer is the lane's output.
+fn finish_answer(_ctx: &Ctx<'_>, lane: &mut Lane, schema: bool) {
+    let result = lane
+        .result
+        .take()
+        .map(|r| r.map(|v| string_rule(schema, v)));
+    let event = lane.event.take();
+    lane.result = result;
+    lane.event = event;
+    lane.phase = Phase::Done;
+}
+
+/// Applies guard `g`'s verdict to the held answer. `false`: the chain stops (replaced,
+/// or the attempt failed).
+fn apply_verdict(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    verdict: Verdict,
+    schema: bool,
+) -> bool {
+    if verdict == Verdict::Pass {
+        return true;
+    }
+    let Some(Ok(v)) = &mut lane.result else {
+        return false;
+    };
+    let structured = schema || !v.is_string();
+    let length = match &*v {
+        Value::String(s) => s.chars().count(),
+        other => other.to_string().chars().count(),
+    } as u64;
+    if structured {
+        record_guard(ctx, lane, io, prompt, g, GuardAction::Blocked, length);
+        let guard = &ctx.prog.m.prompts[prompt.index()].guards[g];
+        let e = RunError::new(
+            ErrorKind::GuardrailBlocked,
+            format!(
+                "validator `{}` blocked the structured answer of `{}`",
+                guard.name,
+                at(ctx, lane, prompt).name(&ctx.prog.m)
+            ),
+        );
+        lane.result = None;
+        lane.event = None;
+        failed(ctx, lane, io, e);
+        return false;
+    }
+    match verdict {
+        Verdict::Truncate(cut) => {
+            if let Value::String(s) = v {
+                s.truncate(cut);
+            }
+            record_guard(ctx, lane, io, prompt, g, GuardAction::Truncated, length);
+            true
+        }
+        _ => {
+            let message = ctx.prog.m.prompts[prompt.index()].guards[g].message.clone();
+            *v = Value::String(message);
+            record_guard(ctx, lane, io, prompt, g, GuardAction::Replaced, length);
+            let schema = has_schema(ctx, lane.job);
+            finish_answer(ctx, lane, schema);
+            false
+        }
+    }
+}
+
+/// The input a model call of the lane would read, when it is a string.
+fn input_text<'a>(ctx: &Ctx<'a>, lane: &Lane) -> Option<std::borrow::Cow<'a, str>> {
+    let env = ctx.model_env(lane.job)?;
+    match env.input.as_cow() {
+        std::borrow::Cow::Borrowed(Value::String(s)) => Some(std::borrow::Cow::Borrowed(s)),
+        std::borrow::Cow::Owned(Value::String(s)) => Some(std::borrow::Cow::Owned(s)),
+        _ => None,
+    }
+}
+
+/// Runs the input guards of the lane's prompt from guard `from` over the call's input,
+/// before the call: on a trigger the call is not made and the output is the guard's
+/// message. Then the lane issues its first call.
+pub(crate) fn input_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let guards = &ctx.prog.m.prompts[prompt.index()].guards;
+    if let Some(text) = input_text(ctx, lane) {
+        for (g, guard) in guards.iter().enumerate().skip(from) {
+            if !guard.direction.input() {
+                continue;
+            }
+            if let Check::Host { .. } = guard.check {
+                let call = Call::Guard {
+                    guard: g as u32,
+                    input: true,
+                };
+                lane.phase = Phase::Issue(Stage::Budget, call);
+                return;
+            }
+            let m = &ctx.prog.guards[prompt.index()][g];
+            if crate::guard::judge(guard, m, &text) != Verdict::Pass {
+                let length = text.chars().count() as u64;
+                return input_blocked(ctx, lane, io, prompt, g, length);
+            }
+        }
+    }
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// Guard `g` triggered on the input: the lane's output is its message.
+fn input_blocked(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    g: usize,
+    length: u64,
+) {
+    record_guard(ctx, lane, io, prompt, g, GuardAction::Replaced, length);
+    let message = ctx.prog.m.prompts[prompt.index()].guards[g].message.clone();
+    lane.done(Ok(Value::String(message)), None);
+}
+
+/// The answer to a host validator's `guard` call: `{pass: bool}` (an output that is
+/// `true`/`false` alone is read the same way). A failed or malformed answer fails
+/// closed: the validator counts as triggered.
+pub(crate) fn guard_answered(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    g: u32,
+    input: bool,
+    answer: Answer,
+) {
+    let Some(prompt) = ctx.model_prompt(lane.job) else {
+        return;
+    };
+    let pass = match &answer {
+        Answer::Output { output, .. } => match output {
+            Value::Bool(b) => *b,
+            other => other.get("pass").and_then(Value::as_bool).unwrap_or(false),
+        },
+        _ => false,
+    };
+    let g = g as usize;
+    if input {
+        if pass {
+            return input_chain(ctx, lane, io, g + 1);
+        }
+        let length = input_text(ctx, lane).map_or(0, |t| t.chars().count() as u64);
+        return input_blocked(ctx, lane, io, prompt, g, length);
+    }
+    let verdict = if pass {
+        Verdict::Pass
+    } else {
+        Verdict::Replace
+    };
+    let schema = has_schema(ctx, lane.job);
+    if apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
+        output_chain(ctx, lane, io, g + 1);
+    }
+}

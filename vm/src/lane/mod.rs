@@ -1,0 +1,487 @@
+//! Lanes: the executions that issue host calls.
+//!
+//! A lane runs one *job*: a composition leaf step with its retry modifier
+//! (`compositions.md` §6, §9.1), or one prompt execution of a prompt state or a plain
+//! agent member (`workflow.md` §6). Agent steps and prompt executions share the
+//! model/tool loop. A leaf step runs in one lane; a parallel step runs one lane per
+//! branch, and [`pump`] advances them in declaration order (`compositions.md` §8.1), so
+//! every branch's first call is issued in that order and each later call as the answer
+//! to its branch's previous call arrives.
+//!
+//! Each lane is an explicit state machine ([`Phase`]); nothing is boxed and nothing is
+//! allocated on the way from an answer to the next call, beyond what the answer holds.
+/// What [`pump`] left the lanes waiting for.
+pub(crate) enum Pumped {
+    /// Every lane is done.
+    AllDone,
+    /// The lanes wait for answers.
+    Waiting,
+    /// A lane waits for a clock reading.
+    Clock,
+}
+
+mod attempt;
+pub(crate) mod ctx;
+mod guards;
+pub(crate) mod state;
+
+use ir_spec::text_form::Meter;
+use ir_spec::{Bind, StepKind, ToolRef};
+use serde_json::Value;
+
+use crate::api::{Answer, CallId};
+use crate::error::{ErrorKind, RunError};
+use crate::lane::attempt::{failed, first_call};
+use crate::lane::ctx::{extension_kind, tool_step_key, Ctx, LoopSpec};
+use crate::lane::guards::{guard_answer, guard_answered, input_chain};
+use crate::lane::state::{Call, Job, Lane, Phase, Stage, TEntry, ToolResult};
+use crate::program::SystemLen;
+use crate::trace::{Io, TraceEvent};
+use crate::value::{string_rule, BVal};
+
+/// Advances every lane as far as it goes without a host input, in declaration order.
+/// A run-wide failure (`budget_exhausted`, `limit_exceeded`) is returned at once.
+pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pumped, RunError> {
+    let mut all_done = true;
+    for i in 0..lanes.len() {
+        loop {
+            match &lanes[i].phase {
+                Phase::Start => start(ctx, &mut lanes[i], io),
+                Phase::Issue(..) => {
+                    if issue(ctx, lanes, i, io)? {
+                        return Ok(Pumped::Clock);
+                    }
+                }
+                Phase::Waiting(..) => {
+                    all_done = false;
+                    break;
+                }
+                Phase::Done => break,
+            }
+        }
+    }
+    Ok(if all_done {
+        Pumped::AllDone
+    } else {
+        Pumped::Waiting
+    })
+}
+
+/// Starts a lane: the `step` line, then bindings and the prompt, resolved and checked
+/// once before the first attempt (`compositions.md` §9.1).
+#[inline]
+fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
+    let measuring = ctx.max_built != usize::MAX;
+    // The text length of a step's built input, when it was measured.
+    let mut input_len = None;
+    if let Job::Step(s) = lane.job {
+        if let Some(cid) = ctx.cid {
+            io.trace(lane.branch, TraceEvent::Step(cid, s));
+        }
+        let scope = ctx.scope();
+        let bind = match ctx.step_kind(s) {
+            StepKind::Prompt { input, .. } | StepKind::Agent { input, .. } => input,
+            StepKind::Tool { args, .. } => args,
+            StepKind::Extension { input, .. } => input,
+            _ => {
+                lane.done(
+                    Err(RunError::new(ErrorKind::Protocol, "not a leaf step")),
+                    None,
+                );
+                return;
+            }
+        };
+        if let Some(r) = scope.first_unresolved(bind) {
+            let step = ctx.cid.map_or("", |c| {
+                ctx.prog
+                    .m
+                    .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
+            });
+            let what = match ctx.step_kind(s) {
+                StepKind::Tool { .. } => "args",
+                _ => "input",
+            };
+            let e = RunError::new(
+                ErrorKind::UnresolvedBinding,
+                format!(
+                    "`{}` in the {what} of step `{step}` does not resolve",
+                    scope.ref_text(r)
+                ),
+            );
+            lane.done(Err(e), None);
+            return;
+        }
+        let builds = matches!(bind, Bind::Interp(_) | Bind::Array(_) | Bind::Object(_));
+        if builds && measuring {
+            let mut m = Meter::new(ctx.max_built);
+            BVal::Bind(bind, scope).write_text(&mut m);
+            if m.over() {
+                let what = match ctx.step_kind(s) {
+                    StepKind::Tool { .. } => "args",
+                    _ => "input",
+                };
+                let step = ctx.cid.map_or("", |c| {
+                    ctx.prog
+                        .m
+                        .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
+                });
+                return built_past_limit(ctx, lane, io, format!("the {what} of step `{step}`"));
+            }
+            input_len = Some(m.len());
+        }
+    }
+    if let Some(prompt) = ctx.model_prompt(lane.job) {
+        let p = prompt.index();
+        // Built only when a check or a measure needs it.
+        let env = || ctx.model_env(lane.job);
+        let shape = ctx.prog.system_len[p];
+        let len = match shape {
+            SystemLen::Rendered if measuring => {
+                // The check and the measurement in one walk.
+                let mut m = Meter::new(ctx.max_built);
+                if let Some(Err(e)) = env().map(|env| env.run(Some(&mut m))) {
+                    return lane.done(Err(e), None);
+                }
+                Some(m.len())
+            }
+            _ => {
+                if !ctx.prog.render_infallible[p] {
+                    if let Some(Err(e)) = env().map(|env| env.run(None::<&mut Meter>)) {
+                        return lane.done(Err(e), None);
+                    }
+                }
+                match shape {
+                    SystemLen::Fixed(n) => Some(n),
+                    SystemLen::Inputs { text, inputs } if measuring => {
+                        let each = input_len.unwrap_or_else(|| {
+                            let mut m = Meter::new(ctx.max_built);
+                            if let Some(env) = env() {
+                                env.input.write_text(&mut m);
+                            }
+                            m.len()
+                        });
+                        Some(text.saturating_add(inputs.saturating_mul(each)))
+                    }
+                    _ => None,
+                }
+            }
+        };
+        if len.is_some_and(|n| n > ctx.max_built) {
+            let what = format!("the system prompt of `{}`", ctx.prog.prompt_key(prompt));
+            return built_past_limit(ctx, lane, io, what);
+        }
+        if ctx.prog.input_guards[p] {
+            return input_chain(ctx, lane, io, 0);
+        }
+    }
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// `what` would build more than `max_built_bytes`: the run fails (run-wide, as past any
+/// embedder's limit) when the lane would issue its call.
+#[cold]
+fn built_past_limit(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, what: String) {
+    io.set_fatal(RunError::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "{what} builds more text than the embedder's limit of {} bytes (`max_built_bytes`)",
+            ctx.max_built
+        ),
+    ));
+    lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// Runs the checks before lane `i`'s call and issues it. `Ok(true)`: the lane waits
+/// for a clock reading.
+#[inline]
+fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<bool, RunError> {
+    let Phase::Issue(mut stage, call) = lanes[i].phase else {
+        return Ok(false);
+    };
+    if let Some(e) = &io.fatal {
+        return Err(e.clone());
+    }
+    if stage == Stage::Budget {
+        if call.is_tool() {
+            if let Some(limit) = ctx.budget.and_then(|b| b.max_tool_calls) {
+                if io.tool_calls.saturating_add(1) > limit {
+                    return Err(io.set_fatal(RunError::new(
+                        ErrorKind::BudgetExhausted,
+                        format!("max_tool_calls {limit} reached"),
+                    )));
+                }
+            }
+            io.tool_calls += 1;
+        }
+        stage = Stage::Clock;
+    }
+    if stage == Stage::Clock {
+        if let Some(limit) = ctx.budget.and_then(|b| b.max_wall_time_sec) {
+            let Some(now) = io.clock.take() else {
+                lanes[i].phase = Phase::Issue(Stage::Clock, call);
+                io.clock_wanted = true;
+                return Ok(true);
+            };
+            if now.saturating_sub(ctx.start_ms) >= limit.saturating_mul(1000) {
+                return Err(io.set_fatal(RunError::new(
+                    ErrorKind::BudgetExhausted,
+                    format!("max_wall_time_sec {limit} reached"),
+                )));
+            }
+        }
+    }
+    if let Some(max) = ctx.max_host_calls.filter(|max| io.next_id >= *max) {
+        return Err(io.set_fatal(RunError::new(
+            ErrorKind::LimitExceeded,
+            format!("the embedder's limit of {max} host calls was reached (`max_host_calls`)"),
+        )));
+    }
+    let id = CallId(io.next_id);
+    io.next_id = io.next_id.saturating_add(1);
+    lanes[i].phase = Phase::Waiting(id, call);
+    if ctx.record_calls {
+        let view = crate::view::CallView::new(*ctx, &lanes[i], id, call);
+        let record = view.record();
+        let tag = io.tag(lanes[i].branch);
+        io.calls.push((tag, record));
+    }
+    io.issued += 1;
+    Ok(false)
+}
+
+fn host_error(m: String) -> RunError {
+    RunError::new(ErrorKind::HostError, m)
+}
+
+/// Processes the answer to the call `call` lane was waiting for. Every other lane is
+/// waiting or done at that moment (a lane with work left is advanced before the run
+/// returns to the host), so processing it at once keeps the issue order of §8.1.
+pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, answer: Answer) {
+    // The common case first: a prompt step's model call answered with an output.
+    if let (Call::Model, Job::Step(s), Answer::Output { .. }) = (call, lane.job, &answer) {
+        if let StepKind::Prompt {
+            output_schema,
+            prompt,
+            ..
+        } = ctx.step_kind(s)
+        {
+            let schema = output_schema.is_some();
+            if let Answer::Output { output, .. } = answer {
+                if ctx.prog.guards[prompt.index()].is_empty() {
+                    lane.done(Ok(string_rule(schema, output)), None);
+                } else {
+                    guard_answer(ctx, lane, io, output, None);
+                }
+            }
+            return;
+        }
+    }
+    if let Call::Guard { guard, input } = call {
+        return guard_answered(ctx, lane, io, guard, input, answer);
+    }
+    let spec = ctx.loop_spec(lane.job);
+    match (call, spec) {
+        (Call::Model, None) => {
+            // A prompt step: one model call per attempt.
+            let Job::Step(s) = lane.job else { return };
+            let (prompt, schema) = match ctx.step_kind(s) {
+                StepKind::Prompt {
+                    prompt,
+                    output_schema,
+                    ..
+                } => (*prompt, output_schema.is_some()),
+                _ => return,
+            };
+            match answer {
+                Answer::Output { output, .. } => {
+                    if ctx.prog.guards[prompt.index()].is_empty() {
+                        lane.done(Ok(string_rule(schema, output)), None);
+                    } else {
+                        guard_answer(ctx, lane, io, output, None);
+                    }
+                }
+                Answer::Error(e) => {
+                    let key = ctx.prog.prompt_key(prompt);
+                    failed(
+                        ctx,
+                        lane,
+                        io,
+                        host_error(format!("model call `{key}` failed: {e}")),
+                    );
+                }
+                Answer::ToolCalls(_) => {
+                    let key = ctx.prog.prompt_key(prompt);
+                    failed(
+                        ctx,
+                        lane,
+                        io,
+                        host_error(format!("prompt step answered `{key}` with tool calls")),
+                    );
+                }
+            }
+        }
+        (Call::Extension, _) => match answer {
+            Answer::Output { output, .. } => lane.done(Ok(output), None),
+            Answer::Error(e) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension call `{kind}` failed: {e}")),
+                );
+            }
+            Answer::ToolCalls(_) => {
+                let kind = extension_kind(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("extension `{kind}` answered with tool calls")),
+                );
+            }
+        },
+        (Call::ToolStep, _) => match answer {
+            Answer::Output { output, .. } => lane.done(Ok(output), None),
+            Answer::Error(e) => {
+                let key = tool_step_key(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("tool call `{key}` failed: {e}")),
+                );
+            }
+            Answer::ToolCalls(_) => {
+                let key = tool_step_key(ctx, lane.job);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("tool `{key}` answered with tool calls")),
+                );
+            }
+        },
+        (Call::Model, Some(spec)) => match answer {
+            Answer::Error(e) => {
+                let key = ctx.prog.prompt_key(spec.prompt);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("model call `{key}` failed: {e}")),
+                );
+            }
+            Answer::Output { output, event } => {
+                if !ctx.prog.guards[spec.prompt.index()].is_empty() {
+                    guard_answer(ctx, lane, io, output, event.filter(|_| spec.prompt_exec));
+                } else if spec.prompt_exec {
+                    lane.done(Ok(output), event);
+                } else {
+                    lane.done(Ok(string_rule(spec.schema, output)), None);
+                }
+            }
+            Answer::ToolCalls(reqs) if reqs.is_empty() => {
+                let key = ctx.prog.prompt_key(spec.prompt);
+                failed(
+                    ctx,
+                    lane,
+                    io,
+                    host_error(format!("model call `{key}`: empty `tool_calls`")),
+                );
+            }
+            Answer::ToolCalls(reqs) => {
+                lane.lp.block = lane.lp.transcript.len() as u32;
+                lane.lp.next_req = 0;
+                lane.lp.transcript.push(TEntry::Requests(reqs));
+                requests(ctx, lane, io, &spec);
+            }
+        },
+        (Call::LoopTool { block, req, finish }, Some(spec)) => {
+            let result = match answer {
+                Answer::Output { output, .. } => {
+                    if finish {
+                        lane.lp.finished = Some(lane.lp.transcript.len() as u32);
+                    }
+                    ToolResult::Output(output)
+                }
+                Answer::Error(e) => ToolResult::Error(e),
+                Answer::ToolCalls(_) => ToolResult::Error("malformed tool answer".to_owned()),
+            };
+            lane.lp
+                .transcript
+                .push(TEntry::Result { block, req, result });
+            lane.lp.next_req = req + 1;
+            requests(ctx, lane, io, &spec);
+        }
+        (Call::LoopTool { .. }, None) | (Call::Guard { .. }, _) => {}
+    }
+}
+
+/// Handles the remaining requests of the current model turn, then ends the turn
+/// (`compositions.md` 6.3.4 steps 3–7, `workflow.md` §6 steps 4–5).
+fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
+    let block = lane.lp.block;
+    loop {
+        let Some(TEntry::Requests(reqs)) = lane.lp.transcript.get(block as usize) else {
+            return;
+        };
+        let req = lane.lp.next_req;
+        let Some(r) = reqs.get(req as usize) else {
+            break;
+        };
+        let offered = spec
+            .tools
+            .iter()
+            .find(|t| ctx.prog.tool_key(t) == r.name.as_str());
+        let result = match offered {
+            _ if req as usize >= ctx.max_answer_tools => ToolResult::Error(format!(
+                "not called: the answer asked for more than {} tool calls (max_tool_calls_per_answer)",
+                ctx.max_answer_tools
+            )),
+            None => ToolResult::NotAvailable,
+            Some(_) if spec.max_tool_calls.is_some_and(|cap| lane.lp.made >= cap) => {
+                ToolResult::LimitReached
+            }
+            Some(t) => {
+                lane.lp.made += 1;
+                let finish = matches!(t, ToolRef::Tool(id) if Some(*id) == spec.tool_called);
+                lane.phase = Phase::Issue(Stage::Budget, Call::LoopTool { block, req, finish });
+                return;
+            }
+        };
+        lane.lp
+            .transcript
+            .push(TEntry::Result { block, req, result });
+        lane.lp.next_req = req + 1;
+    }
+    if let Some(at) = lane.lp.finished {
+        let v = match lane.lp.transcript.get_mut(at as usize) {
+            Some(TEntry::Result {
+                result: ToolResult::Output(v),
+                ..
+            }) => std::mem::take(v),
+            _ => Value::Null,
+        };
+        lane.done(Ok(v), None);
+        return;
+    }
+    if lane.lp.turn >= spec.max_turns {
+        if spec.cap_is_error {
+            let key = ctx.prog.prompt_key(spec.prompt);
+            let e = RunError::new(
+                ErrorKind::AgentStepLimit,
+                format!(
+                    "`{key}` still asked for tools after {} model calls",
+                    spec.max_turns
+                ),
+            );
+            failed(ctx, lane, io, e);
+        } else {
+            lane.done(Ok(Value::Null), None);
+        }
+        return;
+    }
+    lane.lp.turn += 1;
+    lane.phase = Phase::Issue(Stage::Budget, Call::Model);
+}
