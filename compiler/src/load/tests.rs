@@ -667,3 +667,24 @@ fn tab_indentation_is_blamed_on_the_tab() {
         );
     }
 }
+
+/// A JSON pack with something to report is parsed twice (the second time for spans);
+/// what is reported, and where, is what checking the located document gives.
+#[test]
+fn json_diagnostics_are_those_of_the_located_document() {
+    let pack = r#"{"id": "demo", "name": "Demo", "version": "1.0.0",
+        "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+        "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0",
+                          "system_template": "hi {{nope}}", "shiny": 1}},
+        "workflow": {"version": 1, "entry": "a",
+                     "states": {"a": {"prompt_task": "p", "on_event": {"Go": "b"}},
+                                "b": {"prompt_task": "missing", "terminal": true}}}}"#;
+    let options = crate::Options::default();
+    let fast = crate::check_bytes(pack.as_bytes(), &options);
+    let located = crate::check_loaded(load_str(pack, &Limits::default()).unwrap(), &options);
+    assert!(fast.diagnostics.len() >= 3, "{:?}", fast.diagnostics);
+    assert_eq!(fast.diagnostics, located.diagnostics);
+    let spans = &fast.loaded.as_ref().unwrap().spans;
+    let site = spans.key_or_value("/prompts/p/shiny").unwrap();
+    assert_eq!(&pack[site], "\"shiny\"");
+}
