@@ -138,7 +138,7 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     let secs: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    packc_host::live::transport::timeout_secs(secs, "the timeout")?;
+    packc_host::live::transport::timeout_secs(secs, "the timeout").map_err(|e| e.to_string())?;
     Ok(secs)
 }
 

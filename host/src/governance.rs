@@ -9,7 +9,7 @@ use serde_json::Value;
 /// without `environment` is refused, before any call, with a message naming both.
 /// `Ok` admits: no environment given, no governance, or no list (absence means
 /// undeclared, not cleared nowhere).
-pub fn admission(module: &Module, environment: Option<&str>) -> Result<(), String> {
+pub fn admission(module: &Module, environment: Option<&str>) -> Result<(), Refused> {
     let Some(env) = environment else {
         return Ok(());
     };
@@ -26,10 +26,23 @@ pub fn admission(module: &Module, environment: Option<&str>) -> Result<(), Strin
     if names.contains(&env) {
         return Ok(());
     }
-    Err(format!(
-        "environment `{env}` is not among the pack's approved_environments ({}): the run is refused before any call",
-        names.join(", ")
-    ))
+    Err(Refused {
+        environment: env.to_owned(),
+        approved: names.iter().map(|n| (*n).to_owned()).collect(),
+    })
+}
+
+/// A run refused by [`admission`]: the environment is not among the approved ones.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "environment `{environment}` is not among the pack's approved_environments ({}): the run is refused before any call",
+    approved.join(", ")
+)]
+pub struct Refused {
+    /// The environment the run was asked for.
+    pub environment: String,
+    /// The pack's `approved_environments`.
+    pub approved: Vec<String>,
 }
 
 #[cfg(test)]
@@ -46,7 +59,7 @@ mod tests {
         m.spec.governance = Some(json!({"approved_environments": ["staging"]}));
         assert!(admission(&m, None).is_ok());
         assert!(admission(&m, Some("staging")).is_ok());
-        let e = admission(&m, Some("prod")).unwrap_err();
+        let e = admission(&m, Some("prod")).unwrap_err().to_string();
         assert!(e.contains("`prod`") && e.contains("staging"), "{e}");
         m.spec.governance = Some(json!({"approved_environments": []}));
         assert!(admission(&m, Some("staging")).is_err());

@@ -31,7 +31,7 @@ pub mod scripted;
 pub mod yaml;
 
 pub use case::{Case, CaseError, Expect, PackSource, Problem, RunSpec};
-pub use governance::admission;
+pub use governance::{admission, Refused};
 pub use runner::{
     check_case, execute, run_case, run_case_file, run_case_file_with, run_case_with, Actual,
     CaseResult, RunCaseOptions,
@@ -41,8 +41,8 @@ pub use yaml::to_yaml;
 
 #[cfg(feature = "live")]
 pub use live::{
-    Binding, Ended, GuardHandler, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, Observer,
-    Redactor, Stats, ToolBindings, Transport, TransportConfig,
+    Binding, BindingsError, Ended, GuardHandler, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint,
+    Observer, Redactor, ReplyError, Stats, TimeoutError, ToolBindings, Transport, TransportConfig,
 };
 #[cfg(feature = "live")]
-pub use record::{to_case, CaseSpec, Recording};
+pub use record::{to_case, CaseSpec, RecordError, Recording};

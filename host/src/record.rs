@@ -74,6 +74,17 @@ pub struct CaseSpec<'a> {
     pub variables: &'a Map<String, Value>,
 }
 
+/// Why [`to_case`] could not write a case.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The target or the run cannot be set up for the program.
+    #[error("{0}")]
+    Run(#[from] packc_vm::RunError),
+    /// Replaying the recording with the scripted host failed.
+    #[error("{0}")]
+    Replay(String),
+}
+
 /// The case, and whether its expectations (computed by replaying it with the scripted
 /// host) agree with the live run's `live` result (output or error kind).
 pub fn to_case(
@@ -81,8 +92,8 @@ pub fn to_case(
     recording: &Recording,
     spec: &CaseSpec<'_>,
     live: Result<&Value, &str>,
-) -> Result<(Value, bool), String> {
-    let target = Target::parse(program.module(), spec.target).map_err(|e| e.to_string())?;
+) -> Result<(Value, bool), RecordError> {
+    let target = Target::parse(program.module(), spec.target)?;
     let mut replay = Replay {
         answers: HashMap::new(),
         prompts: BTreeMap::new(),
@@ -106,7 +117,7 @@ pub fn to_case(
         host_variables: spec.variables.clone(),
         ..RunOptions::default()
     };
-    let mut run = Run::new(program.clone(), target, options).map_err(|e| e.to_string())?;
+    let mut run = Run::new(program.clone(), target, options)?;
     let _ = drive(&mut run, &mut replay, spec.script);
 
     let run_spec = RunSpec {
@@ -119,7 +130,7 @@ pub fn to_case(
         clock: recording.clock.clone(),
         variables: spec.variables.clone(),
     };
-    let actual = execute(program.module().clone(), &run_spec)?;
+    let actual = execute(program.module().clone(), &run_spec).map_err(RecordError::Replay)?;
 
     let mut host = Map::new();
     let to_map = |q: &BTreeMap<String, Vec<Value>>| {

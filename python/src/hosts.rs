@@ -119,7 +119,7 @@ fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
         return Ok(ToolBindings::default());
     };
     if let Ok(path) = tools.extract::<PathBuf>() {
-        return ToolBindings::read(&path).map_err(PyValueError::new_err);
+        return ToolBindings::read(&path).map_err(|e| PyValueError::new_err(e.to_string()));
     }
     let value = from_py(tools, "tools")?;
     if !value.is_object() {
@@ -128,7 +128,7 @@ fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
         ));
     }
     let text = serde_json::json!({ "tools": value }).to_string();
-    ToolBindings::parse(&text, Path::new(".")).map_err(PyValueError::new_err)
+    ToolBindings::parse(&text, Path::new(".")).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// run_live(artifact, input=None, *, model, provider="openai", base_url=None, ...)

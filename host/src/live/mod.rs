@@ -52,14 +52,14 @@ pub use binding_check::BindingReport;
 pub use exchange::ModelExchange;
 pub use config::{is_loopback, url_host, GuardFn, GuardHandler, LiveConfig, ModelEndpoint};
 pub use job::Job;
-pub use openai::{Function, ModelRequest, OutputSchema};
+pub use openai::{Function, ModelRequest, OutputSchema, ReplyError};
 pub use preflight::{
     callable_tools, extension_kinds, host_guard_types, provider_faults, unbound_extensions_message,
     unbound_guards_message, ProviderFaults,
 };
 pub use redact::Redactor;
-pub use tools::{Binding, EnvVar, ToolBindings};
-pub use transport::{Transport, TransportConfig};
+pub use tools::{Binding, BindingsError, EnvVar, ToolBindings};
+pub use transport::{TimeoutError, Transport, TransportConfig};
 
 use crate::record::{answer_json, record_key, Recording};
 

@@ -223,12 +223,12 @@ pub struct Reply {
 }
 
 /// Reads a Chat Completions response body.
-pub fn parse_reply(body: &Value) -> Result<Reply, String> {
+pub fn parse_reply(body: &Value) -> Result<Reply, ReplyError> {
     let message = body
         .get("choices")
         .and_then(|c| c.get(0))
         .and_then(|c| c.get("message"))
-        .ok_or("the response has no `choices[0].message`")?;
+        .ok_or(ReplyError::NoMessage)?;
     let content = match message.get("content") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Array(parts)) => Some(
@@ -242,11 +242,11 @@ pub fn parse_reply(body: &Value) -> Result<Reply, String> {
     let mut calls = Vec::new();
     if let Some(list) = message.get("tool_calls").and_then(Value::as_array) {
         for c in list {
-            let f = c.get("function").ok_or("a tool call without `function`")?;
+            let f = c.get("function").ok_or(ReplyError::CallWithoutFunction)?;
             let name = f
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or("a tool call without a function name")?;
+                .ok_or(ReplyError::CallWithoutName)?;
             let args = match f.get("arguments") {
                 Some(Value::String(s)) => s.clone(),
                 Some(v) if !v.is_null() => v.to_string(),
@@ -264,6 +264,20 @@ pub fn parse_reply(body: &Value) -> Result<Reply, String> {
         calls,
         tokens,
     })
+}
+
+/// A Chat Completions response body [`parse_reply`] cannot read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// No `choices[0].message`.
+    #[error("the response has no `choices[0].message`")]
+    NoMessage,
+    /// An entry of `tool_calls` without `function`.
+    #[error("a tool call without `function`")]
+    CallWithoutFunction,
+    /// A `function` without `name`.
+    #[error("a tool call without a function name")]
+    CallWithoutName,
 }
 
 /// The error message of an error response body (`{"error": {"message": ...}}`), if any.

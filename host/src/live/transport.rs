@@ -17,18 +17,36 @@ pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// A timeout given in seconds, checked: a positive finite number of at most
 /// [`MAX_TIMEOUT_SECS`]. `what` names it in the error (`--timeout`, `timeout_sec`).
-pub fn timeout_secs(secs: f64, what: &str) -> Result<Duration, String> {
+pub fn timeout_secs(secs: f64, what: &str) -> Result<Duration, TimeoutError> {
+    let what = what.to_owned();
     if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!(
-            "{what} must be a positive number of seconds, not {secs}"
-        ));
+        return Err(TimeoutError::NotPositive { what, secs });
     }
     if secs > MAX_TIMEOUT_SECS {
-        return Err(format!(
-            "{what} of {secs} seconds is past the maximum of {MAX_TIMEOUT_SECS} (a day)"
-        ));
+        return Err(TimeoutError::PastMaximum { what, secs });
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A timeout [`timeout_secs`] refuses; `what` names it (`--timeout`, `timeout_sec`).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TimeoutError {
+    /// Zero, negative, or not a finite number.
+    #[error("{what} must be a positive number of seconds, not {secs}")]
+    NotPositive {
+        /// What the timeout is.
+        what: String,
+        /// The number given.
+        secs: f64,
+    },
+    /// Longer than [`MAX_TIMEOUT_SECS`].
+    #[error("{what} of {secs} seconds is past the maximum of {MAX_TIMEOUT_SECS} (a day)")]
+    PastMaximum {
+        /// What the timeout is.
+        what: String,
+        /// The number given.
+        secs: f64,
+    },
 }
 
 /// How calls are made and retried.
@@ -291,9 +309,12 @@ mod tests {
             1e20,
             MAX_TIMEOUT_SECS + 1.0,
         ] {
-            let e = timeout_secs(bad, "--timeout").unwrap_err();
+            let e = timeout_secs(bad, "--timeout").unwrap_err().to_string();
             assert!(e.starts_with("--timeout"), "{e}");
         }
-        assert!(timeout_secs(1e20, "x").unwrap_err().contains("maximum"));
+        assert!(timeout_secs(1e20, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("maximum"));
     }
 }

@@ -107,29 +107,71 @@ pub struct ToolBindings {
     pub extensions: BTreeMap<String, Binding>,
 }
 
+/// A bindings file [`ToolBindings::read`] or [`ToolBindings::parse`] refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum BindingsError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
+    /// What is wrong with the text of the file at `path`.
+    #[error("{}: {error}", path.display())]
+    In {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        error: Box<BindingsError>,
+    },
+    /// The text is not YAML or JSON: the loader's message.
+    #[error("{0}")]
+    Syntax(String),
+    /// None of the three mappings is there.
+    #[error("a bindings file needs a `tools`, `guards` or `extensions` mapping")]
+    NoSection,
+    /// One binding is wrong, e.g. "tools.lookup: needs `command` or `http`".
+    #[error("{section}.{key}: {problem}")]
+    Binding {
+        /// `tools`, `guards` or `extensions`.
+        section: String,
+        /// The binding's key.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl ToolBindings {
     /// Reads a bindings file (YAML or JSON).
-    pub fn read(path: &Path) -> Result<ToolBindings, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<ToolBindings, BindingsError> {
+        let text = std::fs::read_to_string(path).map_err(|error| BindingsError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        ToolBindings::parse(&text, &dir).map_err(|e| format!("{}: {e}", path.display()))
+        ToolBindings::parse(&text, &dir).map_err(|error| BindingsError::In {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })
     }
 
     /// Parses bindings from text; relative command paths are resolved against `dir`.
-    pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, String> {
-        let loaded =
-            packc_compiler::load::load_str(text, &Default::default()).map_err(|d| d.message)?;
+    pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, BindingsError> {
+        let loaded = packc_compiler::load::load_str(text, &Default::default())
+            .map_err(|d| BindingsError::Syntax(d.message))?;
         let section = |name: &str| loaded.value.get(name).and_then(Value::as_object);
         if ["tools", "guards", "extensions"]
             .iter()
             .all(|name| section(name).is_none())
         {
-            return Err(
-                "a bindings file needs a `tools`, `guards` or `extensions` mapping".to_owned(),
-            );
+            return Err(BindingsError::NoSection);
         }
         let empty = serde_json::Map::new();
         Ok(ToolBindings {
@@ -145,10 +187,14 @@ fn parse_section(
     name: &str,
     section: &serde_json::Map<String, Value>,
     dir: &Path,
-) -> Result<BTreeMap<String, Binding>, String> {
+) -> Result<BTreeMap<String, Binding>, BindingsError> {
     let mut out = BTreeMap::new();
     for (key, b) in section {
-        let at = |m: &str| format!("{name}.{key}: {m}");
+        let at = |m: &str| BindingsError::Binding {
+            section: name.to_owned(),
+            key: key.clone(),
+            problem: m.to_owned(),
+        };
         let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
         if let Some(k) = b.keys().find(|k| {
             !matches!(
@@ -164,7 +210,7 @@ fn parse_section(
                 let secs = v
                     .as_f64()
                     .ok_or_else(|| at("`timeout_sec` is not a positive number"))?;
-                timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e))?
+                timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e.to_string()))?
             }
         };
         if b.contains_key("env") && b.contains_key("http") {
@@ -471,14 +517,16 @@ mod tests {
     fn timeouts_past_the_maximum_or_not_positive_are_refused_at_parse_time() {
         for t in ["1e19", "1e20", "-1", "0", "86401", "'10'"] {
             let text = format!("tools: {{a: {{command: [x], timeout_sec: {t}}}}}");
-            let e = ToolBindings::parse(&text, Path::new(".")).unwrap_err();
+            let e = ToolBindings::parse(&text, Path::new("."))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("tools.a: `timeout_sec`"), "{t}: {e}");
         }
         let e = ToolBindings::parse(
             "tools: {a: {command: [x], timeout_sec: 1e20}}",
             Path::new("."),
         );
-        assert!(e.unwrap_err().contains("maximum"));
+        assert!(e.unwrap_err().to_string().contains("maximum"));
         let b = ToolBindings::parse(
             "tools: {a: {command: [x], timeout_sec: 86400}}",
             Path::new("."),
