@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use arbitrary::{Result, Unstructured};
 use ir_spec::{AgentId, CompId};
+use packc_vm::driver::{drive_with, Host};
 use packc_vm::{
     Answer, CallId, CallView, ErrorKind, Input, Need, Program, Run, RunOptions, Target, ToolRequest,
 };
@@ -116,64 +117,59 @@ pub fn drive(u: &mut Unstructured<'_>, program: &Arc<Program>, pool: &Pool) -> R
             return Ok(());
         }
     };
-    let mut clock = 0u64;
-    let mut input = Input::Start;
-    let mut need: Option<Need> = None;
-    for _ in 0..MAX_RESUMES {
-        if let Some(need) = need {
-            if u.ratio(1u8, 16u8)? {
-                misuse(u, &mut run, need, &words)?;
+    let max_built = options.max_built_bytes;
+    let mut host = Fuzzed {
+        u,
+        program,
+        pool,
+        words: &words,
+        clock: 0,
+        failed: None,
+    };
+    let mut resumes = 0;
+    let drove = drive_with(
+        &mut run,
+        &mut host,
+        |h| h.caller(),
+        |h, run, last, _| {
+            if let Some(e) = h.failed.take() {
+                return Err(Stop::Data(e));
             }
-            if u.ratio(1u8, 8u8)? {
-                run = round_trip(run, &options);
+            resumes += 1;
+            let Some(need) = last else {
+                return Ok(());
+            };
+            observe_calls(run, need, max_built);
+            if resumes > MAX_RESUMES || h.u.is_empty() {
+                return Err(Stop::Bound);
             }
-            if u.ratio(1u8, 32u8)? {
-                damaged_restore(u, &run, &options)?;
+            if h.u.ratio(1u8, 16u8)? {
+                misuse(h.u, run, need, h.words)?;
             }
-        }
-        let next = match run.resume(input) {
-            Ok(next) => next,
-            Err(e) => {
-                // The input was one the run asked for, so the error ends the run.
+            if h.u.ratio(1u8, 8u8)? {
+                if let Some(restored) = round_trip(run, &options) {
+                    *run = restored;
+                }
+            }
+            if h.u.ratio(1u8, 32u8)? {
+                damaged_restore(h.u, run, &options)?;
+            }
+            Ok(())
+        },
+    );
+    match drove {
+        Ok(result) => {
+            // The input was one the run asked for, so an error ends the run; the loop
+            // itself found no broken promise (a `Need::Done` without an outcome, a wait
+            // with no call outstanding).
+            if let Err(e) = &result {
                 assert!(run.is_finished(), "a run that returned {e} is not finished");
-                observe_end(&run);
-                break;
+                assert_ne!(e.kind, ErrorKind::Internal, "{e}");
             }
-        };
-        observe_calls(&run, next, options.max_built_bytes);
-        need = Some(next);
-        input = match next {
-            Need::Done => {
-                assert!(run.outcome().is_some(), "Need::Done without an outcome");
-                observe_end(&run);
-                break;
-            }
-            Need::Clock => {
-                clock = match u.choose_index(4)? {
-                    0 => u.arbitrary()?,
-                    1 => clock.saturating_sub(u.int_in_range(0..=10_000)?),
-                    _ => clock.saturating_add(u.int_in_range(0..=100_000)?),
-                };
-                Input::Clock(clock)
-            }
-            Need::Caller => match u.choose_index(5)? {
-                0 | 1 => Input::Turn(turn(u, pool, &words)?),
-                2 => Input::Event(event(u, program, pool, &words)?),
-                _ => Input::Finish,
-            },
-            Need::Calls | Need::Wait => {
-                let pending: Vec<CallView<'_>> = run.pending().collect();
-                assert!(
-                    !pending.is_empty(),
-                    "Need::{next:?} with no call outstanding"
-                );
-                let call = *u.choose(&pending)?;
-                Input::Answer(call.id(), answer(u, &call, pool, &words)?)
-            }
-        };
-        if u.is_empty() {
-            break;
+            observe_end(&run);
         }
+        Err(Stop::Data(e)) => return Err(e),
+        Err(Stop::Bound) => {}
     }
     // The run, reset, is a fresh run of the same program, target and options (its lanes
     // keep their buffers, so its snapshot may differ; what it does may not).
@@ -191,6 +187,76 @@ pub fn drive(u: &mut Unstructured<'_>, program: &Arc<Program>, pool: &Pool) -> R
     assert_eq!(run.pending().count(), fresh.pending().count());
     assert_eq!(run.trace_lines(), fresh.trace_lines());
     Ok(())
+}
+
+/// Why a fuzzed drive stopped before the run ended.
+enum Stop {
+    /// The fuzzer's bytes ran out or did not fit.
+    Data(arbitrary::Error),
+    /// [`MAX_RESUMES`] resumes, or no bytes left.
+    Bound,
+}
+
+impl From<arbitrary::Error> for Stop {
+    fn from(e: arbitrary::Error) -> Stop {
+        Stop::Data(e)
+    }
+}
+
+/// The host of one fuzzed drive: answers, clock readings, the pick and the caller's
+/// moves all come from the fuzzer's bytes. A failure to read them is kept in `failed`
+/// and stops the drive before the next resume.
+struct Fuzzed<'u, 'a, 'p> {
+    u: &'u mut Unstructured<'a>,
+    program: &'p Arc<Program>,
+    pool: &'p Pool,
+    words: &'p [&'p str],
+    clock: u64,
+    failed: Option<arbitrary::Error>,
+}
+
+impl Fuzzed<'_, '_, '_> {
+    /// Keeps the first failure; `fallback` stands in for the value.
+    fn keep<T>(&mut self, r: Result<T>, fallback: T) -> T {
+        r.unwrap_or_else(|e| {
+            self.failed.get_or_insert(e);
+            fallback
+        })
+    }
+
+    /// The caller's move: a turn, an event, or `Finish`.
+    fn caller(&mut self) -> std::result::Result<Input, Stop> {
+        Ok(match self.u.choose_index(5)? {
+            0 | 1 => Input::Turn(turn(self.u, self.pool, self.words)?),
+            2 => Input::Event(event(self.u, self.program, self.pool, self.words)?),
+            _ => Input::Finish,
+        })
+    }
+}
+
+impl Host for Fuzzed<'_, '_, '_> {
+    fn call(&mut self, call: &CallView<'_>) -> Answer {
+        let a = answer(self.u, call, self.pool, self.words);
+        self.keep(a, Answer::Error("out of fuzzer bytes".into()))
+    }
+
+    fn clock(&mut self) -> u64 {
+        let clock = self.clock;
+        let next = (|| {
+            Ok(match self.u.choose_index(4)? {
+                0 => self.u.arbitrary()?,
+                1 => clock.saturating_sub(self.u.int_in_range(0..=10_000)?),
+                _ => clock.saturating_add(self.u.int_in_range(0..=100_000)?),
+            })
+        })();
+        self.clock = self.keep(next, clock);
+        self.clock
+    }
+
+    fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
+        let i = self.u.choose_index(outstanding.len());
+        self.keep(i, 0)
+    }
 }
 
 /// A caller turn's input: one of the example inputs, or an arbitrary value.
@@ -309,8 +375,9 @@ fn misuse(u: &mut Unstructured<'_>, run: &mut Run, need: Need, words: &[&str]) -
 
 /// Snapshots and restores `run`; the restored run must snapshot to the same bytes. A
 /// snapshot past the run's `max_snapshot_bytes` is refused, and the run goes on as it was.
-/// The restore takes the run's own options, as its embedder would.
-fn round_trip(run: Run, options: &RunOptions) -> Run {
+/// The restore takes the run's own options, as its embedder would. `None`: the
+/// snapshot was refused.
+fn round_trip(run: &Run, options: &RunOptions) -> Option<Run> {
     let limit = options.max_snapshot_bytes;
     let Ok(bytes) = run.try_snapshot() else {
         let len = run.snapshot().len();
@@ -318,7 +385,7 @@ fn round_trip(run: Run, options: &RunOptions) -> Run {
             len > limit,
             "a snapshot of {len} bytes refused under a limit of {limit}"
         );
-        return run;
+        return None;
     };
     assert!(
         bytes.len() <= limit,
@@ -331,7 +398,7 @@ fn round_trip(run: Run, options: &RunOptions) -> Run {
         restored.snapshot() == bytes,
         "restore(snapshot()) snapshots differently"
     );
-    restored
+    Some(restored)
 }
 
 /// Damages a snapshot of `run` (a flipped byte, a cut, a spliced range), fixes its

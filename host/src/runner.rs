@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use packc_compiler::diag::Severity;
 use packc_compiler::{check_file_bytes, check_loaded, Checked, Options};
-use packc_vm::driver::{Host, ScriptItem};
+use packc_vm::driver::{drive_with, ScriptItem};
 use packc_vm::value::json_eq;
-use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions, Target};
+use packc_vm::{OwnedOutcome, Program, Run, RunError, RunOptions, Target};
 use serde_json::Value;
 
 use crate::case::{Case, PackSource};
@@ -227,37 +227,19 @@ fn execute_program(
     let mut run = Run::new(program.clone(), target, options.clone()).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(spec);
     let mut script = spec.script.iter();
-    let mut input = Input::Start;
-    let result = loop {
-        if restore {
-            let bytes = run.snapshot();
-            run = Run::restore_with(program.clone(), &bytes, &options)
-                .map_err(|e| format!("restore: {e}"))?;
-        }
-        let need = match run.resume(input) {
-            Ok(need) => need,
-            Err(e) => break Err(e),
-        };
-        input = match need {
-            Need::Done => match run.outcome() {
-                Some(o) => break Ok(o.into_owned()),
-                None => return Err("the run said Done without an outcome".into()),
-            },
-            Need::Clock => Input::Clock(host.clock()),
-            Need::Caller => match script.next() {
-                Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
-                Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
-                None => Input::Finish,
-            },
-            Need::Calls | Need::Wait => {
-                let pending: Vec<CallView<'_>> = run.pending().collect();
-                let Some(&call) = pending.get(host.pick(&pending)) else {
-                    return Err("the run waits but no call is outstanding".into());
-                };
-                Input::Answer(call.id(), host.call(&call))
+    let result = drive_with(
+        &mut run,
+        &mut host,
+        |_| Ok(ScriptItem::input(script.next())),
+        |_, run, _, _| {
+            if restore {
+                let bytes = run.snapshot();
+                *run = Run::restore_with(program.clone(), &bytes, &options)
+                    .map_err(|e| format!("restore: {e}"))?;
             }
-        };
-    };
+            Ok::<_, String>(())
+        },
+    )?;
     Ok(Actual {
         result,
         trace: run.trace_lines(),

@@ -10,10 +10,8 @@ use std::sync::Arc;
 use packc_compiler::diag::Severity;
 use packc_compiler::{check_bytes, lower, Options};
 use packc_host::{RunSpec, ScriptedHost};
-use packc_vm::driver::Host;
-use packc_vm::{
-    CallRecord, CallView, Input, Need, OwnedOutcome, Program, Run, RunError, RunOptions, Target,
-};
+use packc_vm::driver::drive_with;
+use packc_vm::{CallRecord, Input, OwnedOutcome, Program, Run, RunError, RunOptions, Target};
 use serde_json::{json, Value};
 
 use super::gen::{Generated, Item};
@@ -75,39 +73,27 @@ pub fn run(module: ir_spec::Module, g: &Generated) -> Result<Actual, String> {
         record_calls: true,
         ..RunOptions::default()
     };
-    let restore = |run: Run| -> Result<Run, String> {
-        Run::restore_with(program.clone(), &run.snapshot(), &options)
-            .map_err(|e| format!("restore: {e}"))
-    };
     let mut run = Run::new(program.clone(), target, options.clone()).map_err(|e| e.to_string())?;
     let mut host = ScriptedHost::new(&spec);
     let mut script = g.script.iter();
-    let mut input = Input::Start;
-    let result = loop {
-        if g.restore {
-            run = restore(run)?;
-        }
-        let need = match run.resume(input) {
-            Ok(need) => need,
-            Err(e) => break Err(e),
-        };
-        input = match need {
-            Need::Done => break Ok(run.outcome().ok_or("Done without an outcome")?.into_owned()),
-            Need::Clock => Input::Clock(host.clock()),
-            Need::Caller => match script.next() {
+    let result = drive_with(
+        &mut run,
+        &mut host,
+        |_| {
+            Ok(match script.next() {
                 Some(Item::Turn(v)) => Input::Turn(v.clone()),
                 Some(Item::Event(e)) => Input::Event(e.clone()),
                 None => Input::Finish,
-            },
-            Need::Calls | Need::Wait => {
-                let pending: Vec<CallView<'_>> = run.pending().collect();
-                let call = *pending
-                    .get(host.pick(&pending))
-                    .ok_or("the run waits but no call is outstanding")?;
-                Input::Answer(call.id(), host.call(&call))
+            })
+        },
+        |_, run, _, _| {
+            if g.restore {
+                *run = Run::restore_with(program.clone(), &run.snapshot(), &options)
+                    .map_err(|e| format!("restore: {e}"))?;
             }
-        };
-    };
+            Ok::<_, String>(())
+        },
+    )?;
     Ok(Actual {
         result,
         trace: run.trace_lines(),

@@ -80,6 +80,9 @@ run_error_kinds! {
     /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
     /// call, an input the run did not ask for), or the module is invalid.
     Protocol = "protocol", "vm/tests/protocol.rs";
+    /// Not a pack error: the VM broke a promise of its own (a step that ended without a
+    /// result, a wait with no call outstanding). A bug; please report it with the pack.
+    Internal = "internal", "";
 }
 
 /// A run-time error: the run has ended (except for `protocol` errors, which leave the

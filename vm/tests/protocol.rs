@@ -9,11 +9,12 @@
 
 mod common;
 
+use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::{compile, out, prompts, tool_defs, Queues, HEAD};
-use packc_vm::driver::{drive, Host, ScriptItem};
+use packc_vm::driver::{drive, drive_with, Host, ScriptItem};
 use packc_vm::{
     Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Program, Run, RunError,
     RunOptions, Target, ToolRequest,
@@ -187,42 +188,33 @@ fn play(
     let mut run = Run::new(program.clone(), target, options).unwrap();
     let mut script = script.iter();
     let mut answered = Vec::new();
+    let drove = drive_with(
+        &mut run,
+        host,
+        |_| Ok(ScriptItem::input(script.next())),
+        |_, run, last, input| {
+            if misuse {
+                let at = last.map_or(At::Fresh, At::Need);
+                try_misuses(program, run, at, &answered);
+            }
+            if let Input::Answer(id, _) = input {
+                answered.push(*id);
+            }
+            Ok::<_, Infallible>(())
+        },
+    );
+    let result = match drove {
+        Ok(result) => result,
+        Err(never) => match never {},
+    };
     if misuse {
-        try_misuses(program, &mut run, At::Fresh, &answered);
-    }
-    let mut input = Input::Start;
-    loop {
-        let need = match run.resume(input) {
-            Ok(need) => need,
-            Err(e) => {
-                if misuse {
-                    try_misuses(program, &mut run, At::Failed, &answered);
-                }
-                return ended(&run, Err(e));
-            }
+        let at = match result {
+            Ok(_) => At::Need(Need::Done),
+            Err(_) => At::Failed,
         };
-        if misuse {
-            try_misuses(program, &mut run, At::Need(need), &answered);
-        }
-        input = match need {
-            Need::Done => {
-                let outcome = run.outcome().map(|o| o.into_owned()).unwrap();
-                return ended(&run, Ok(outcome));
-            }
-            Need::Clock => Input::Clock(host.clock()),
-            Need::Caller => match script.next() {
-                Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
-                Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
-                None => Input::Finish,
-            },
-            Need::Calls | Need::Wait => {
-                let views: Vec<CallView<'_>> = run.pending().collect();
-                let call = views[host.pick(&views)];
-                answered.push(call.id());
-                Input::Answer(call.id(), host.call(&call))
-            }
-        };
+        try_misuses(program, &mut run, at, &answered);
     }
+    ended(&run, result)
 }
 
 /// The run with every misuse tried at every point ends as the plain run.

@@ -1,7 +1,7 @@
 //! [`Ctx`]: everything a lane reads, borrowed from the run and never written while the
 //! lanes run, and the questions about a job that the lane machine asks of it.
 
-use ir_spec::{Budget, CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef};
+use ir_spec::{CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, ToolRef};
 use serde_json::{Map, Value};
 
 use crate::config::Config;
@@ -25,13 +25,8 @@ pub(crate) struct Ctx<'a> {
     pub artifacts: &'a [Option<Artifact>],
     pub history: &'a [Exchange],
     pub host_vars: &'a Map<String, Value>,
-    pub budget: Option<Budget>,
-    pub record_calls: bool,
-    pub max_host_calls: Option<u64>,
-    /// [`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes).
-    pub max_built: usize,
-    /// [`RunOptions::max_tool_calls_per_answer`](crate::RunOptions::max_tool_calls_per_answer).
-    pub max_answer_tools: usize,
+    /// The run's configuration: the budget, the call log, the embedder's limits.
+    pub config: &'a Config,
     pub start_ms: u64,
     /// The prompt state executing, when a prompt state is.
     pub state: Option<StateId>,
@@ -61,7 +56,6 @@ impl<'a> Ctx<'a> {
         slots: &'a [Option<Value>],
         state: Option<StateId>,
     ) -> Ctx<'a> {
-        let c = base.config;
         Ctx {
             prog: base.prog,
             cid,
@@ -70,11 +64,7 @@ impl<'a> Ctx<'a> {
             artifacts: base.artifacts,
             history: base.history,
             host_vars: base.host_vars,
-            budget: c.budget,
-            record_calls: c.record_calls,
-            max_host_calls: c.max_host_calls,
-            max_built: c.limits.max_built_bytes,
-            max_answer_tools: c.limits.max_tool_calls_per_answer,
+            config: base.config,
             start_ms: base.start_ms,
             state,
         }

@@ -48,7 +48,7 @@ fn record_guard(
             at,
         },
     );
-    if ctx.record_calls {
+    if ctx.config.record_calls {
         let m = &ctx.prog.m;
         let record = CallRecord::Guardrail {
             validator: m.prompts[prompt.index()].guards[g].name.clone(),

@@ -71,7 +71,7 @@ pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pum
 /// once before the first attempt (`compositions.md` §9.1).
 #[inline]
 fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
-    let measuring = ctx.max_built != usize::MAX;
+    let measuring = ctx.config.limits.max_built_bytes != usize::MAX;
     // The text length of a step's built input, when it was measured.
     let mut input_len = None;
     if let Job::Step(s) = lane.job {
@@ -113,7 +113,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         }
         let builds = matches!(bind, Bind::Interp(_) | Bind::Array(_) | Bind::Object(_));
         if builds && measuring {
-            let mut m = Meter::new(ctx.max_built);
+            let mut m = Meter::new(ctx.config.limits.max_built_bytes);
             BVal::Bind(bind, scope).write_text(&mut m);
             if m.over() {
                 let what = match ctx.step_kind(s) {
@@ -138,7 +138,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         let len = match shape {
             SystemLen::Rendered if measuring => {
                 // The check and the measurement in one walk.
-                let mut m = Meter::new(ctx.max_built);
+                let mut m = Meter::new(ctx.config.limits.max_built_bytes);
                 if let Some(Err(e)) = env().map(|env| env.run(Some(&mut m))) {
                     return lane.done(Err(e), None);
                 }
@@ -154,7 +154,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                     SystemLen::Fixed(n) => Some(n),
                     SystemLen::Inputs { text, inputs } if measuring => {
                         let each = input_len.unwrap_or_else(|| {
-                            let mut m = Meter::new(ctx.max_built);
+                            let mut m = Meter::new(ctx.config.limits.max_built_bytes);
                             if let Some(env) = env() {
                                 env.input.write_text(&mut m);
                             }
@@ -166,7 +166,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                 }
             }
         };
-        if len.is_some_and(|n| n > ctx.max_built) {
+        if len.is_some_and(|n| n > ctx.config.limits.max_built_bytes) {
             let what = format!("the system prompt of `{}`", ctx.prog.prompt_key(prompt));
             return built_past_limit(ctx, lane, io, what);
         }
@@ -185,7 +185,7 @@ fn built_past_limit(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, what: String) {
         ErrorKind::LimitExceeded,
         format!(
             "{what} builds more text than the embedder's limit of {} bytes (`max_built_bytes`)",
-            ctx.max_built
+            ctx.config.limits.max_built_bytes
         ),
     ));
     lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
@@ -203,7 +203,7 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
     }
     if stage == Stage::Budget {
         if call.is_tool() {
-            if let Some(limit) = ctx.budget.and_then(|b| b.max_tool_calls) {
+            if let Some(limit) = ctx.config.budget.and_then(|b| b.max_tool_calls) {
                 if io.tool_calls.saturating_add(1) > limit {
                     return Err(io.set_fatal(RunError::new(
                         ErrorKind::BudgetExhausted,
@@ -216,7 +216,7 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
         stage = Stage::Clock;
     }
     if stage == Stage::Clock {
-        if let Some(limit) = ctx.budget.and_then(|b| b.max_wall_time_sec) {
+        if let Some(limit) = ctx.config.budget.and_then(|b| b.max_wall_time_sec) {
             let Some(now) = io.clock.take() else {
                 lanes[i].phase = Phase::Issue(Stage::Clock, call);
                 io.clock_wanted = true;
@@ -230,7 +230,7 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
             }
         }
     }
-    if let Some(max) = ctx.max_host_calls.filter(|max| io.next_id >= *max) {
+    if let Some(max) = ctx.config.max_host_calls.filter(|max| io.next_id >= *max) {
         return Err(io.set_fatal(RunError::new(
             ErrorKind::LimitExceeded,
             format!("the embedder's limit of {max} host calls was reached (`max_host_calls`)"),
@@ -239,7 +239,7 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
     let id = CallId(io.next_id);
     io.next_id = io.next_id.saturating_add(1);
     lanes[i].phase = Phase::Waiting(id, call);
-    if ctx.record_calls {
+    if ctx.config.record_calls {
         let view = crate::view::CallView::new(*ctx, &lanes[i], id, call);
         let record = view.record();
         let tag = io.tag(lanes[i].branch);
@@ -435,9 +435,9 @@ fn requests(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, spec: &LoopSpec<'_>) {
             .iter()
             .find(|t| ctx.prog.tool_key(t) == r.name.as_str());
         let result = match offered {
-            _ if req as usize >= ctx.max_answer_tools => ToolResult::Error(format!(
+            _ if req as usize >= ctx.config.limits.max_tool_calls_per_answer => ToolResult::Error(format!(
                 "not called: the answer asked for more than {} tool calls (max_tool_calls_per_answer)",
-                ctx.max_answer_tools
+                ctx.config.limits.max_tool_calls_per_answer
             )),
             None => ToolResult::NotAvailable,
             Some(_) if spec.max_tool_calls.is_some_and(|cap| lane.lp.made >= cap) => {
