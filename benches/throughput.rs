@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 const RUNS_PER_THREAD: usize = 2_000;
@@ -16,29 +16,11 @@ use packc_suite::program;
 
 fn one_run(p: &Arc<Program>, input: &Value, answer: &Value) -> bool {
     let mut run = Run::new(p.clone(), Target::Workflow, RunOptions::default()).unwrap();
-    let mut next = Input::Start;
-    let mut turned = false;
-    loop {
-        next = match run.resume(next).unwrap() {
-            Need::Done => return run.outcome().is_some(),
-            Need::Caller if !turned => {
-                turned = true;
-                Input::Turn(input.clone())
-            }
-            Need::Caller => Input::Finish,
-            Need::Clock => Input::Clock(0),
-            Need::Calls | Need::Wait => {
-                let id = run.pending().next().unwrap().id();
-                Input::Answer(
-                    id,
-                    Answer::Output {
-                        output: answer.clone(),
-                        event: None,
-                    },
-                )
-            }
-        };
-    }
+    packc_suite::drive_to_end(&mut run, input.clone(), |_| Answer::Output {
+        output: answer.clone(),
+        event: None,
+    });
+    run.outcome().is_some()
 }
 
 fn bench_throughput(c: &mut Criterion) {

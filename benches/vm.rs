@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use ir_spec::{Compare, Ordering, Pred, Ref, Root};
-use packc_vm::{Answer, Compiled, Input, Need, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, Compiled, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 fn root() -> PathBuf {
@@ -84,61 +84,27 @@ fn run_prebuilt(program: &Arc<Program>, input: Value, answers: Answers) -> Run {
 
 /// Drives a new or reset run to its end with prebuilt answers.
 fn drive(run: &mut Run, input: Value, mut answers: Answers) {
-    let mut next = Input::Start;
-    let mut input = Some(input);
-    loop {
-        next = match run.resume(next).unwrap() {
-            Need::Done => return,
-            Need::Caller => match input.take() {
-                Some(v) => Input::Turn(v),
-                None => Input::Finish,
-            },
-            Need::Clock => Input::Clock(0),
-            Need::Calls | Need::Wait => {
-                let call = run
-                    .pending()
-                    .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
-                    .unwrap();
-                Input::Answer(call.id(), answers.next(call.is_model()))
-            }
-        };
-    }
+    packc_suite::drive_to_end(run, input, |call| answers.next(call.is_model()));
 }
 
 /// The same, the host cloning its fixed answer for each call inside the timed loop.
 fn run_cloning(program: &Arc<Program>, input: &Value, model: &Value, events: &[&str]) -> Run {
     let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
-    let mut next = Input::Start;
-    let mut turned = false;
     let mut turn = 0;
-    loop {
-        next = match run.resume(next).unwrap() {
-            Need::Done => return run,
-            Need::Caller if !turned => {
-                turned = true;
-                Input::Turn(input.clone())
-            }
-            Need::Caller => Input::Finish,
-            Need::Clock => Input::Clock(0),
-            Need::Calls | Need::Wait => {
-                let call = run
-                    .pending()
-                    .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
-                    .unwrap();
-                let output = if call.is_model() {
-                    model.clone()
-                } else {
-                    json!({"ok": true})
-                };
-                let event = call
-                    .is_model()
-                    .then(|| events.get(turn).map(|e| (*e).to_owned()))
-                    .flatten();
-                turn += usize::from(call.is_model());
-                Input::Answer(call.id(), Answer::Output { output, event })
-            }
+    packc_suite::drive_to_end(&mut run, input.clone(), |call| {
+        let output = if call.is_model() {
+            model.clone()
+        } else {
+            json!({"ok": true})
         };
-    }
+        let event = call
+            .is_model()
+            .then(|| events.get(turn).map(|e| (*e).to_owned()))
+            .flatten();
+        turn += usize::from(call.is_model());
+        Answer::Output { output, event }
+    });
+    run
 }
 
 fn bench_runs(c: &mut Criterion) {

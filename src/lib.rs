@@ -17,6 +17,57 @@ pub fn shared_dir() -> Option<PathBuf> {
 
 pub mod gen;
 
+/// The files directly in `dir` whose names end with `suffix`, sorted by path; none when
+/// `dir` cannot be read.
+pub fn files_ending(dir: &std::path::Path, suffix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The packs of `examples/` (`*.pack.yaml`), sorted by path.
+pub fn example_packs() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    files_ending(&dir, ".pack.yaml")
+}
+
+/// The test name of a case file: its file name without `.case.yaml`, with `-` as `_`
+/// (`comp-err-x.case.yaml` is `comp_err_x`).
+pub fn case_name(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .replace(".case.yaml", "")
+                .replace('-', "_")
+        })
+        .unwrap_or_default()
+}
+
+/// Every target a module can run as: its workflow (when it has one), each agent member,
+/// each composition.
+pub fn every_target(module: &ir_spec::Module) -> Vec<packc_vm::Target> {
+    use packc_vm::Target;
+    let mut targets = Vec::new();
+    if module.workflow.is_some() {
+        targets.push(Target::Workflow);
+    }
+    targets.extend(
+        (0..module.agents.len())
+            .filter_map(|i| Some(Target::Agent(ir_spec::AgentId::from_index(i)?))),
+    );
+    targets.extend(
+        (0..module.compositions.len())
+            .filter_map(|i| Some(Target::Composition(ir_spec::CompId::from_index(i)?))),
+    );
+    targets
+}
+
 /// Compiles the pack file at `path` (check, lower) into a VM program, panicking on any
 /// diagnostic error: for benchmarks and tests over packs known to be clean.
 pub fn program(path: &std::path::Path) -> std::sync::Arc<packc_vm::Program> {
@@ -66,4 +117,34 @@ pub fn corpus() -> Vec<CorpusPack> {
             }
         })
         .collect()
+}
+
+/// Drives `run` from `Input::Start` to its end, as the benchmarks do: `input` is the
+/// first turn and `Finish` the next, the clock reads 0, and the outstanding call of the
+/// lowest branch (then the lowest id) is answered first, by `answer`.
+pub fn drive_to_end(
+    run: &mut packc_vm::Run,
+    input: serde_json::Value,
+    mut answer: impl FnMut(&packc_vm::CallView<'_>) -> packc_vm::Answer,
+) {
+    use packc_vm::{Input, Need};
+    let mut next = Input::Start;
+    let mut input = Some(input);
+    loop {
+        next = match run.resume(next).unwrap() {
+            Need::Done => return,
+            Need::Caller => match input.take() {
+                Some(v) => Input::Turn(v),
+                None => Input::Finish,
+            },
+            Need::Clock => Input::Clock(0),
+            Need::Calls | Need::Wait => {
+                let call = run
+                    .pending()
+                    .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
+                    .unwrap();
+                Input::Answer(call.id(), answer(&call))
+            }
+        };
+    }
 }

@@ -8,17 +8,12 @@ use ir_spec::container::{crc32, DEFAULT_MAX_ARTIFACT_BYTES};
 use ir_spec::{Artifact, ArtifactError};
 use packc_compiler::{build_artifact, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
-use packc_vm::{Answer, CallView, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, CallView, Program, Run, RunOptions};
 use proptest::prelude::*;
 
 fn example_paths() -> Vec<PathBuf> {
+    let files = packc_suite::example_packs();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".pack.yaml"))
-        .collect();
-    files.sort();
     assert!(!files.is_empty(), "no examples in {}", dir.display());
     files
 }
@@ -236,19 +231,7 @@ fn run_every_target(module: ir_spec::Module) {
     };
     let program = Arc::new(program);
     let module = program.module();
-    let mut targets = Vec::new();
-    if module.workflow.is_some() {
-        targets.push(Target::Workflow);
-    }
-    targets.extend(
-        (0..module.agents.len())
-            .filter_map(|i| Some(Target::Agent(ir_spec::AgentId::from_index(i)?))),
-    );
-    targets.extend(
-        (0..module.compositions.len())
-            .filter_map(|i| Some(Target::Composition(ir_spec::CompId::from_index(i)?))),
-    );
-    for target in targets {
+    for target in packc_suite::every_target(module) {
         let Ok(mut run) = Run::new(program.clone(), target, RunOptions::default()) else {
             continue;
         };

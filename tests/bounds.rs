@@ -111,53 +111,7 @@ fn guide_add_workflow_longest_path_stops_before_the_external_state() {
 const HEADER: &str =
     "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\n";
 
-const STEPS_PACK: &str = r#"
-tools:
-  kb: {name: kb, description: Search., parameters: {type: object, properties: {}}}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: "p"}
-  solver:
-    id: solver
-    name: Solver
-    version: 1.0.0
-    system_template: "s"
-    tools: [kb]
-    tool_policy: {max_tool_calls_per_turn: 4}
-compositions:
-  pipeline:
-    version: 1
-    steps:
-      - {id: fetch, kind: tool, tool: kb, modifiers: {retry: {max_attempts: 3}}}
-      - id: fan
-        kind: parallel
-        branches:
-          - {id: a, kind: prompt, prompt_task: p, modifiers: {retry: {max_attempts: 2}}}
-          - {id: b, kind: tool, tool: kb}
-        reduce: {strategy: append, into: xs}
-        modifiers: {retry: {max_attempts: 5}}
-      - id: solve
-        kind: agent
-        prompt_task: solver
-        tools: [kb]
-        termination: {max_steps: 6}
-        modifiers: {retry: {max_attempts: 2}}
-      - id: gate
-        kind: branch
-        predicate: {path: "${fetch.output.ok}", exists: true}
-        then: x
-        else: y
-      - {id: x, kind: prompt, prompt_task: p}
-      - {id: y, kind: agent, prompt_task: p, termination: {max_steps: 3}}
-      - id: maybe
-        kind: branch
-        predicate: {path: "${fetch.output.ok}", exists: false}
-        then: z
-      - {id: z, kind: prompt, prompt_task: p}
-  open_ended:
-    version: 1
-    steps:
-      - {id: loop, kind: agent, prompt_task: p, tools: [kb], termination: {tool_called: kb}}
-"#;
+const STEPS_PACK: &str = include_str!("packs/steps_pack.yaml");
 
 #[test]
 fn composition_steps_retries_parallel_and_agents() {
@@ -188,41 +142,7 @@ fn composition_steps_retries_parallel_and_agents() {
     assert_eq!(b.workflow_turn, None);
 }
 
-const LOOP_PACK: &str = r#"
-tools:
-  run_tests: {name: run_tests, description: Run., parameters: {type: object, properties: {}}}
-prompts:
-  coder:
-    id: coder
-    name: Coder
-    version: 1.0.0
-    system_template: "c"
-    tools: [run_tests]
-    tool_policy: {max_rounds: 3, max_tool_calls_per_turn: 4}
-  tester: {id: tester, name: Tester, version: 1.0.0, system_template: "t"}
-  reviewer:
-    id: reviewer
-    name: Reviewer
-    version: 1.0.0
-    system_template: "r"
-    tool_policy: {max_rounds: 1}
-workflow:
-  version: 1
-  entry: implement
-BUDGET
-  states:
-    implement:
-      prompt_task: coder
-      max_visits: 3
-      on_max_visits: review
-      on_event: {CodeReady: test}
-    test:
-      prompt_task: tester
-      max_visits: 3
-      on_max_visits: review
-      on_event: {TestsFailed: implement, TestsPassed: review}
-    review: {prompt_task: reviewer, terminal: true}
-"#;
+const LOOP_PACK: &str = include_str!("packs/loop_pack.yaml");
 
 #[test]
 fn workflow_loop_bounded_by_max_visits() {
@@ -272,28 +192,9 @@ fn workflow_cycle_without_max_visits_is_unbounded_unless_a_budget_caps_it() {
 
 #[test]
 fn extension_steps_are_counted_as_extension_calls() {
-    let (_, b) = inline(
-        r#"
-$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
-id: ext
-name: Ext
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: S}
-compositions:
-  main:
-    version: 1
-    steps:
-      - {id: a, kind: acme.rerank, modifiers: {retry: {max_attempts: 3}}}
-      - id: fan
-        kind: parallel
-        branches:
-          - {id: b, kind: acme.search}
-          - {id: c, kind: prompt, prompt_task: p}
-        reduce: {strategy: barrier, into: r}
-"#,
-    );
+    let (_, b) = inline(include_str!(
+        "packs/extension_steps_are_counted_as_extension_calls.yaml"
+    ));
     assert_eq!(
         b.compositions,
         [Calls {

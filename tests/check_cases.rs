@@ -19,23 +19,8 @@ fn main() {
     }
     let mut trials = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with(".case.yaml"))
-            .collect();
-        files.sort();
-        for path in files {
-            let name = path
-                .file_name()
-                .map(|n| {
-                    n.to_string_lossy()
-                        .replace(".case.yaml", "")
-                        .replace('-', "_")
-                })
-                .unwrap_or_default();
+        for path in packc_suite::files_ending(&dir, ".case.yaml") {
+            let name = packc_suite::case_name(&path);
             trials.push(Trial::test(format!("check::{name}"), move || {
                 let case = Case::read(&path).map_err(|e| e.to_string())?;
                 packc_host::check_case(&case).map_err(Into::into)

@@ -8,14 +8,7 @@ use packc_compiler::{check_bytes, Options};
 use proptest::prelude::*;
 
 fn examples() -> Vec<Vec<u8>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".pack.yaml"))
-        .collect();
-    files.sort();
-    files
+    packc_suite::example_packs()
         .into_iter()
         .map(|p| std::fs::read(p).unwrap())
         .collect()

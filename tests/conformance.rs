@@ -26,14 +26,7 @@ fn main() {
     let mut trials = Vec::new();
     for (prefix, dir) in dirs {
         for path in case_files(&dir) {
-            let name = path
-                .file_name()
-                .map(|n| {
-                    n.to_string_lossy()
-                        .replace(".case.yaml", "")
-                        .replace('-', "_")
-                })
-                .unwrap_or_default();
+            let name = packc_suite::case_name(&path);
             let key = format!("{prefix}{name}");
             let skip = skips.remove(&key);
             if let Some(reason) = &skip {
@@ -66,15 +59,7 @@ fn main() {
 
 /// The `*.case.yaml` files of `dir`, sorted; none when it does not exist.
 fn case_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".case.yaml"))
-        .collect();
-    files.sort();
-    files
+    packc_suite::files_ending(dir, ".case.yaml")
 }
 
 /// The `[skip]` table of `skip.toml`: test name → reason.

@@ -46,12 +46,7 @@ fn python_available() -> bool {
 }
 
 fn example_paths() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".pack.yaml"))
-        .collect();
-    files.sort();
+    let files = packc_suite::example_packs();
     assert!(!files.is_empty(), "no examples");
     files
 }

@@ -13,33 +13,7 @@ use packc_compiler::{build_artifact, Options};
 use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
-const PACK: &str = r#"
-id: guarded
-name: Guarded
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  support:
-    id: support
-    name: Support
-    version: 1.0.0
-    system_template: Help the customer.
-    validators:
-      - type: banned_words
-        params: {words: [lawsuit, refund]}
-        message: I can't discuss that here.
-      - type: max_length
-        params: {max_characters: 100}
-workflow:
-  version: 1
-  entry: chat
-  states:
-    chat:
-      prompt_task: support
-      orchestration: external
-      on_event: {Done: end}
-    end: {prompt_task: support, terminal: true}
-"#;
+const PACK: &str = include_str!("packs/guards.yaml");
 
 fn artifact() -> Artifact {
     let (checked, artifact) = build_artifact(PACK.as_bytes(), &Options::default()).unwrap();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 use packc_compiler::{check_bytes, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
-use packc_vm::{Answer, CallView, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, CallView, Program, Run, RunOptions};
 
 fn main() {
     let args = Arguments::from_args();
@@ -60,19 +60,7 @@ fn run(path: &PathBuf) -> Result<(), Failed> {
     let module = artifact.module;
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
     let module = program.module();
-    let mut targets = Vec::new();
-    if module.workflow.is_some() {
-        targets.push(Target::Workflow);
-    }
-    targets.extend(
-        (0..module.agents.len())
-            .filter_map(|i| Some(Target::Agent(ir_spec::AgentId(u32::try_from(i).ok()?)))),
-    );
-    targets.extend(
-        (0..module.compositions.len())
-            .filter_map(|i| Some(Target::Composition(ir_spec::CompId(u32::try_from(i).ok()?)))),
-    );
-    for target in targets {
+    for target in packc_suite::every_target(module) {
         let Ok(mut r) = Run::new(program.clone(), target, RunOptions::default()) else {
             continue; // a target the run refuses
         };

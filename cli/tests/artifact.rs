@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{assert_code, packc, repo, stderr};
+use common::{assert_code, assert_stderr_contains, build_to, packc, repo, stderr};
 
 /// A fresh folder for one test.
 fn temp_dir(test: &str) -> PathBuf {
@@ -16,13 +16,7 @@ fn temp_dir(test: &str) -> PathBuf {
 
 /// `packc build <pack> -o <out>`, asserting success.
 fn build(pack: &Path, out: &Path) {
-    let res = packc()
-        .arg("build")
-        .arg(pack)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap();
+    let res = build_to(pack, out);
     assert_code(&res, 0);
     let size = std::fs::metadata(out).unwrap().len();
     // Notes (such as `no_spec_version`) may come first; the last line is the result.
@@ -78,10 +72,9 @@ fn default_output_replaces_the_suffix_and_builds_are_reproducible() {
     assert_code(&res, 0);
     let ppk = dir.join("wf.ppk");
     let first = std::fs::read(&ppk).unwrap();
-    assert!(
-        stderr(&res).contains(&format!("wrote {} ({} bytes)", ppk.display(), first.len())),
-        "{}",
-        stderr(&res)
+    assert_stderr_contains(
+        &res,
+        &format!("wrote {} ({} bytes)", ppk.display(), first.len()),
     );
     let again = dir.join("again.ppk");
     build(&pack, &again);
@@ -99,7 +92,7 @@ fn a_pack_with_errors_writes_nothing_and_exits_one() {
         .output()
         .unwrap();
     assert_eq!(res.status.code(), Some(1));
-    assert!(stderr(&res).contains("parse_error"), "{}", stderr(&res));
+    assert_stderr_contains(&res, "parse_error");
     assert!(!dir.join("bad.ppk").exists());
 }
 
@@ -188,11 +181,7 @@ fn corrupt_artifacts_exit_two_with_one_line() {
         .output()
         .unwrap();
     assert_eq!(res.status.code(), Some(2));
-    assert!(
-        stderr(&res).contains("corrupted .ppk file"),
-        "{}",
-        stderr(&res)
-    );
+    assert_stderr_contains(&res, "corrupted .ppk file");
 }
 
 /// A cut artifact is reported as truncated with both lengths, not as corrupted; an empty
@@ -221,9 +210,5 @@ fn cut_and_empty_artifacts_are_truncated() {
     std::fs::write(&empty, b"").unwrap();
     let out = packc().arg("run").arg(&empty).output().unwrap();
     assert_code(&out, 2);
-    assert!(
-        stderr(&out).contains("truncated .ppk file: 0 bytes"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_contains(&out, "truncated .ppk file: 0 bytes");
 }

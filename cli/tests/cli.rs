@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{assert_code, packc, repo, stderr};
+use common::{assert_code, build_to, packc, repo, run_host, stderr};
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
@@ -245,13 +245,7 @@ host:
     doc_classifier: [{output: {type: general}}]
 ",
     );
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .arg("--host")
-        .arg(&host)
-        .output()
-        .unwrap();
+    let out = run_host(repo().join("examples/rfc0010-ex2.pack.yaml"), &host);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -307,13 +301,7 @@ fn run_and_build_print_warnings() {
         "warn-host.yaml",
         b"host:\n  prompts:\n    p: [{output: done}]\n",
     );
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .arg("--host")
-        .arg(&host)
-        .output()
-        .unwrap();
+    let out = run_host(&pack, &host);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "\"done\"");
@@ -322,13 +310,7 @@ fn run_and_build_print_warnings() {
         "{stderr}"
     );
     let ppk = pack.with_extension("ppk");
-    let out = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let out = build_to(&pack, &ppk);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -739,21 +721,7 @@ fn packc_cmd_trace() -> String {
 fn check_lists_host_validators_without_counting_them() {
     let pack = write_temp(
         "guarded.pack.yaml",
-        br#"id: g
-name: G
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  chat:
-    id: chat
-    name: Chat
-    version: 1.0.0
-    system_template: Hi.
-    validators:
-      - {type: max_length, params: {max_characters: 10}}
-      - {type: toxicity, params: {threshold: 0.5}}
-      - {type: pii_leakage, enabled: false}
-"#,
+        include_bytes!("packs/check_lists_host_validators_without_counting_them.yaml"),
     );
     let out = packc().arg("check").arg(&pack).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -772,33 +740,14 @@ prompts:
 fn graph_and_inspect_show_extension_steps() {
     let pack = write_temp(
         "ext.pack.yaml",
-        br#"$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
-id: ext
-name: Ext
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: S}
-compositions:
-  main:
-    version: 1
-    steps:
-      - {id: ask, kind: prompt, prompt_task: p}
-      - {id: rerank, kind: acme.rerank, input: "${ask.output}", top_k: 3}
-"#,
+        include_bytes!("packs/graph_and_inspect_show_extension_steps.yaml"),
     );
     let graph = packc().arg("graph").arg(&pack).output().unwrap();
     let dot = String::from_utf8_lossy(&graph.stdout);
     assert_code(&graph, 0);
     assert!(dot.contains("extension acme.rerank"), "{dot}");
     let ppk = pack.with_extension("ppk");
-    let build = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let build = build_to(&pack, &ppk);
     assert_code(&build, 0);
     let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
     let text = String::from_utf8_lossy(&inspect.stdout);

@@ -16,28 +16,7 @@ fn text(b: &[u8]) -> String {
 /// `Approve` (to `done`) or `Reject`.
 fn review(dir: &Path) -> (PathBuf, PathBuf) {
     let pack = dir.join("review.pack.yaml");
-    std::fs::write(
-        &pack,
-        r#"
-id: review
-name: Review
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
-  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
-  publish: {id: publish, name: Publish, version: 1.0.0, system_template: "Publish."}
-workflow:
-  version: 1
-  entry: drafting
-  engine: {budget: {max_total_visits: 20}}
-  states:
-    drafting: {prompt_task: draft, on_event: {Submit: editor}}
-    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: done, Reject: drafting}}
-    done: {prompt_task: publish, terminal: true}
-"#,
-    )
-    .unwrap();
+    std::fs::write(&pack, include_str!("packs/review.yaml")).unwrap();
     let host = dir.join("host.yaml");
     std::fs::write(
         &host,

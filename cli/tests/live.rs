@@ -7,7 +7,7 @@ use std::process::Command;
 use packc_host::mock::{MockServer, Reply};
 
 mod common;
-use common::{assert_code, packc, repo, scratch, stderr};
+use common::{assert_code, build_to, packc, repo, scratch, stderr, write};
 
 #[test]
 fn a_live_run_is_recorded_and_replays_under_packc_test() {
@@ -138,13 +138,7 @@ fn ctrl_c_stops_the_run_and_says_where_it_was() {
 fn a_built_artifact_runs_live_without_its_source() {
     let dir = scratch("ppk");
     let ppk = dir.join("ex2.ppk");
-    let build = packc()
-        .arg("build")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .arg("-o")
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let build = build_to(repo().join("examples/rfc0010-ex2.pack.yaml"), &ppk);
     assert_code(&build, 0);
     let server = MockServer::start(|_, req| {
         // The embedded schema travels in the artifact: it is the response format.
@@ -220,23 +214,7 @@ fn a_terminal_gets_a_status_line_and_a_summary() {
 }
 
 /// A pack whose composition `c` calls tool `dump` (a tool step), then stops.
-const DUMP_PACK: &str = r#"id: t
-name: T
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  unused: {id: unused, name: Unused, version: 1.0.0, system_template: "-"}
-tools:
-  dump:
-    name: dump
-    description: Says what it sees.
-    parameters: {type: object, properties: {}}
-compositions:
-  c:
-    version: 1
-    steps:
-      - {id: d, kind: tool, tool: dump, args: {}}
-"#;
+const DUMP_PACK: &str = include_str!("packs/dump_pack.yaml");
 
 #[test]
 fn the_default_key_goes_only_to_api_openai_com_unless_named() {
@@ -532,20 +510,11 @@ fn tool_pack(dir: &std::path::Path) -> PathBuf {
     pack
 }
 
-/// Bindings are checked before the first call: a misspelled script stops the run with
-/// the path; a binding key naming no tool is a warning with "did you mean".
-#[cfg(unix)]
-#[test]
-fn tool_bindings_are_checked_before_the_run() {
-    let dir = scratch("binding-check");
-    let pack = tool_pack(&dir);
-    let tools = dir.join("tools.yaml");
-    std::fs::write(
-        &tools,
-        "tools:\n  lookup_customer: {command: [./tools/lookup_custmer.sh]}\n  lookup_ordr: {command: [sh, -c, 'echo {}']}\n  lookup_order: {http: 'not a url'}\n",
-    )
-    .unwrap();
-    let out = packc()
+/// Runs composition `c` of [`tool_pack`] in `dir` with `tools` as its tools file.
+fn run_with_tools(dir: &std::path::Path, tools: &str) -> std::process::Output {
+    let pack = tool_pack(dir);
+    let tools = write(dir, "tools.yaml", tools);
+    packc()
         .args([
             "run",
             "--target",
@@ -557,7 +526,16 @@ fn tool_bindings_are_checked_before_the_run() {
         .arg(&tools)
         .arg(&pack)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Bindings are checked before the first call: a misspelled script stops the run with
+/// the path; a binding key naming no tool is a warning with "did you mean".
+#[cfg(unix)]
+#[test]
+fn tool_bindings_are_checked_before_the_run() {
+    let dir = scratch("binding-check");
+    let out = run_with_tools(&dir, "tools:\n  lookup_customer: {command: [./tools/lookup_custmer.sh]}\n  lookup_ordr: {command: [sh, -c, 'echo {}']}\n  lookup_order: {http: 'not a url'}\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing ran");
@@ -582,26 +560,7 @@ fn tool_bindings_are_checked_before_the_run() {
 #[test]
 fn tool_failures_are_shown_as_they_happen() {
     let dir = scratch("tool-failure");
-    let pack = tool_pack(&dir);
-    let tools = dir.join("tools.yaml");
-    std::fs::write(
-        &tools,
-        "tools:\n  lookup_customer: {command: [sh, -c, 'echo no such customer >&2; exit 3']}\n  lookup_order: {command: [sh, -c, 'echo {}']}\n",
-    )
-    .unwrap();
-    let out = packc()
-        .args([
-            "run",
-            "--target",
-            "composition:c",
-            "--input",
-            "\"x\"",
-            "--tools",
-        ])
-        .arg(&tools)
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = run_with_tools(&dir, "tools:\n  lookup_customer: {command: [sh, -c, 'echo no such customer >&2; exit 3']}\n  lookup_order: {command: [sh, -c, 'echo {}']}\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
@@ -612,27 +571,7 @@ fn tool_failures_are_shown_as_they_happen() {
 }
 
 /// A pack whose one prompt state has a `toxicity` host validator.
-const TOXIC_PACK: &str = r#"
-id: civil
-name: Civil
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  chat:
-    id: chat
-    name: Chat
-    version: 1.0.0
-    system_template: Answer politely.
-    validators:
-      - type: toxicity
-        params: {threshold: 0.5}
-        message: Let's keep this civil.
-workflow:
-  version: 1
-  entry: main
-  states:
-    main: {prompt_task: chat, terminal: true}
-"#;
+const TOXIC_PACK: &str = include_str!("packs/toxic_pack.yaml");
 
 #[test]
 fn a_host_validator_without_a_binding_is_refused_before_any_request() {
@@ -715,20 +654,9 @@ fn an_extension_step_without_a_binding_is_refused_before_any_request() {
     let pack = dir.join("ext.pack.yaml");
     std::fs::write(
         &pack,
-        r#"$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
-id: ext
-name: Ext
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: S}
-compositions:
-  main:
-    version: 1
-    steps:
-      - {id: ask, kind: prompt, prompt_task: p}
-      - {id: rerank, kind: acme.rerank, input: "${ask.output}"}
-"#,
+        include_str!(
+            "packs/an_extension_step_without_a_binding_is_refused_before_any_request.yaml"
+        ),
     )
     .unwrap();
     let out = packc()

@@ -4,44 +4,12 @@
 use std::path::PathBuf;
 
 mod common;
-use common::{assert_code, packc, scratch, stderr};
+use common::{assert_code, assert_stderr_contains, build_to, packc, run_host, scratch, stderr};
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
 /// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
 /// reads a member the first step's output lacks, and whose branch negates a comparison.
-const PACK: &str = r#"
-id: review
-name: Review
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
-  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
-  done: {id: done, name: Done, version: 1.0.0, system_template: "Done."}
-  helper: {id: helper, name: Helper, version: 1.0.0, system_template: "Help."}
-agents:
-  entry: helper
-  members:
-    helper: {description: helps}
-workflow:
-  version: 1
-  entry: drafting
-  states:
-    drafting: {prompt_task: draft, on_event: {Submit: editor}}
-    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: closed, Reject: drafting}}
-    closed: {prompt_task: done, terminal: true}
-compositions:
-  c:
-    version: 1
-    steps:
-      - {id: first, kind: prompt, prompt_task: draft, input: "${input}"}
-      - id: gate
-        kind: branch
-        predicate: {not: {path: "${first.output.lang}", op: equals, value: en}}
-        then: second
-      - {id: second, kind: prompt, prompt_task: done, input: "${first.output.missing}"}
-    output: second
-"#;
+const PACK: &str = include_str!("packs/messages.yaml");
 
 fn pack(dir: &std::path::Path) -> PathBuf {
     let path = dir.join("review.pack.yaml");
@@ -75,11 +43,7 @@ fn input_that_is_not_json_says_how_to_quote_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains(&format!("{} is not JSON", bad.display())),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_contains(&out, &format!("{} is not JSON", bad.display()));
 }
 
 #[test]
@@ -105,11 +69,7 @@ fn an_unknown_target_member_gets_did_you_mean() {
         .args(["--target", "agent:nobody"])
         .output()
         .unwrap();
-    assert!(
-        stderr(&out).contains("the agent members are: `helper`"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_contains(&out, "the agent members are: `helper`");
 }
 
 #[test]
@@ -122,13 +82,7 @@ fn an_invalid_event_lists_the_states_events() {
         "script:\n  - turn: go\n  - event: Aprove\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
     )
     .unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .arg("--host")
-        .arg(&host)
-        .output()
-        .unwrap();
+    let out = run_host(&pack, &host);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains(
@@ -142,18 +96,8 @@ fn an_invalid_event_lists_the_states_events() {
         "script:\n  - turn: go\n  - event: Later\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
     )
     .unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .arg("--host")
-        .arg(&host)
-        .output()
-        .unwrap();
-    assert!(
-        stderr(&out).contains("the events of this state are: `Approve`, `Reject`"),
-        "{}",
-        stderr(&out)
-    );
+    let out = run_host(&pack, &host);
+    assert_stderr_contains(&out, "the events of this state are: `Approve`, `Reject`");
 }
 
 #[test]
@@ -174,13 +118,7 @@ fn a_runtime_unresolved_binding_names_its_step() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains(
-            "error[unresolved_binding]: `${first.output.missing}` in the input of step `second` does not resolve"
-        ),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_contains(&out, "error[unresolved_binding]: `${first.output.missing}` in the input of step `second` does not resolve");
 }
 
 #[test]
@@ -188,13 +126,7 @@ fn inspect_writes_not_around_what_it_negates() {
     let dir = scratch("inspect");
     let pack = pack(&dir);
     let ppk = dir.join("review.ppk");
-    let out = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let out = build_to(&pack, &ppk);
     assert_code(&out, 0);
     let out = packc().arg("inspect").arg(&ppk).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::packc;
+use common::{build_to, packc};
 
 /// A fresh folder for one test: `pack/` (the pack's folder) and `secret/` beside it,
 /// holding a schema file whose text must never reach an artifact or the output.
@@ -287,13 +287,7 @@ fn pack_text_never_reaches_the_terminal_raw() {
     // The same in an artifact's strings, and in a run's error and trace.
     std::fs::write(&pack, source.replace("PROMPT", "p")).unwrap();
     let ppk = dir.join("esc.ppk");
-    let out = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let out = build_to(&pack, &ppk);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = packc().arg("inspect").arg(&ppk).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -412,23 +406,11 @@ fn build_never_writes_over_its_own_pack() {
     let dir = folder("build-self");
     let pack = pack_naming(&dir, "schemas/ok.json");
     let original = std::fs::read(&pack).unwrap();
-    let out = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(dir.join("pack/./demo.pack.yaml"))
-        .output()
-        .unwrap();
+    let out = build_to(&pack, dir.join("pack/./demo.pack.yaml"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("itself"), "{}", text(&out));
     assert_eq!(std::fs::read(&pack).unwrap(), original);
-    let out = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("-o")
-        .arg(dir.join("nodir/x.ppk"))
-        .output()
-        .unwrap();
+    let out = build_to(&pack, dir.join("nodir/x.ppk"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 

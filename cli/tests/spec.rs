@@ -9,29 +9,14 @@ use std::process::Output;
 use packc_host::mock::{MockServer, Reply};
 
 mod common;
-use common::{packc, scratch, stderr, stdout, write};
+use common::{packc, run_host, scratch, stderr, stdout, write};
 
 fn text(out: &Output) -> (String, String) {
     (stdout(out), stderr(out))
 }
 
 /// RFC 0017: `draft` runs on `drafter` (the step's provider), `final` on `default`.
-const ROUTED: &str = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
-id: routed
-name: Routed
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-requires:
-  providers: [default, {key: drafter, role: llm}]
-prompts:
-  summarize: {id: summarize, name: Summarize, version: 1.0.0, system_template: "Summarize."}
-compositions:
-  two_pass:
-    version: 1
-    steps:
-      - {id: draft, kind: prompt, prompt_task: summarize, provider: drafter, input: "${input}"}
-      - {id: final, kind: prompt, prompt_task: summarize, input: "${draft.output}"}
-"#;
+const ROUTED: &str = include_str!("packs/routed.yaml");
 
 #[test]
 fn an_unbound_provider_is_refused_before_any_request() {
@@ -110,19 +95,7 @@ fn the_spec_level_flag_overrides_the_claim() {
     let pack = write(
         &dir,
         "p.pack.yaml",
-        r#"id: demo
-name: Demo
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
-workflow:
-  version: 1
-  entry: a
-  states:
-    a: {prompt_task: p, control: agent, on_event: {Go: b}}
-    b: {prompt_task: p, terminal: true}
-"#,
+        include_str!("packs/the_spec_level_flag_overrides_the_claim.yaml"),
     );
     let check = |extra: &[&str]| {
         packc()
@@ -170,20 +143,7 @@ fn a_note_is_printed_but_never_fails_deny_warnings() {
     let pack = write(
         &dir,
         "p.pack.yaml",
-        r#"id: demo
-name: Demo
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
-workflow:
-  version: 1
-  entry: a
-  states:
-    a: {prompt_task: p, on_event: {Go: b}}
-    b: {prompt_task: p, on_event: {Done: c}}
-    c: {prompt_task: p, terminal: true}
-"#,
+        include_str!("packs/a_note_is_printed_but_never_fails_deny_warnings.yaml"),
     );
     let out = packc()
         .arg("check")
@@ -218,13 +178,7 @@ workflow:
         "host.yaml",
         "input: hi\nhost:\n  prompts:\n    p: [{output: a, event: Go}, {output: b, event: Done}, {output: c}]\n",
     );
-    let run = packc()
-        .arg("run")
-        .arg(&pack)
-        .arg("--host")
-        .arg(&host)
-        .output()
-        .unwrap();
+    let run = run_host(&pack, &host);
     let (stdout, stderr) = text(&run);
     assert!(run.status.success(), "{stderr}");
     assert_eq!(stdout.trim(), "\"c\"");
@@ -232,31 +186,7 @@ workflow:
     assert!(stderr.contains("reply:\n  a\n  \n  b\n  \n  c"), "{stderr}");
 }
 
-const GOVERNED: &str = r#"$schema: "https://promptpack.org/schema/v1.8.1/promptpack.schema.json"
-id: governed
-name: Governed
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-metadata:
-  governance:
-    intended_purpose: Answers order questions.
-    autonomy_level: suggests
-    risk_classification: eu-aiact:RiskLevelTransparencyRequired
-    approved_environments: [staging, production-eu]
-    obligations:
-      - id: art50
-        obligation: eu-aiact:Article50
-        controls: [{eval: disclosure}]
-evals:
-  - {id: disclosure, type: contains, trigger: every_turn, params: {text: automated}}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: "Hi."}
-workflow:
-  version: 1
-  entry: a
-  states:
-    a: {prompt_task: p, terminal: true}
-"#;
+const GOVERNED: &str = include_str!("packs/governed.yaml");
 
 #[test]
 fn environments_outside_the_approved_list_are_refused() {
@@ -375,28 +305,7 @@ fn the_transparency_corpus_pack_checks_at_level_1_8() {
 /// unreferenced declared key only warns; `default` is left to the primary model.
 #[test]
 fn provider_faults_list_every_unbound_referenced_key() {
-    let pack = r#"$schema: "https://promptpack.org/schema/v1.9.0/promptpack.schema.json"
-id: p
-name: P
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-requires:
-  providers: [default, {key: opt, role: llm, required: false}, judge, spare]
-prompts:
-  a: {id: a, name: A, version: 1.0.0, provider: opt, system_template: "A."}
-  b: {id: b, name: B, version: 1.0.0, system_template: "B."}
-workflow:
-  version: 1
-  entry: s
-  states:
-    s: {prompt_task: a, on_event: {Next: t}}
-    t: {prompt_task: b, terminal: true}
-compositions:
-  c:
-    version: 1
-    steps:
-      - {id: x, kind: prompt, prompt_task: b, provider: judge}
-"#;
+    let pack = include_str!("packs/provider_faults_list_every_unbound_referenced_key.yaml");
     let checked = packc_compiler::check_bytes(pack.as_bytes(), &Default::default());
     assert!(!checked.has_errors(), "{:?}", checked.diagnostics);
     let module = packc_compiler::lower(&checked, &Default::default()).unwrap();

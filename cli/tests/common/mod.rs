@@ -55,3 +55,31 @@ pub fn stderr(out: &Output) -> String {
 pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
 }
+
+/// `packc build <pack> -o <out>`.
+pub fn build_to(pack: impl AsRef<std::ffi::OsStr>, out: impl AsRef<std::ffi::OsStr>) -> Output {
+    packc()
+        .arg("build")
+        .arg(pack)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// `packc run <pack> --host <host>`.
+pub fn run_host(pack: impl AsRef<std::ffi::OsStr>, host: impl AsRef<std::ffi::OsStr>) -> Output {
+    packc()
+        .arg("run")
+        .arg(pack)
+        .arg("--host")
+        .arg(host)
+        .output()
+        .unwrap()
+}
+
+/// Asserts that the command's stderr contains `needle`, showing the stderr when not.
+#[track_caller]
+pub fn assert_stderr_contains(out: &Output, needle: &str) {
+    assert!(stderr(out).contains(needle), "{}", stderr(out));
+}
