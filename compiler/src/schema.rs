@@ -513,8 +513,14 @@ mod tests {
                 packs.extend(variants.into_iter().map(|v| (v, &all[..1])));
             }
         }
+        // Without `../shared` (a bare checkout) only the repository's own packs are read.
+        let least = if root.join("../shared").is_dir() {
+            100
+        } else {
+            10
+        };
         assert!(
-            packs.len() - mutated > 100,
+            packs.len() - mutated > least,
             "{} packs",
             packs.len() - mutated
         );
