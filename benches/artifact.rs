@@ -1,6 +1,6 @@
 //! Compile and load: `build_artifact` (load + check + lower + encode) of the generated
 //! 1,000 compositions × 5 steps pack in its JSON form, with shared and distinct prompt
-//! keys; and artifact decode + verify of examples/rfc0010-ex1..ex4 (issue 4's rows).
+//! keys; and artifact decode + verify of examples/rfc0010-ex1..ex4 (the rows of benches/README.md).
 
 use std::path::PathBuf;
 

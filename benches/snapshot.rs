@@ -1,4 +1,4 @@
-//! Snapshot and resume of a suspended run (issue 4): example 3 stopped inside its
+//! Snapshot and resume of a suspended run: example 3 stopped inside its
 //! parallel step with four branch calls outstanding, turned into bytes and brought back
 //! against the same program, as a host moving a run to another machine would.
 

@@ -1,4 +1,4 @@
-//! Throughput (issue 4): many independent runs of RFC 0010 example 2 on every core, each
+//! Throughput: many independent runs of RFC 0010 example 2 on every core, each
 //! thread with its own runs over one shared `Arc<Program>`, the host answering at once.
 //! The figure is runs per second for the whole machine.
 

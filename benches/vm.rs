@@ -1,4 +1,4 @@
-//! The VM's hot path (`packc_vm`), issue 4's rows: whole runs of the bundled packs
+//! The VM's hot path (`packc_vm`), the rows of benches/README.md: whole runs of the bundled packs
 //! with a host that answers every call at once with a fixed value.
 //! The packs are YAML files anyone can read: `examples/rfc0010-ex1..4.pack.yaml`,
 //! `benches/packs/chain-{100,1000}.pack.yaml`, `examples/guide-add-workflow.pack.yaml`.
