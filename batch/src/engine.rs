@@ -63,7 +63,7 @@ impl Default for BatchOptions {
 pub struct Saved {
     /// The run's snapshot ([`Run::snapshot`]), taken while it waits for calls.
     pub snapshot: Vec<u8>,
-    /// Calls issued so far.
+    /// Calls answered so far.
     pub calls: u64,
     /// Tokens so far.
     pub tokens: u64,
@@ -129,7 +129,7 @@ pub struct Progress {
     pub in_flight: AtomicU64,
     /// Rows skipped because an earlier batch finished them.
     pub skipped: AtomicU64,
-    /// Host calls issued.
+    /// Host calls answered.
     pub calls: AtomicU64,
     /// Tokens reported.
     pub tokens: AtomicU64,
@@ -578,8 +578,6 @@ async fn execute(
             Ok(Need::Calls | Need::Wait) => {
                 for view in run.pending() {
                     if sent.insert(view.id()) {
-                        state.calls += 1;
-                        progress.calls.fetch_add(1, Ordering::Relaxed);
                         names.insert(view.id(), call_name(&view));
                         let (id, job) = (view.id(), Job::of(&view));
                         let host = shared.host.clone();
@@ -609,7 +607,9 @@ async fn execute(
                         None,
                     )
                 })?;
+                state.calls += 1;
                 state.tokens += tokens;
+                progress.calls.fetch_add(1, Ordering::Relaxed);
                 progress.tokens.fetch_add(tokens, Ordering::Relaxed);
                 state.answered.extend(names.remove(&id));
                 changed = true;

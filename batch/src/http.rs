@@ -241,14 +241,16 @@ impl Client {
         }
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) if e.is_timeout() => return Attempt::Retry {
-                error: format!(
+            Err(e) if e.is_timeout() => {
+                return Attempt::Retry {
+                    error: format!(
                     "timed out calling {shown}: no complete answer within the call timeout of {} s",
                     self.config.timeout.as_secs_f64()
                 ),
-                after: None,
-                rate_limited: false,
-            },
+                    after: None,
+                    rate_limited: false,
+                }
+            }
             Err(e) if e.is_connect() => {
                 return Attempt::Fatal(format!("cannot connect to {shown}: connection failed"))
             }

@@ -43,6 +43,8 @@ mod engine;
 mod host;
 pub mod http;
 mod journal;
+#[cfg(feature = "mock")]
+pub mod mock;
 mod result;
 pub mod rows;
 

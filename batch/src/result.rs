@@ -41,9 +41,10 @@ pub struct RowResult {
     pub id: Value,
     /// The run's output, or why the row failed.
     pub outcome: Result<Value, RowError>,
-    /// Host calls issued (model, tool, guard and extension calls), restarts included.
+    /// Host calls answered (model, tool, guard and extension calls), over restarts: a
+    /// call that was in flight when the batch stopped, and asked again, counts once.
     pub calls: u64,
-    /// Tokens the model API reported, restarts included.
+    /// Tokens the model API reported for those answers.
     pub tokens: u64,
     /// Wall time of the row in milliseconds, summed over restarts.
     pub wall_ms: u64,

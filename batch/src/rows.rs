@@ -66,6 +66,9 @@ pub struct Input {
     pub rows: Box<dyn Iterator<Item = Row> + Send>,
     /// The SHA-256 of the input's bytes, in hex.
     pub sha256: String,
+    /// About how many rows there are (lines, less a CSV header; blank lines and quoted
+    /// line breaks make it a little off): for progress estimates only.
+    pub approx_rows: u64,
 }
 
 impl Input {
@@ -74,10 +77,21 @@ impl Input {
     pub fn open(path: Option<&Path>, format: InputFormat) -> std::io::Result<Input> {
         match path {
             Some(path) => {
-                let mut hasher = Sha256::new();
-                std::io::copy(&mut File::open(path)?, &mut hasher)?;
+                let (mut hasher, mut lines, mut last) = (Sha256::new(), 0u64, b'\n');
+                let mut file = File::open(path)?;
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    let n = file.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buf[..n]);
+                    lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+                    last = buf[n - 1];
+                }
+                lines += u64::from(last != b'\n');
                 let file = BufReader::new(File::open(path)?);
-                Ok(Input::of(file, format, hex(&hasher.finalize())))
+                Ok(Input::of(file, format, hex(&hasher.finalize()), lines))
             }
             None => {
                 let mut bytes = Vec::new();
@@ -90,15 +104,30 @@ impl Input {
     /// The rows of `bytes`.
     pub fn from_bytes(bytes: Vec<u8>, format: InputFormat) -> Input {
         let sha256 = hex(&Sha256::digest(&bytes));
-        Input::of(std::io::Cursor::new(bytes), format, sha256)
+        let mut lines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+        lines += u64::from(bytes.last().is_some_and(|b| *b != b'\n'));
+        Input::of(std::io::Cursor::new(bytes), format, sha256, lines)
     }
 
-    fn of(reader: impl BufRead + Send + 'static, format: InputFormat, sha256: String) -> Input {
+    fn of(
+        reader: impl BufRead + Send + 'static,
+        format: InputFormat,
+        sha256: String,
+        lines: u64,
+    ) -> Input {
         let rows: Box<dyn Iterator<Item = Row> + Send> = match format {
             InputFormat::Jsonl => Box::new(jsonl(reader)),
             InputFormat::Csv => Box::new(csv_rows(reader)),
         };
-        Input { rows, sha256 }
+        let approx_rows = match format {
+            InputFormat::Jsonl => lines,
+            InputFormat::Csv => lines.saturating_sub(1),
+        };
+        Input {
+            rows,
+            sha256,
+            approx_rows,
+        }
     }
 }
 

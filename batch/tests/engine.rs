@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use packc_batch::mock::{Mock, MockReply};
 use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, Resume, Sink};
 use packc_host::live::{LiveConfig, ModelEndpoint};
-use packc_host::mock::{MockServer, Received, Reply};
 use packc_vm::{Program, Target};
 use serde_json::{json, Value};
 
@@ -24,26 +24,22 @@ fn ex2() -> Arc<Program> {
 
 /// The mock's answer to an ex2 request: the classifier says "general" (or
 /// "research_paper" for a text that starts with "paper"), the extractor summarises.
-fn answer(r: &Received) -> Reply {
-    let system = r.body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default();
-    let text = r.body["messages"][1]["content"]
-        .as_str()
-        .unwrap_or_default();
+fn answer(body: &Value) -> MockReply {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let text = body["messages"][1]["content"].as_str().unwrap_or_default();
     if system.starts_with("Classify") {
         let kind = if text.starts_with("paper") {
             "research_paper"
         } else {
             "general"
         };
-        Reply::text(&json!({"type": kind, "confidence": 0.9}).to_string())
+        MockReply::text(&json!({"type": kind, "confidence": 0.9}).to_string())
     } else {
-        Reply::text(&json!({"summary": format!("about {text}")}).to_string())
+        MockReply::text(&json!({"summary": format!("about {text}")}).to_string())
     }
 }
 
-fn live(mock: &MockServer) -> LiveConfig {
+fn live(mock: &Mock) -> LiveConfig {
     LiveConfig {
         model: Some(ModelEndpoint {
             base_url: mock.base_url(),
@@ -64,7 +60,7 @@ fn schema() -> Value {
 
 #[test]
 fn a_block_of_rows_gives_one_result_each_in_order() {
-    let mock = MockServer::start(|_, r| answer(r));
+    let mock = Mock::start(|_, body| answer(body));
     let program = ex2();
     let target = Target::parse(program.module(), "workflow").unwrap();
     let options = BatchOptions {
@@ -108,7 +104,7 @@ fn a_block_of_rows_gives_one_result_each_in_order() {
         }
     }
     // Two requests per good row, none for the row that failed its schema.
-    assert_eq!(mock.received().len(), 39 * 2);
+    assert_eq!(mock.seen().len(), 39 * 2);
     let line: Value = serde_json::from_str(&results[3].line()).unwrap();
     assert_eq!(line["error"]["kind"], "invalid_input");
     assert_eq!(line["calls"], 0);
@@ -116,14 +112,12 @@ fn a_block_of_rows_gives_one_result_each_in_order() {
 
 #[test]
 fn a_failed_call_fails_its_row_only() {
-    let mock = MockServer::start(|_, r| {
-        let text = r.body["messages"][1]["content"]
-            .as_str()
-            .unwrap_or_default();
+    let mock = Mock::start(|_, body| {
+        let text = body["messages"][1]["content"].as_str().unwrap_or_default();
         if text == "doc 2" {
-            Reply::status(400, r#"{"error": {"message": "bad request"}}"#)
+            MockReply::status(400, json!({"error": {"message": "bad request"}}))
         } else {
-            answer(r)
+            answer(body)
         }
     });
     let program = ex2();
@@ -149,7 +143,7 @@ fn a_failed_call_fails_its_row_only() {
 
 #[test]
 fn a_journal_skips_finished_rows_and_refuses_another_input() {
-    let mock = MockServer::start(|_, r| answer(r));
+    let mock = Mock::start(|_, body| answer(body));
     let program = ex2();
     let target = Target::parse(program.module(), "workflow").unwrap();
     let dir = std::env::temp_dir().join(format!("packc-batch-journal-{}", std::process::id()));
@@ -165,16 +159,7 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
         input_sha256: input.sha256.clone(),
         ordered: true,
     };
-    let engine = Engine::new(
-        program,
-        target,
-        live(&mock),
-        BatchOptions {
-            concurrency: 4,
-            ..BatchOptions::default()
-        },
-    )
-    .unwrap();
+    let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
     let mut journal = Journal::open(&out, &identity, true).unwrap();
     let summary = engine.run(input.rows, &mut journal).unwrap();
     assert_eq!((summary.rows, summary.ran, summary.failed()), (20, 20, 0));
@@ -188,13 +173,13 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
     assert_eq!(ids, (1..=20).map(|i| json!(i)).collect::<Vec<_>>());
 
     // Again: every row is skipped, nothing is asked, the output stays as it was.
-    let asked = mock.received().len();
+    let asked = mock.seen().len();
     let mut again = Journal::open(&out, &identity, false).unwrap();
     assert_eq!(again.resume(0), Resume::Skip);
     let input = Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
     let summary = engine.run(input.rows, &mut again).unwrap();
     assert_eq!((summary.skipped, summary.ran), (20, 0));
-    assert_eq!(mock.received().len(), asked);
+    assert_eq!(mock.seen().len(), asked);
     drop(again);
     assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 20);
 

@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 const TEMP_TRIES: u32 = 16;
 
 /// The folder a file at `path` goes into (`.` for a bare name).
-fn folder_of(path: &Path) -> &Path {
+pub(crate) fn folder_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -58,7 +58,7 @@ pub fn check_target(path: &Path, source: &Path, what: &str) -> Result<()> {
 }
 
 /// Whether `a` and `b` are the same existing file (following links, as a write would).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
         return false;
     };

@@ -22,7 +22,7 @@ pub struct RunArgs {
     pub input: Option<String>,
     /// A host script: a YAML/JSON file shaped like a case's `run` member (`script`,
     /// `input`, `host.prompts`, `host.tools`, `host.clock`, `host.variables`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["provider", "tools", "bind_provider"])]
     pub host: Option<PathBuf>,
     /// What to run: `workflow`, `agent:<member>` or `composition:<name>`.
     #[arg(long, value_name = "TARGET")]
@@ -30,61 +30,15 @@ pub struct RunArgs {
     /// Print the trace lines to stderr.
     #[arg(long)]
     pub trace: bool,
-    /// Run against a real model: the OpenAI-compatible Chat Completions API (OpenAI,
-    /// llama.cpp server, vLLM, Ollama, LM Studio...).
-    #[arg(long, value_enum, conflicts_with = "host", requires = "model")]
-    pub provider: Option<Provider>,
-    /// The model name sent with every request.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// The API base URL [default: https://api.openai.com/v1]; requests go to
-    /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The environment variable holding the API key (never printed). Without it, the
-    /// key in OPENAI_API_KEY is sent to api.openai.com only; naming a variable (even
-    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
-    #[arg(long, value_name = "VAR")]
-    pub api_key_env: Option<String>,
-    /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
-    ///
-    ///   tools:
-    ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
-    ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
-    ///       timeout_sec: 10                 # default 60, at most 86400
-    ///       env: [DATABASE_URL]             # passed through; or {NAME: value}
-    ///     web_search:
-    ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
-    ///       headers: {x-team: docs}
-    ///
-    /// A command reads the arguments as JSON on stdin and prints its JSON result on
-    /// stdout; a non-zero exit, output that is not JSON or a run past `timeout_sec` is a
-    /// tool error (its stderr's end is shown). A command starts with a clean environment
-    /// (PATH, HOME, LANG, TMPDIR and what `env:` lists). An endpoint answers a 2xx with a
-    /// JSON body.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "host",
-        verbatim_doc_comment
-    )]
-    pub tools: Option<PathBuf>,
+    /// The model, the tools and how calls are made (shared with `packc batch`).
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Write the live run as a case file that `packc test` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "host")]
     pub record: Option<PathBuf>,
     /// Overwrite the `--record` file if it exists.
     #[arg(long, requires = "record")]
     pub force: bool,
-    /// The longest one model or HTTP call may take, in seconds (at most 86400).
-    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_timeout)]
-    pub timeout: f64,
-    /// The most model and tool calls the run may make; the call past it fails the run
-    /// with `limit_exceeded`.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HOST_CALLS)]
-    pub max_host_calls: u64,
-    /// How many times a model call is retried after a 429, a 5xx or a timeout.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub retries: u32,
     /// The most calls in flight at once (a parallel step's branches go out together).
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub concurrency: usize,
@@ -114,11 +68,6 @@ pub struct RunArgs {
     /// output alone.
     #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
     pub format: crate::Format,
-    /// Bind a provider key of the pack's `requires.providers` to a server (repeatable):
-    /// `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`. Calls routed to KEY (RFC 0017)
-    /// go there; `default` falls back to `--provider openai --model NAME [--base-url]`.
-    #[arg(long = "bind-provider", value_name = "KEY=URL,model=NAME", value_parser = parse_binding, conflicts_with = "host")]
-    pub bind_provider: Vec<ProviderBinding>,
     /// Read the pack at this spec level instead of the one its `$schema` claims
     /// (1.5, 1.5.1, 1.8 or 1.9).
     #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
@@ -127,6 +76,61 @@ pub struct RunArgs {
     /// `approved_environments` without NAME is refused before any call (RFC 0013).
     #[arg(long, value_name = "NAME")]
     pub environment: Option<String>,
+}
+
+/// The flags of a live run: the model API, provider bindings, tool bindings, timeouts,
+/// retries and the call cap (`packc run`, `packc batch`).
+#[derive(Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Run against a real model: the OpenAI-compatible Chat Completions API (OpenAI,
+    /// llama.cpp server, vLLM, Ollama, LM Studio...).
+    #[arg(long, value_enum, requires = "model")]
+    pub provider: Option<Provider>,
+    /// The model name sent with every request.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The API base URL [default: https://api.openai.com/v1]; requests go to
+    /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (never printed). Without it, the
+    /// key in OPENAI_API_KEY is sent to api.openai.com only; naming a variable (even
+    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
+    ///
+    ///   tools:
+    ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
+    ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
+    ///       timeout_sec: 10                 # default 60, at most 86400
+    ///       env: [DATABASE_URL]             # passed through; or {NAME: value}
+    ///     web_search:
+    ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
+    ///       headers: {x-team: docs}
+    ///
+    /// A command reads the arguments as JSON on stdin and prints its JSON result on
+    /// stdout; a non-zero exit, output that is not JSON or a run past `timeout_sec` is a
+    /// tool error (its stderr's end is shown). A command starts with a clean environment
+    /// (PATH, HOME, LANG, TMPDIR and what `env:` lists). An endpoint answers a 2xx with a
+    /// JSON body.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    pub tools: Option<PathBuf>,
+    /// The longest one model or HTTP call may take, in seconds (at most 86400).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_timeout)]
+    pub timeout: f64,
+    /// The most model and tool calls the run may make; the call past it fails the run
+    /// with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
+    /// How many times a model call is retried after a 429, a 5xx or a timeout.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
+    /// Bind a provider key of the pack's `requires.providers` to a server (repeatable):
+    /// `--bind-provider KEY=URL,model=NAME[,key-env=VAR]`. Calls routed to KEY (RFC 0017)
+    /// go there; `default` falls back to `--provider openai --model NAME [--base-url]`.
+    #[arg(long = "bind-provider", value_name = "KEY=URL,model=NAME", value_parser = parse_binding)]
+    pub bind_provider: Vec<ProviderBinding>,
 }
 
 /// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a

@@ -21,7 +21,7 @@ use packc_vm::driver::ScriptItem;
 use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
 
-use crate::inputs::{read_input, read_vars, RunArgs};
+use crate::inputs::{read_input, read_vars, LiveArgs, RunArgs};
 
 /// Runs `module` live. Exit codes: 0 done, 1 a run-time error, 130 interrupted.
 pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
@@ -49,110 +49,14 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
         None => None,
     };
-    let timeout = timeout_secs(args.timeout, "--timeout").map_err(anyhow::Error::msg)?;
-    let model = match args.provider {
-        None => None,
-        Some(crate::inputs::Provider::Openai) => Some(endpoint(args)?),
+    let config = match config(&args.live, &module, args.quiet)? {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
     };
-    let mut providers = std::collections::BTreeMap::new();
-    for b in &args.bind_provider {
-        let api_key = match &b.key_env {
-            Some(var) => Some(
-                std::env::var(var)
-                    .ok()
-                    .filter(|k| !k.is_empty())
-                    .with_context(|| {
-                        format!(
-                            "{var} is not set: export the API key for provider `{}` there",
-                            b.key
-                        )
-                    })?,
-            ),
-            None => None,
-        };
-        let endpoint = ModelEndpoint {
-            base_url: b.base_url.clone(),
-            model: b.model.clone(),
-            api_key,
-        };
-        if providers.insert(b.key.clone(), endpoint).is_some() {
-            bail!("--bind-provider binds `{}` twice", b.key);
-        }
-    }
-    // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
-    // provider is unbound; list every fault.
-    let check = provider_faults(&module, |key| providers.contains_key(key));
-    if !check.faults.is_empty() {
-        for f in &check.faults {
-            eprintln!("error[unbound_provider]: {f}");
-        }
-        eprintln!(
-            "the run is refused before any request: {} provider fault(s)",
-            check.faults.len()
-        );
-        return Ok(ExitCode::from(2));
-    }
-    if !args.quiet {
-        for w in &check.warnings {
-            eprintln!("warning: {w}");
-        }
-    }
-    let tools = match &args.tools {
-        Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
-        None => ToolBindings::default(),
-    };
-    // Bindings are checked before the first call: a command that is not there or an
-    // HTTP URL that does not parse stops the run now, not on the first call.
-    let report = tools.check(&module);
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
-    if !report.errors.is_empty() {
-        let file = args.tools.as_deref().unwrap_or(Path::new("--tools"));
-        bail!("{}: {}", file.display(), report.errors.join("; "));
-    }
-    let unbound: Vec<String> = callable_tools(&module)
-        .into_iter()
-        .filter(|k| !tools.tools.contains_key(k))
-        .collect();
-    if !unbound.is_empty() && !args.quiet {
-        eprintln!(
-            "warning: the pack may call tools that are not bound: {} (bind them with --tools FILE; a call to one fails as a host_error)",
-            packc_compiler::render::escape_control(&unbound.join(", "))
-        );
-    }
-    let unbound_guards: Vec<String> = packc_host::live::host_guard_types(&module)
-        .into_iter()
-        .filter(|t| !tools.guards.contains_key(t))
-        .collect();
-    let unbound_extensions: Vec<String> = packc_host::live::extension_kinds(&module)
-        .into_iter()
-        .filter(|k| !tools.extensions.contains_key(k))
-        .collect();
-    let mut faults = Vec::new();
-    if !unbound_guards.is_empty() {
-        faults.push(packc_host::live::unbound_guards_message(&unbound_guards));
-    }
-    if !unbound_extensions.is_empty() {
-        faults.push(packc_host::live::unbound_extensions_message(
-            &unbound_extensions,
-        ));
-    }
-    if !faults.is_empty() {
-        bail!(faults.join("\n"));
-    }
     let host = LiveHost::new(LiveConfig {
-        model,
-        providers,
-        tools,
-        transport: TransportConfig {
-            timeout,
-            retries: args.retries,
-            ..TransportConfig::default()
-        },
         concurrency: args.concurrency.max(1),
         record: args.record.is_some(),
-        ..LiveConfig::default()
+        ..config
     });
     let cancel = host.cancel_flag();
     // The first Ctrl-C stops the run where it is; a second one exits at once.
@@ -173,7 +77,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         target,
         RunOptions {
             host_variables: variables.clone(),
-            max_host_calls: Some(args.max_host_calls),
+            max_host_calls: Some(args.live.max_host_calls),
             // The JSON result lists the calls.
             record_calls: args.format == crate::Format::Json,
             ..RunOptions::default()
@@ -270,16 +174,130 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// The live host's configuration from the live flags, checked before any call: the
+/// model endpoint and its key, the provider bindings (RFC 0017 faults refuse the run with
+/// exit 2, printed), the tool bindings, host validators and extension kinds the pack
+/// needs. Warnings go to stderr (unless `quiet`, for the optional ones).
+pub(crate) fn config(
+    live: &LiveArgs,
+    module: &Module,
+    quiet: bool,
+) -> Result<Result<LiveConfig, ExitCode>> {
+    let timeout = timeout_secs(live.timeout, "--timeout").map_err(anyhow::Error::msg)?;
+    let model = match live.provider {
+        None => None,
+        Some(crate::inputs::Provider::Openai) => Some(endpoint(live, quiet)?),
+    };
+    let mut providers = std::collections::BTreeMap::new();
+    for b in &live.bind_provider {
+        let api_key = match &b.key_env {
+            Some(var) => Some(
+                std::env::var(var)
+                    .ok()
+                    .filter(|k| !k.is_empty())
+                    .with_context(|| {
+                        format!(
+                            "{var} is not set: export the API key for provider `{}` there",
+                            b.key
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let endpoint = ModelEndpoint {
+            base_url: b.base_url.clone(),
+            model: b.model.clone(),
+            api_key,
+        };
+        if providers.insert(b.key.clone(), endpoint).is_some() {
+            bail!("--bind-provider binds `{}` twice", b.key);
+        }
+    }
+    // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
+    // provider is unbound; list every fault.
+    let check = provider_faults(module, |key| providers.contains_key(key));
+    if !check.faults.is_empty() {
+        for f in &check.faults {
+            eprintln!("error[unbound_provider]: {f}");
+        }
+        eprintln!(
+            "the run is refused before any request: {} provider fault(s)",
+            check.faults.len()
+        );
+        return Ok(Err(ExitCode::from(2)));
+    }
+    if !quiet {
+        for w in &check.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    let tools = match &live.tools {
+        Some(path) => ToolBindings::read(path).map_err(anyhow::Error::msg)?,
+        None => ToolBindings::default(),
+    };
+    // Bindings are checked before the first call: a command that is not there or an
+    // HTTP URL that does not parse stops the run now, not on the first call.
+    let report = tools.check(module);
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !report.errors.is_empty() {
+        let file = live.tools.as_deref().unwrap_or(Path::new("--tools"));
+        bail!("{}: {}", file.display(), report.errors.join("; "));
+    }
+    let unbound: Vec<String> = callable_tools(module)
+        .into_iter()
+        .filter(|k| !tools.tools.contains_key(k))
+        .collect();
+    if !unbound.is_empty() && !quiet {
+        eprintln!(
+            "warning: the pack may call tools that are not bound: {} (bind them with --tools FILE; a call to one fails as a host_error)",
+            packc_compiler::render::escape_control(&unbound.join(", "))
+        );
+    }
+    let unbound_guards: Vec<String> = packc_host::live::host_guard_types(module)
+        .into_iter()
+        .filter(|t| !tools.guards.contains_key(t))
+        .collect();
+    let unbound_extensions: Vec<String> = packc_host::live::extension_kinds(module)
+        .into_iter()
+        .filter(|k| !tools.extensions.contains_key(k))
+        .collect();
+    let mut faults = Vec::new();
+    if !unbound_guards.is_empty() {
+        faults.push(packc_host::live::unbound_guards_message(&unbound_guards));
+    }
+    if !unbound_extensions.is_empty() {
+        faults.push(packc_host::live::unbound_extensions_message(
+            &unbound_extensions,
+        ));
+    }
+    if !faults.is_empty() {
+        bail!(faults.join("\n"));
+    }
+    Ok(Ok(LiveConfig {
+        model,
+        providers,
+        tools,
+        transport: TransportConfig {
+            timeout,
+            retries: live.retries,
+            ..TransportConfig::default()
+        },
+        ..LiveConfig::default()
+    }))
+}
+
 /// The model endpoint, and where its key comes from. The key in `OPENAI_API_KEY` goes to
 /// api.openai.com only; another host gets a key only from a variable named with
 /// `--api-key-env`. A key sent over plain HTTP to another machine is warned about, even
 /// under `--quiet`.
-fn endpoint(args: &RunArgs) -> Result<ModelEndpoint> {
+fn endpoint(live: &LiveArgs, quiet: bool) -> Result<ModelEndpoint> {
     endpoint_of(
-        args.base_url.clone(),
-        args.model.clone(),
-        args.api_key_env.as_deref(),
-        args.quiet,
+        live.base_url.clone(),
+        live.model.clone(),
+        live.api_key_env.as_deref(),
+        quiet,
     )
 }
 

@@ -27,7 +27,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let live = args.host.is_none()
-        && (args.provider.is_some() || args.tools.is_some() || !args.bind_provider.is_empty());
+        && (args.live.provider.is_some()
+            || args.live.tools.is_some()
+            || !args.live.bind_provider.is_empty());
     if args.save.is_some() || args.interactive {
         return run_to_caller(args, module, live);
     }
@@ -61,7 +63,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         target,
         RunOptions {
             host_variables: spec.variables.clone(),
-            max_host_calls: Some(args.max_host_calls),
+            max_host_calls: Some(args.live.max_host_calls),
             record_calls: false,
             ..RunOptions::default()
         },
@@ -160,12 +162,12 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
     )?;
     let mut host: Box<dyn packc_vm::driver::Host> = if live {
         let host = crate::live::host_for(
-            args.provider.is_some(),
-            args.base_url.clone(),
-            args.model.clone(),
-            args.api_key_env.as_deref(),
-            args.tools.as_deref(),
-            args.timeout,
+            args.live.provider.is_some(),
+            args.live.base_url.clone(),
+            args.live.model.clone(),
+            args.live.api_key_env.as_deref(),
+            args.live.tools.as_deref(),
+            args.live.timeout,
         )?;
         Box::new(hitl::Blocking {
             host,

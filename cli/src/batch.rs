@@ -1,0 +1,338 @@
+//! `packc batch`: one live run per row of a dataset, restartable from a journal beside
+//! the output (the engine is `packc_batch`).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, Summary};
+use packc_vm::{Program, RunOptions, Target};
+use serde_json::{json, Value};
+
+use crate::inputs::{load_module, LiveArgs};
+
+/// Arguments of `packc batch`.
+#[derive(Args, Debug)]
+pub struct BatchArgs {
+    /// The pack file, or an artifact built by `packc build`.
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// The rows: a JSON Lines file (one JSON value a line, each the input of one run), a
+    /// CSV file (`*.csv`: a header line, then one record a line, each an object of
+    /// strings), or `-` for standard input (read to its end before the first row runs).
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// How the input is written; by default `csv` for a `*.csv` file, else `jsonl`.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<RowFormat>,
+    /// The results, one JSON line a row; the journal is written beside it
+    /// (`<FILE>.journal.sqlite`).
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// What to run: `workflow`, `agent:<member>` or `composition:<name>`.
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub live: LiveArgs,
+    /// The most model calls in flight at once, over all rows.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// The most rows in flight at once [default: 4 × --concurrency].
+    #[arg(long, value_name = "N")]
+    pub rows_in_flight: Option<usize>,
+    /// The most tool calls (commands, HTTP bindings) in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub tool_concurrency: usize,
+    /// The most model requests a minute, over all rows (retries included).
+    #[arg(long, value_name = "N")]
+    pub rpm: Option<u32>,
+    /// The most tokens a minute, over all rows, as the API reports them: a request waits
+    /// while the last minute's tokens are past it.
+    #[arg(long, value_name = "N")]
+    pub tpm: Option<u64>,
+    /// Stop once N rows have failed: no row starts after that, the rows in flight finish,
+    /// and the exit code is 1. Run the same command again to go on.
+    #[arg(long, value_name = "N")]
+    pub max_failures: Option<u64>,
+    /// Write each row's line as soon as it is done, not in input order.
+    #[arg(long)]
+    pub unordered: bool,
+    /// Start over: delete the journal and empty the output.
+    #[arg(long)]
+    pub fresh: bool,
+    /// A host variable for `{{name}}` placeholders the pack does not declare
+    /// (repeatable): `--var NAME=VALUE`.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// Let the pack read files (schema files) from this folder too (repeatable).
+    #[arg(long = "allow-path", value_name = "DIR")]
+    pub allow_paths: Vec<PathBuf>,
+    /// Worker threads of the runtime [default: one per core, at most 4].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// No progress and no summary: only warnings and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// How `--input` is written.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    /// JSON Lines.
+    Jsonl,
+    /// CSV with a header line.
+    Csv,
+}
+
+/// Runs the batch. Exit codes: 0 every row ran (failed rows are lines of the output
+/// too), 1 stopped by `--max-failures`, 2 refused before any call, 130 interrupted.
+pub fn run(args: &BatchArgs) -> Result<ExitCode> {
+    // What can be checked without the model is checked before the first call: the
+    // input can be read, the output and its journal written.
+    let stdin = args.input.as_os_str() == "-";
+    let format = match args.input_format {
+        Some(RowFormat::Csv) => InputFormat::Csv,
+        Some(RowFormat::Jsonl) => InputFormat::Jsonl,
+        None if stdin => InputFormat::Jsonl,
+        None => InputFormat::of(&args.input),
+    };
+    let input = Input::open((!stdin).then_some(args.input.as_path()), format)
+        .with_context(|| format!("--input {}: cannot read it", args.input.display()))?;
+    crate::files::check_target(&args.output, &args.pack, "--output")?;
+    if !stdin && crate::files::same_file(&args.output, &args.input) {
+        bail!(
+            "--output {} is the input itself; give another file",
+            args.output.display()
+        );
+    }
+    let module = match load_module(&args.pack, &args.allow_paths, None)? {
+        Ok(module) => module,
+        Err(code) => return Ok(code),
+    };
+    let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());
+    let input_schema = input_schema(args, &target_text)?;
+    let config = match crate::live::config(&args.live, &module, args.quiet)? {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    let program = Arc::new(Program::new(module)?);
+    let target = Target::parse(program.module(), &target_text)?;
+    let mut variables = serde_json::Map::new();
+    for v in &args.vars {
+        match v.split_once('=') {
+            Some((k, v)) if !k.is_empty() => {
+                variables.insert(k.to_owned(), Value::String(v.to_owned()));
+            }
+            _ => bail!("--var {v}: expected NAME=VALUE"),
+        }
+    }
+    let identity = Identity {
+        module: program.fingerprint(),
+        target: target_text.clone(),
+        input_sha256: input.sha256.clone(),
+        ordered: !args.unordered,
+    };
+    let mut journal = Journal::open(&args.output, &identity, args.fresh)?;
+    let options = BatchOptions {
+        concurrency: args.concurrency.max(1),
+        rows_in_flight: args.rows_in_flight.unwrap_or(0),
+        tool_concurrency: args.tool_concurrency.max(1),
+        rpm: args.rpm,
+        tpm: args.tpm,
+        max_failures: args.max_failures,
+        threads: args.threads.unwrap_or(0),
+        run: RunOptions {
+            host_variables: variables,
+            max_host_calls: Some(args.live.max_host_calls),
+            ..RunOptions::default()
+        },
+        input_schema,
+    };
+    let engine = Arc::new(Engine::new(program, target, config, options)?);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let (engine, interrupted) = (engine.clone(), interrupted.clone());
+        // The first Ctrl-C stops the batch where it is (the journal keeps it); a second
+        // one exits at once.
+        let _ = ctrlc::set_handler(move || {
+            if interrupted.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            engine.cancel();
+        });
+    }
+    if !args.quiet && (journal.finished_earlier() > 0 || journal.in_flight_earlier() > 0) {
+        eprintln!(
+            "resuming {}: {} row(s) done earlier, {} to continue from their last answer",
+            journal.path().display(),
+            journal.finished_earlier(),
+            journal.in_flight_earlier()
+        );
+    }
+    let total = input.approx_rows;
+    let done = Arc::new(AtomicBool::new(false));
+    let reporter = (!args.quiet).then(|| {
+        let (engine, done) = (engine.clone(), done.clone());
+        std::thread::spawn(move || report(&engine, total, &done))
+    });
+    let summary = engine.run(input.rows, &mut journal);
+    done.store(true, Ordering::SeqCst);
+    if let Some(r) = reporter {
+        let _ = r.join();
+    }
+    let summary = summary?;
+    if !args.quiet {
+        eprintln!("{}", summary_text(&summary, &args.output));
+    }
+    Ok(match &summary.stopped {
+        None => ExitCode::SUCCESS,
+        Some(_) if interrupted.load(Ordering::SeqCst) => {
+            eprintln!(
+                "interrupted: run the same command again to go on ({} keeps where the batch was)",
+                journal.path().display()
+            );
+            ExitCode::from(130)
+        }
+        Some(why) => {
+            eprintln!("{why}: run the same command again to go on");
+            ExitCode::from(1)
+        }
+    })
+}
+
+/// The `input_schema` of the composition the target runs (`composition:<name>`, or a
+/// workflow whose entry state runs a composition), read from the pack's folder. An
+/// artifact does not carry it: the rows are then not checked (said once).
+fn input_schema(args: &BatchArgs, target: &str) -> Result<Option<Value>> {
+    if crate::inspect::is_artifact(&args.pack)? {
+        if !args.quiet {
+            eprintln!(
+                "note: an artifact does not carry its compositions' input_schema; the rows are not checked against it (batch the pack file to check them)"
+            );
+        }
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&args.pack)
+        .with_context(|| format!("cannot read {}", args.pack.display()))?;
+    let limits = packc_compiler::load::Limits::default();
+    let Ok(doc) = packc_compiler::load::load_bytes(&bytes, &limits) else {
+        return Ok(None);
+    };
+    let doc = doc.value;
+    let composition = match target.split_once(':') {
+        Some(("composition", name)) => Some(name.to_owned()),
+        None if target == "workflow" => {
+            let wf = &doc["workflow"];
+            let entry = &wf["states"][wf["entry"].as_str().unwrap_or_default()];
+            (entry["orchestration"] == "composition")
+                .then(|| entry["composition"].as_str().map(str::to_owned))
+                .flatten()
+        }
+        _ => None,
+    };
+    let Some(composition) = composition else {
+        return Ok(None);
+    };
+    let Some(name) = doc["compositions"][&composition]["input_schema"].as_str() else {
+        return Ok(None);
+    };
+    let allow = crate::check::allowed_folders(&args.allow_paths)?;
+    let folders = packc_compiler::paths::Folders {
+        base: crate::files::folder_of(&args.pack).to_path_buf(),
+        allow,
+    };
+    match packc_compiler::schema_files::read(&folders, name) {
+        Ok(schema) => Ok(Some(schema)),
+        Err(e) => {
+            eprintln!(
+                "warning: the input_schema `{name}` of composition `{composition}` cannot be used ({e}); the rows are not checked against it"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Shows progress until `done`: a bar on a terminal, else a JSON line on stderr every 5
+/// seconds.
+fn report(engine: &Engine, total: u64, done: &AtomicBool) {
+    let started = Instant::now();
+    let p = engine.progress();
+    let read = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} rows {msg} [{elapsed_precise}, ETA {eta}]",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        while !done.load(Ordering::SeqCst) {
+            let rows = read(&p.done);
+            bar.set_length(total.max(rows));
+            bar.set_position(rows);
+            let ran = rows - read(&p.skipped);
+            bar.set_message(format!(
+                "({} failed, {} in flight, {:.0} rows/s, {} tokens)",
+                read(&p.failed),
+                read(&p.in_flight),
+                ran as f64 / started.elapsed().as_secs_f64().max(1e-3),
+                read(&p.tokens)
+            ));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    } else {
+        let mut last = Instant::now();
+        while !done.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+            if last.elapsed() < Duration::from_secs(5) {
+                continue;
+            }
+            last = Instant::now();
+            let rows = read(&p.done);
+            let secs = started.elapsed().as_secs_f64();
+            let line = json!({
+                "progress": {
+                    "rows_done": rows,
+                    "rows_total": total.max(rows),
+                    "failed": read(&p.failed),
+                    "in_flight": read(&p.in_flight),
+                    "rows_per_sec": ((rows - read(&p.skipped)) as f64 / secs * 10.0).round() / 10.0,
+                    "tokens": read(&p.tokens),
+                    "elapsed_sec": secs.round(),
+                }
+            });
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// The closing summary: rows, failures by kind, tokens, p50/p99 row latency.
+fn summary_text(s: &Summary, output: &Path) -> String {
+    let mut text = format!(
+        "{} row(s) in {:.1} s: {} ran, {} failed",
+        s.rows,
+        s.elapsed.as_secs_f64(),
+        s.ran,
+        s.failed()
+    );
+    if !s.failures.is_empty() {
+        let kinds: Vec<String> = s.failures.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        text.push_str(&format!(" ({})", kinds.join(", ")));
+    }
+    if s.skipped > 0 {
+        text.push_str(&format!(", {} done earlier", s.skipped));
+    }
+    text.push_str(&format!("; {} calls, {} tokens", s.calls, s.tokens));
+    if let (Some(p50), Some(p99)) = (s.percentile(50.0), s.percentile(99.0)) {
+        text.push_str(&format!("; row latency p50 {p50} ms, p99 {p99} ms"));
+    }
+    text.push_str(&format!("; results in {}", output.display()));
+    text
+}

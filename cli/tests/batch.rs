@@ -1,0 +1,383 @@
+//! `packc batch` against a loopback mock model: restarts after SIGKILL, a rate-limited
+//! model, malformed rows, and what is refused before any call.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use packc_batch::mock::{Mock, MockReply};
+use serde_json::{json, Value};
+
+fn packc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_packc"))
+}
+
+fn ex2() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rfc0010-ex2.pack.yaml")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("packc-batch-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Which prompt a request is for, and the document it is about: the mock's key of a
+/// (row, call).
+fn key(body: &Value) -> (String, String) {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+    let prompt = if system.starts_with("Classify") {
+        "doc_classifier"
+    } else if system.starts_with("Extract from this research paper") {
+        "research_paper_extractor"
+    } else {
+        "general_doc_extractor"
+    };
+    (text.to_owned(), prompt.to_owned())
+}
+
+fn answer(body: &Value) -> MockReply {
+    let (text, prompt) = key(body);
+    if prompt == "doc_classifier" {
+        let kind = if text.starts_with("paper") {
+            "research_paper"
+        } else {
+            "general"
+        };
+        MockReply::text(&json!({"type": kind, "confidence": 0.5}).to_string())
+    } else {
+        MockReply::text(&json!({"summary": format!("{prompt} read {text}")}).to_string())
+    }
+}
+
+fn rows(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let text = if i % 7 == 0 {
+                format!("paper {i}")
+            } else {
+                format!("doc {i}")
+            };
+            format!("{}\n", json!({"id": i, "text": text}))
+        })
+        .collect()
+}
+
+fn batch(input: &Path, output: &Path, mock: &Mock, extra: &[&str]) -> Command {
+    let mut cmd = packc();
+    cmd.arg("batch")
+        .arg(ex2())
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(output)
+        .args(["--provider", "openai", "--model", "m", "--base-url"])
+        .arg(mock.base_url())
+        .args(["--quiet"])
+        .args(extra);
+    cmd
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A line without its wall time, which differs from run to run.
+fn stable(mut line: Value) -> Value {
+    line.as_object_mut().unwrap().remove("wall_ms");
+    line
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What the journal says was answered: rows done (every call of theirs), and the calls
+/// answered so far of the rows in flight, as mock keys.
+fn journaled(journal: &Path, texts: &[String]) -> (HashSet<String>, HashSet<(String, String)>) {
+    let db = rusqlite::Connection::open(journal).unwrap();
+    let mut done = HashSet::new();
+    let mut answered = HashSet::new();
+    let mut stmt = db.prepare("SELECT idx, state, answered FROM rows").unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(r) = rows.next().unwrap() {
+        let idx: i64 = r.get(0).unwrap();
+        let state: i64 = r.get(1).unwrap();
+        let text = texts[idx as usize].clone();
+        if state > 0 {
+            done.insert(text);
+        } else {
+            let list: String = r.get(2).unwrap();
+            for p in serde_json::from_str::<Vec<String>>(&list).unwrap() {
+                answered.insert((text.clone(), p));
+            }
+        }
+    }
+    (done, answered)
+}
+
+#[test]
+fn a_batch_killed_five_times_ends_as_an_uninterrupted_one() {
+    let dir = temp("kill");
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(1000)).unwrap();
+    let texts: Vec<String> = (0..1000)
+        .map(|i| {
+            if i % 7 == 0 {
+                format!("paper {i}")
+            } else {
+                format!("doc {i}")
+            }
+        })
+        .collect();
+    let slow = |_: usize, body: &Value| answer(body).after(Duration::from_millis(20));
+    let flags = ["--concurrency", "8"];
+
+    let reference = Mock::start(slow);
+    let expected = dir.join("expected.jsonl");
+    ok(&batch(&input, &expected, &reference, &flags)
+        .output()
+        .unwrap());
+    let expected: Vec<Value> = lines(&expected).into_iter().map(stable).collect();
+    assert_eq!(expected.len(), 1000);
+    let ids: Vec<Value> = expected.iter().map(|l| l["id"].clone()).collect();
+    assert_eq!(ids, (0..1000).map(|i| json!(i)).collect::<Vec<_>>());
+    assert!(expected
+        .iter()
+        .all(|l| l["calls"] == 2 && l["tokens"] == 30));
+    assert_eq!(reference.seen().len(), 2000);
+
+    let mock = Mock::start(slow);
+    let output = dir.join("out.jsonl");
+    let journal = dir.join("out.jsonl.journal.sqlite");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("seed {seed}");
+    let mut rng = seed | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut done, mut answered) = (HashSet::new(), HashSet::new());
+    let mut mid_run = 0;
+    for kill in 0..5 {
+        let mut child = batch(&input, &output, &mock, &flags)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let asked_before = mock.seen().len();
+        std::thread::sleep(Duration::from_millis(500 + next() % 1000));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let seen = mock.seen();
+        // No call this run asked was answered in the journal before it started.
+        for s in &seen[asked_before..] {
+            let (text, prompt) = key(&s.body);
+            assert!(
+                !done.contains(&text),
+                "kill {kill}: row `{text}` was done, yet asked again"
+            );
+            assert!(
+                !answered.contains(&(text.clone(), prompt.clone())),
+                "kill {kill}: `{prompt}` of `{text}` was answered, yet asked again"
+            );
+        }
+        (done, answered) = journaled(&journal, &texts);
+        eprintln!(
+            "kill {kill}: {} requests, {} rows done, {} calls of rows in flight answered",
+            seen.len(),
+            done.len(),
+            answered.len()
+        );
+        mid_run += answered.len();
+    }
+    assert!(
+        done.len() < 1000,
+        "the kills came after the end; nothing was tested"
+    );
+    assert!(
+        mid_run > 0,
+        "no kill left a row with an answered call in flight"
+    );
+    let asked_before = mock.seen().len();
+    ok(&batch(&input, &output, &mock, &flags).output().unwrap());
+    for s in &mock.seen()[asked_before..] {
+        let (text, prompt) = key(&s.body);
+        assert!(
+            !done.contains(&text),
+            "row `{text}` was done, yet asked again"
+        );
+        assert!(!answered.contains(&(text.clone(), prompt)));
+    }
+    let got: Vec<Value> = lines(&output).into_iter().map(stable).collect();
+    assert_eq!(got.len(), 1000);
+    assert!(
+        got == expected,
+        "the output differs from the uninterrupted run's"
+    );
+    // Asked twice: only the calls in flight at a kill (8) and those answered since the
+    // journal's last commit (50 ms: at 8 calls per 20 ms, 20 of them).
+    let total = mock.seen().len();
+    assert!((2000..=2000 + 5 * 28).contains(&total), "{total} requests");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rate_limited_model_still_completes_every_row_under_rpm() {
+    let dir = temp("429");
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(60)).unwrap();
+    let mock = Mock::start(|n, body| {
+        if n % 5 == 4 {
+            MockReply::status(429, json!({"error": {"message": "slow down"}}))
+                .with_header("retry-after", "0.2")
+        } else {
+            answer(body)
+        }
+    });
+    let output = dir.join("out.jsonl");
+    let out = batch(&input, &output, &mock, &["--rpm", "1800", "--retries", "1"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let got = lines(&output);
+    assert_eq!(got.len(), 60);
+    assert!(got.iter().all(|l| l.get("output").is_some()), "{got:?}");
+    let seen = mock.seen();
+    let limited = seen.iter().filter(|s| s.status == 429).count();
+    assert!(limited >= 20, "{limited} 429s");
+    assert_eq!(seen.len() - limited, 120);
+    // 1800 a minute is 30 a second: no second holds more than 30 requests.
+    for (i, s) in seen.iter().enumerate() {
+        let window = seen[i..]
+            .iter()
+            .take_while(|t| t.at < s.at + Duration::from_secs(1))
+            .count();
+        assert!(
+            window <= 30,
+            "{window} requests in the second from {:?}",
+            s.at
+        );
+    }
+    let span = (seen.last().unwrap().at - seen[0].at).as_secs_f64();
+    assert!(
+        seen.len() as f64 / span <= 30.5,
+        "{} requests in {span} s",
+        seen.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn malformed_rows_fail_alone_with_a_clear_error() {
+    let dir = temp("malformed");
+    let mock = Mock::start(|_, body| answer(body));
+    let input = dir.join("rows.jsonl");
+    std::fs::write(
+        &input,
+        "{\"id\": \"a\", \"text\": \"doc a\"}\n{not json\n{\"id\": \"b\", \"title\": \"no text\"}\n\"just a string\"\n{\"text\": \"doc e\"}\n",
+    )
+    .unwrap();
+    let output = dir.join("out.jsonl");
+    ok(&batch(&input, &output, &mock, &[]).output().unwrap());
+    let got = lines(&output);
+    assert_eq!(got.len(), 5);
+    assert_eq!(
+        got[0]["output"]["summary"],
+        "general_doc_extractor read doc a"
+    );
+    assert_eq!(got[1]["id"], 2);
+    assert_eq!(got[1]["error"]["kind"], "invalid_row");
+    assert_eq!(got[1]["error"]["where"], "line 2");
+    assert!(got[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("the line is not JSON"));
+    assert_eq!(got[2]["id"], "b");
+    assert_eq!(got[2]["error"]["kind"], "invalid_input");
+    assert!(got[2]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("\"text\" is a required property"));
+    assert_eq!(got[3]["error"]["kind"], "invalid_input");
+    assert_eq!(got[3]["error"]["where"], "/");
+    assert_eq!(got[4]["id"], 5);
+    assert!(got[4]["output"].is_object());
+    assert_eq!(
+        mock.seen().len(),
+        4,
+        "only the two good rows are asked about"
+    );
+
+    let csv = dir.join("rows.csv");
+    std::fs::write(&csv, "id,text\nx,doc x\ny,doc y,extra\nz,\"doc, z\"\n").unwrap();
+    let output = dir.join("csv.jsonl");
+    ok(&batch(&csv, &output, &mock, &[]).output().unwrap());
+    let got = lines(&output);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0]["id"], "x");
+    assert_eq!(got[1]["id"], 3);
+    assert_eq!(got[1]["error"]["kind"], "invalid_row");
+    assert_eq!(got[1]["error"]["where"], "line 3");
+    assert_eq!(
+        got[2]["output"]["summary"],
+        "general_doc_extractor read doc, z"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_files_are_refused_before_any_call() {
+    let dir = temp("refused");
+    let mock = Mock::start(|_, body| answer(body));
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(3)).unwrap();
+
+    let out = batch(&dir.join("missing.jsonl"), &dir.join("o.jsonl"), &mock, &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.jsonl: cannot read it"), "{err}");
+
+    let out = batch(&input, &dir.join("no/such/folder/o.jsonl"), &mock, &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--output"), "{err}");
+
+    // A journal of another input is refused; --fresh starts over.
+    let output = dir.join("o.jsonl");
+    ok(&batch(&input, &output, &mock, &[]).output().unwrap());
+    let asked = mock.seen().len();
+    std::fs::write(&input, rows(4)).unwrap();
+    let out = batch(&input, &output, &mock, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("was written for another input"), "{err}");
+    assert!(err.contains("--fresh"), "{err}");
+    assert_eq!(mock.seen().len(), asked, "no call before the refusal");
+    ok(&batch(&input, &output, &mock, &["--fresh"])
+        .output()
+        .unwrap());
+    assert_eq!(lines(&output).len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
