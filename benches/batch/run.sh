@@ -42,7 +42,7 @@ target/release/batch-bench sweep \
   --rows "$rows" --in-flight "$in_flight" --latency-ms "$latency" \
   --ceiling-secs "${CEILING_SECS:-10}" --work "$work" \
   --pack examples/rfc0010-ex2.pack.yaml \
-  --packc "target/release/packc batch {pack} --input {input} --output {output} --provider openai --model mock --base-url {base_url} --concurrency {in_flight}" \
+  --packc "target/release/packc batch {pack} --input {input} --output {output} --provider openai --model mock --base-url {base_url} --concurrency {in_flight} --rows-in-flight {in_flight} --fresh" \
   "${langgraph[@]}"
 
 echo

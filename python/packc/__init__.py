@@ -11,13 +11,14 @@
 
 The front end (:func:`check`, :func:`compile`, :class:`Artifact`), the sans-IO VM
 (:class:`Program`, :class:`Run`, :class:`Need`, :class:`Call`) and the Rust hosts
-(:func:`run_case`, :func:`run_live`) are native; the drivers (:func:`drive`,
+(:func:`run_case`, :func:`run_live`) and the batch engine (:class:`Batch`) are native; the drivers (:func:`drive`,
 :func:`drive_async`) are plain Python over the VM's API.
 """
 
 from ._packc import (
     COMPILER_VERSION,
     Artifact,
+    Batch,
     Call,
     CaseResult,
     Diagnostic,
@@ -61,6 +62,7 @@ __all__ = [
     "Answer",
     "Artifact",
     "ArtifactError",
+    "Batch",
     "BudgetExhausted",
     "Call",
     "CallFailed",

@@ -242,6 +242,37 @@ def run_live(
 ) -> LiveResult:
     """Runs an artifact with the Rust live host, the GIL released."""
 
+class Batch:
+    """The batch engine of ``packc batch``: blocks of rows, one run each, many in flight."""
+
+    def __init__(
+        self,
+        artifact: Artifact,
+        *,
+        model: str,
+        provider: Literal["openai"] = "openai",
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        tools: Union[StrPath, Mapping[str, Any], None] = None,
+        target: str = "workflow",
+        variables: Optional[Mapping[str, Json]] = None,
+        input_schema: Optional[Mapping[str, Any]] = None,
+        timeout: float = 120.0,
+        retries: int = 3,
+        concurrency: int = 64,
+        rows_in_flight: int = 0,
+        tool_concurrency: int = 16,
+        rpm: Optional[int] = None,
+        tpm: Optional[int] = None,
+        threads: int = 0,
+    ) -> None: ...
+    def run(self, rows: Iterable[Json]) -> List[Dict[str, Any]]:
+        """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``."""
+    def cancel(self) -> None: ...
+    @property
+    def progress(self) -> Dict[str, int]: ...
+
 # Errors (packc/_errors.py).
 
 class PackcError(Exception): ...

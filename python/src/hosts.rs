@@ -114,7 +114,7 @@ impl LiveResult {
 
 /// Tool bindings from `tools=`: a bindings file's path, or the dict such a file holds
 /// under `tools` (`{"key": {"command": [...]} | {"http": url}}`).
-fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
+pub(crate) fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
     let Some(tools) = tools else {
         return Ok(ToolBindings::default());
     };

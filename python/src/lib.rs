@@ -11,6 +11,9 @@
 //!   access (the system prompt renders only when asked for).
 //! - [`hosts`]: the Rust hosts: the conformance case runner (`run_case`) and the live
 //!   OpenAI-compatible host (`run_live`), run with the GIL released.
+//! - [`batch`]: the batch engine of `packc batch` (`Batch`): a block of rows, one run
+//!   each, many in flight on its own async runtime, the GIL released; `packc.ray` runs
+//!   it over the blocks of a Ray dataset.
 //! - [`convert`]: values cross the boundary as plain Python objects (dict, list, str,
 //!   int, float, bool, None); anything else is a `TypeError` naming where it sits.
 //!
@@ -18,6 +21,7 @@
 //! chosen by its kind; the classes and the kind → class table live in
 //! `packc/_errors.py`, and [`errors`] builds them from Rust.
 
+mod batch;
 mod convert;
 mod errors;
 mod front;
@@ -34,5 +38,6 @@ fn _packc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     front::register(m)?;
     vm::register(m)?;
     hosts::register(m)?;
+    batch::register(m)?;
     Ok(())
 }

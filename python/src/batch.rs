@@ -1,0 +1,238 @@
+//! The batch engine from Python: `packc.Batch` runs a block of rows through
+//! [`packc_batch::Engine`], each row one run, many in flight on the engine's own tokio
+//! runtime, the GIL released. `packc.ray` calls it once per block of a Ray dataset.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use packc_batch::{BatchError, BatchOptions, Engine, RowResult};
+use packc_host::live::{LiveConfig, ModelEndpoint, TransportConfig};
+use packc_vm::RunOptions;
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::Value;
+
+use crate::convert::{from_py, to_py};
+use crate::front::Artifact;
+use crate::hosts::bindings;
+
+/// Registers `Batch`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Batch>()
+}
+
+/// Batch(artifact, *, model, provider="openai", base_url=None, ..., concurrency=64,
+///       rows_in_flight=0, rpm=None, tpm=None)
+///
+/// The batch engine of `packc batch`, built once and reused for many blocks of rows:
+/// `run(rows)` runs each row (a JSON value: the input of one run; its id is its `id`
+/// member, else its position from 1) and returns one dict per row, in the order given,
+/// shaped as a line of `packc batch`'s output: `id`, `output` or `error` (`kind`,
+/// `message`, `where`), `calls`, `tokens`, `wall_ms`. A row that fails (a malformed
+/// row, an input not matching `input_schema`, a run error) is a result with `error`;
+/// the other rows go on.
+///
+/// The live options are `run_live`'s (`model`, `base_url`, `api_key`/`api_key_env`,
+/// `tools`, `target`, `variables`, `timeout`, `retries`), plus the batch's limits shared
+/// by all rows of a block: `concurrency` (model calls in flight), `rows_in_flight` (0:
+/// four times `concurrency`), `tool_concurrency`, `rpm`, `tpm`, `threads` (the engine's
+/// worker threads; 0: one per core, at most 4). `input_schema` (a JSON Schema as a dict)
+/// fails the rows that do not match it before any call.
+#[pyclass(frozen, module = "packc")]
+pub struct Batch {
+    engine: Engine,
+}
+
+#[pymethods]
+impl Batch {
+    #[new]
+    #[pyo3(signature = (artifact, *, model, provider="openai", base_url=None,
+        api_key=None, api_key_env="OPENAI_API_KEY", tools=None, target="workflow",
+        variables=None, input_schema=None, timeout=120.0, retries=3, concurrency=64,
+        rows_in_flight=0, tool_concurrency=16, rpm=None, tpm=None, threads=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        artifact: &Artifact,
+        model: String,
+        provider: &str,
+        base_url: Option<String>,
+        api_key: Option<String>,
+        api_key_env: &str,
+        tools: Option<&Bound<'_, PyAny>>,
+        target: &str,
+        variables: Option<&Bound<'_, PyAny>>,
+        input_schema: Option<&Bound<'_, PyAny>>,
+        timeout: f64,
+        retries: u32,
+        concurrency: usize,
+        rows_in_flight: usize,
+        tool_concurrency: usize,
+        rpm: Option<u32>,
+        tpm: Option<u64>,
+        threads: usize,
+    ) -> PyResult<Batch> {
+        if provider != "openai" {
+            return Err(PyValueError::new_err(format!(
+                "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
+            )));
+        }
+        if !(timeout.is_finite() && timeout > 0.0) {
+            return Err(PyValueError::new_err(
+                "timeout must be a positive number of seconds",
+            ));
+        }
+        if concurrency == 0 {
+            return Err(PyValueError::new_err("concurrency must be at least 1"));
+        }
+        let host_variables = match variables {
+            None => serde_json::Map::new(),
+            Some(v) => match from_py(v, "variables")? {
+                Value::Object(m) => m,
+                _ => return Err(PyTypeError::new_err("variables must be a dict")),
+            },
+        };
+        let input_schema = match input_schema {
+            None => None,
+            Some(s) => match from_py(s, "input_schema")? {
+                v @ (Value::Object(_) | Value::Bool(_)) => Some(v),
+                _ => {
+                    return Err(PyTypeError::new_err(
+                        "input_schema must be a JSON Schema (a dict)",
+                    ))
+                }
+            },
+        };
+        let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+        let live = LiveConfig {
+            model: Some(ModelEndpoint {
+                base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
+                model,
+                api_key,
+            }),
+            tools: bindings(tools)?,
+            transport: TransportConfig {
+                timeout: Duration::from_secs_f64(timeout),
+                retries,
+                ..TransportConfig::default()
+            },
+            ..LiveConfig::default()
+        };
+        let options = BatchOptions {
+            concurrency,
+            rows_in_flight,
+            tool_concurrency: tool_concurrency.max(1),
+            rpm,
+            tpm,
+            max_failures: None,
+            threads,
+            run: RunOptions {
+                host_variables,
+                ..RunOptions::default()
+            },
+            input_schema,
+        };
+        let program = packc_vm::Program::new(artifact.inner.module.clone())
+            .map_err(|e| crate::errors::run_error(py, &e))?;
+        let program = std::sync::Arc::new(program);
+        let target = packc_vm::Target::parse(program.module(), target)
+            .map_err(|e| crate::errors::run_error(py, &e))?;
+        let engine = py
+            .detach(move || Engine::new(program, target, live, options))
+            .map_err(batch_error)?;
+        Ok(Batch { engine })
+    }
+
+    /// run(rows) -> list of dicts
+    ///
+    /// Runs every row and returns their results in the order given. Blocks until all
+    /// are done, with the GIL released; Ctrl-C cancels the rows in flight and raises
+    /// `KeyboardInterrupt`.
+    fn run<'py>(&self, py: Python<'py>, rows: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let mut values = Vec::new();
+        for (i, row) in rows.try_iter()?.enumerate() {
+            values.push(from_py(&row?, &format!("rows[{i}]"))?);
+        }
+        let results = self.wait(py, values)?;
+        let list = PyList::empty(py);
+        for result in &results {
+            list.append(to_py(py, &result.to_json())?)?;
+        }
+        Ok(list)
+    }
+
+    /// Stops the block running now (from another thread): no further row starts, and
+    /// `run` returns the rows finished so far.
+    fn cancel(&self) {
+        self.engine.cancel();
+    }
+
+    /// The counters of the block running now (or of the last one): `done`, `failed`,
+    /// `in_flight`, `calls`, `tokens`.
+    #[getter]
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.engine.progress();
+        let dict = PyDict::new(py);
+        for (key, counter) in [
+            ("done", &p.done),
+            ("failed", &p.failed),
+            ("in_flight", &p.in_flight),
+            ("calls", &p.calls),
+            ("tokens", &p.tokens),
+        ] {
+            dict.set_item(key, counter.load(Ordering::Relaxed))?;
+        }
+        Ok(dict)
+    }
+}
+
+impl Batch {
+    /// Runs the rows on a thread of their own while this one waits with the GIL
+    /// released and looks for Ctrl-C (Python runs signal handlers only on the main
+    /// thread, between waits), which cancels the engine.
+    fn wait(&self, py: Python<'_>, rows: Vec<Value>) -> PyResult<Vec<RowResult>> {
+        let engine = &self.engine;
+        std::thread::scope(|scope| {
+            let (tx, mut rx) = mpsc::channel();
+            scope.spawn(move || {
+                let _ = tx.send(engine.run_values(rows));
+            });
+            loop {
+                // A receiver is `Send` but not `Sync`: it moves into the detached closure
+                // and back.
+                let (back, got) = py.detach(move || {
+                    let got = rx.recv_timeout(Duration::from_millis(100));
+                    (rx, got)
+                });
+                rx = back;
+                match got {
+                    Ok(done) => return done.map_err(batch_error),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(e) = py.check_signals() {
+                            engine.cancel();
+                            // The scope joins the engine's thread, which returns at the
+                            // engine's next look at the flag.
+                            let _ = py.detach(move || rx.recv());
+                            return Err(e);
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err(PyOSError::new_err(
+                            "the batch engine stopped without a result",
+                        ))
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn batch_error(e: BatchError) -> PyErr {
+    match e {
+        BatchError::Refused(m) => PyValueError::new_err(m),
+        BatchError::Io(m) => PyOSError::new_err(m),
+        BatchError::Journal(m) => PyOSError::new_err(format!("journal: {m}")),
+    }
+}

@@ -1,0 +1,110 @@
+"""packc.ray: a pack over a Ray Dataset on a local Ray instance, against a loopback model."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterator, List
+
+import pytest
+import ray
+
+import packc
+import packc.ray
+from conftest import EX2
+from mock_openai import MockOpenAI, documents, system_of
+
+PAPER_OUTPUT = {"title": "T", "authors": ["A"], "summary": "S", "findings": ["F"]}
+GENERAL_OUTPUT = {"summary": "S", "entities": []}
+
+
+def by_abstract(body: Dict[str, Any]) -> Dict[str, Any]:
+    """Example 2's answers, classifying a document with an abstract as a research paper
+    and anything else as general."""
+    system = system_of(body)
+    if system.startswith("Classify the document"):
+        kind = "research_paper" if "Abstract" in system else "general"
+        return {"content": json.dumps({"type": kind, "confidence": 0.9})}
+    return documents(body)
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    # A small local instance: two CPUs, no dashboard, quiet progress bars.
+    os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def dataset_rows(n: int) -> List[Dict[str, Any]]:
+    return [
+        {"id": i, "text": f"Paper {i}. Abstract: a result." if i % 2 == 0 else f"Notice {i}: offline at noon."}
+        for i in range(n)
+    ]
+
+
+def test_run_dataset_runs_every_row_once_on_two_actors(local_ray: None) -> None:
+    with MockOpenAI(by_abstract) as mock:
+        # Six blocks, so both actors get some (a repartition would need CPUs the actors hold).
+        ds = ray.data.from_items(dataset_rows(60), override_num_blocks=6)
+        out = packc.ray.run_dataset(
+            ds, packc.compile(EX2), model="m", base_url=mock.base_url, actors=2, batch_size=10, concurrency=8
+        )
+        rows = sorted(out.take_all(), key=lambda r: int(r["id"]))
+        assert [int(r["id"]) for r in rows] == list(range(60))
+        for r in rows:
+            assert r["error"] is None
+            assert json.loads(r["output"]) == (PAPER_OUTPUT if int(r["id"]) % 2 == 0 else GENERAL_OUTPUT)
+            assert r["calls"] == 2 and r["tokens"] == 20
+            assert r["text"].startswith("Paper" if int(r["id"]) % 2 == 0 else "Notice")
+        # Every row reached the model exactly twice: nothing repeated, nothing lost.
+        assert len(mock.requests) == 120
+
+
+def test_failed_rows_carry_their_error_and_the_dataset_goes_on(local_ray: None) -> None:
+    with MockOpenAI(by_abstract) as mock:
+        items = dataset_rows(4) + [{"id": 4, "text": ""}]
+        schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "minLength": 1}}}
+        out = packc.ray.run_dataset(
+            ray.data.from_items(items),
+            packc.compile(EX2).to_bytes(),
+            model="m",
+            base_url=mock.base_url,
+            input_schema=schema,
+        )
+        rows = {int(r["id"]): r for r in out.take_all()}
+        assert rows[4]["output"] is None
+        assert rows[4]["error"]["kind"] == "invalid_input"
+        assert rows[4]["error"]["where"] == "/text"
+        assert rows[4]["calls"] == 0
+        assert all(rows[i]["error"] is None for i in range(4))
+        assert len(mock.requests) == 8
+
+
+def test_a_bad_option_fails_before_ray_starts_anything(local_ray: None) -> None:
+    ds = ray.data.from_items(dataset_rows(2))
+    with pytest.raises(TypeError):
+        packc.ray.run_dataset(ds, packc.compile(EX2), model="m", no_such_option=1)
+    with pytest.raises(ValueError, match="concurrency"):
+        packc.ray.run_dataset(ds, packc.compile(EX2), model="m", concurrency=0)
+    with pytest.raises(packc.ArtifactError):
+        packc.ray.run_dataset(ds, b"not a ppk", model="m")
+
+
+def test_the_runner_is_a_plain_callable_on_a_block() -> None:
+    # What map_batches calls per block, without Ray: columns in, the same columns plus
+    # the result columns out, rows in order.
+    import numpy as np
+
+    with MockOpenAI(by_abstract) as mock:
+        runner = packc.ray.PackRunner(packc.compile(EX2).to_bytes(), model="m", base_url=mock.base_url)
+        block = {"id": np.array([7, 8]), "text": np.array(["Paper. Abstract: x", "Notice: y"])}
+        out = runner(block)
+        assert list(out) == ["id", "text", *packc.ray.RESULT_COLUMNS]
+        assert json.loads(out["output"][0]) == PAPER_OUTPUT
+        assert json.loads(out["output"][1]) == GENERAL_OUTPUT
+        assert list(out["calls"]) == [2, 2] and list(out["error"]) == [None, None]
+        assert out["output"].shape == (2,)
