@@ -53,6 +53,22 @@ pub(super) fn wrong_type(ptr: &str, what: What<'_>, expected: &str, v: &Value) -
     )
 }
 
+/// `get(v)`, or a `schema_violation` "`what` must be `expected`" at `ptr` and `None`.
+fn expect<'v, T>(
+    cx: &mut Cx<'_, '_>,
+    v: &'v Value,
+    ptr: &str,
+    what: What<'_>,
+    expected: &str,
+    get: fn(&'v Value) -> Option<T>,
+) -> Option<T> {
+    let got = get(v);
+    if got.is_none() {
+        cx.push(wrong_type(ptr, what, expected, v));
+    }
+    got
+}
+
 /// `v` as a string, or a `schema_violation` at `ptr` and `None`.
 pub(super) fn expect_str<'v>(
     cx: &mut Cx<'_, '_>,
@@ -60,11 +76,7 @@ pub(super) fn expect_str<'v>(
     ptr: &str,
     what: What<'_>,
 ) -> Option<&'v str> {
-    let s = v.as_str();
-    if s.is_none() {
-        cx.push(wrong_type(ptr, what, "a string", v));
-    }
-    s
+    expect(cx, v, ptr, what, "a string", Value::as_str)
 }
 
 /// `v` as an object, or a `schema_violation` at `ptr` and `None`.
@@ -74,11 +86,7 @@ pub(super) fn expect_object<'v>(
     ptr: &str,
     what: What<'_>,
 ) -> Option<&'v Map<String, Value>> {
-    let o = v.as_object();
-    if o.is_none() {
-        cx.push(wrong_type(ptr, what, "an object", v));
-    }
-    o
+    expect(cx, v, ptr, what, "an object", Value::as_object)
 }
 
 /// `v` as an array, or a `schema_violation` "must be `expected`" at `ptr` and `None`.
@@ -89,11 +97,9 @@ pub(super) fn expect_array<'v>(
     what: What<'_>,
     expected: &str,
 ) -> Option<&'v [Value]> {
-    let a = v.as_array().map(Vec::as_slice);
-    if a.is_none() {
-        cx.push(wrong_type(ptr, what, expected, v));
-    }
-    a
+    expect(cx, v, ptr, what, expected, |v| {
+        v.as_array().map(Vec::as_slice)
+    })
 }
 
 /// The member `key` of `obj` at `ptr`, which must be a string when present.
