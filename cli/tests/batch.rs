@@ -381,3 +381,32 @@ fn bad_files_are_refused_before_any_call() {
     assert_eq!(lines(&output).len(), 4);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_summary_counts_rows_failures_by_kind_and_latency() {
+    let dir = temp("summary");
+    let mock = Mock::start(|_, body| answer(body));
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, format!("{}{{oops\n{{\"x\": 1}}\n", rows(3))).unwrap();
+    let output = dir.join("o.jsonl");
+    let cmd = batch(&input, &output, &mock, &[]);
+    let args: Vec<_> = cmd
+        .get_args()
+        .filter(|a| *a != "--quiet")
+        .map(ToOwned::to_owned)
+        .collect();
+    let out = packc().args(args).output().unwrap();
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("5 row(s) in ")
+            && err.contains(": 5 ran, 2 failed (invalid_input 1, invalid_row 1)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("; 6 calls, 90 tokens; row latency p50 "),
+        "{err}"
+    );
+    assert!(err.contains(" ms, p99 "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
