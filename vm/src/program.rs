@@ -79,7 +79,7 @@ impl Program {
     pub fn with_max_pattern_size(module: Module, max: usize) -> Result<Program, RunError> {
         module
             .validate()
-            .map_err(|e| RunError::new(ErrorKind::Protocol, e.to_string()))?;
+            .map_err(|e| RunError::new(ErrorKind::InvalidModule, e.to_string()))?;
         let mut patterns = Vec::with_capacity(module.prompts.len());
         for p in &module.prompts {
             let mut row = Vec::with_capacity(p.variables.len());
