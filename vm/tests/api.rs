@@ -249,3 +249,25 @@ fn an_invalid_module_is_refused_once() {
     let e = packc_vm::Program::new(m).unwrap_err();
     assert_eq!(e.kind, ErrorKind::InvalidModule, "{e}");
 }
+
+#[test]
+fn a_program_loads_from_artifact_bytes_once_verified() {
+    let m = common::compile(
+        &std::fs::read_to_string(root().join("examples/rfc0010-ex1.pack.yaml")).unwrap(),
+    );
+    let artifact = ir_spec::Artifact {
+        source_hash: [0; 32],
+        compiler: "test".to_owned(),
+        module: m.clone(),
+    };
+    let bytes = artifact.encode();
+    let limits = ir_spec::DecodeLimits::default();
+    let program = packc_vm::Program::load(&bytes, &limits).unwrap();
+    assert_eq!(program.module(), &m);
+    let mut cut = bytes.clone();
+    cut.truncate(bytes.len() / 2);
+    assert!(matches!(
+        packc_vm::Program::load(&cut, &limits),
+        Err(packc_vm::LoadError::Artifact(_))
+    ));
+}
