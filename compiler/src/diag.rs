@@ -98,6 +98,7 @@ diag_kinds! {
     /// Triggered by: cases/comp-err-unresolved-tool.case.yaml
     UnresolvedTool = "unresolved_tool", Error;
     /// A step's `output_schema` file cannot be found next to the pack.
+    /// Triggered by: tests/cases/own-unresolved-schema.case.yaml
     UnresolvedSchema = "unresolved_schema", Warning;
     /// A file the pack names (a step's `output_schema`) is outside the pack's folder: an
     /// absolute path, or a path that leaves the folder through `..` or a symbolic link
@@ -131,6 +132,7 @@ diag_kinds! {
     /// Triggered by: cases/comp-err-invalid-step-id.case.yaml
     InvalidStepId = "invalid_step_id", Error;
     /// A step kind outside the v1 vocabulary, or a branch/parallel nested in a parallel.
+    /// Triggered by: tests/cases/own-unknown-step-kind.case.yaml
     UnsupportedStepKind = "unsupported_step_kind", Error;
     /// The step graph has a cycle (or breaks the declaration-order rule).
     /// Triggered by: cases/comp-err-cyclic-composition.case.yaml

@@ -111,7 +111,7 @@ pub fn drive(u: &mut Unstructured<'_>, program: &Arc<Program>, pool: &Pool) -> R
         Err(e) => {
             // The target does not fit, or the host variables are past the limits.
             assert!(
-                matches!(e.kind, ErrorKind::Protocol | ErrorKind::LimitExceeded),
+                matches!(e.kind, ErrorKind::InvalidTarget | ErrorKind::LimitExceeded),
                 "Run::new failed: {e}"
             );
             return Ok(());

@@ -23,7 +23,7 @@ impl Target {
     pub fn parse(module: &Module, text: &str) -> Result<Target, RunError> {
         let unknown = |what: &str, name: &str, keys: Vec<&str>| {
             RunError::new(
-                ErrorKind::Protocol,
+                ErrorKind::InvalidTarget,
                 format!(
                     "no {what} `{name}` in target `{text}`; {}",
                     crate::suggest::choices(&format!("{what}s"), name, keys)
@@ -52,7 +52,7 @@ impl Target {
                 });
         }
         Err(RunError::new(
-            ErrorKind::Protocol,
+            ErrorKind::InvalidTarget,
             format!("target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`"),
         ))
     }

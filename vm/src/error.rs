@@ -30,8 +30,9 @@ macro_rules! run_error_kinds {
             }
 
             /// Where a test triggers this kind: a case file name (`*.case.yaml`, found in
-            /// `tests/cases`, `examples/cases` or the shared conformance cases), or a test
-            /// file and test name (`vm/tests/protocol.rs::name`) for a kind no case reaches.
+            /// `tests/cases`, `examples/cases` or the shared conformance cases), a test
+            /// file and test name (`vm/tests/protocol.rs::name`) for a kind no case
+            /// reaches, or `-` for [`ErrorKind::Internal`], which only a bug triggers.
             pub const fn trigger(self) -> &'static str {
                 match self { $(ErrorKind::$variant => $trigger,)* }
             }
@@ -47,42 +48,51 @@ macro_rules! run_error_kinds {
 run_error_kinds! {
     /// A host call failed (an error answer, or tool calls where none may be), after the
     /// step's retry budget.
-    HostError = "host_error", "comp-err-host-error-no-retry.case.yaml";
+    HostError = "host_error", "comp-parallel-branch-error.case.yaml";
     /// A `${...}` path did not resolve at run time (a field the step output lacks).
-    UnresolvedBinding = "unresolved_binding", "comp-err-unresolved-binding.case.yaml";
+    UnresolvedBinding = "unresolved_binding", "comp-skip-binding-runtime-error.case.yaml";
     /// An ordered comparison met a non-number, or `in` / `not_in` met a non-list.
-    TypeError = "type_error", "comp-err-type-error.case.yaml";
+    TypeError = "type_error", "comp-pred-ordered-type-error.case.yaml";
     /// An event the current state's `on_event` does not name, or a caller event sent to
     /// an `internal` or `composition` state.
-    InvalidEvent = "invalid_event", "wf-err-invalid-event.case.yaml";
+    InvalidEvent = "invalid_event", "wf-internal-rejects-caller-event.case.yaml";
     /// An event sent to a run in a terminal state.
-    TerminalState = "terminal_state", "wf-err-terminal-state.case.yaml";
+    TerminalState = "terminal_state", "wf-terminal-state-event.case.yaml";
     /// A state's `max_visits` reached with no `on_max_visits`.
-    MaxVisitsExceeded = "max_visits_exceeded", "wf-err-max-visits.case.yaml";
+    MaxVisitsExceeded = "max_visits_exceeded", "wf-max-visits-exceeded.case.yaml";
     /// A workflow `engine.budget` limit reached (`max_total_visits`, `max_tool_calls`,
     /// `max_wall_time_sec`).
-    BudgetExhausted = "budget_exhausted", "wf-err-budget-total-visits.case.yaml";
+    BudgetExhausted = "budget_exhausted", "wf-budget-tool-calls.case.yaml";
     /// A tool loop ran past its cap: an agent step with only `tool_called` termination
     /// past 50 model calls, or a prompt state's loop past `tool_policy.max_rounds`.
-    AgentStepLimit = "agent_step_limit", "comp-err-agent-step-limit.case.yaml";
+    AgentStepLimit = "agent_step_limit", "run-err-agent-step-limit.case.yaml";
     /// A required template variable is missing, or a value fails its declared type or
     /// validation.
-    InvalidVariable = "invalid_variable", "wf-err-invalid-variable.case.yaml";
+    InvalidVariable = "invalid_variable", "tpl-missing-required.case.yaml";
     /// The composition's output step did not run (a branch skipped it).
-    NoOutput = "no_output", "comp-err-no-output.case.yaml";
+    NoOutput = "no_output", "comp-no-output.case.yaml";
     /// A limit the embedder set was reached ([`RunOptions`](crate::RunOptions): value
     /// sizes, host calls, built text, snapshot size); a run-wide failure.
-    LimitExceeded = "limit_exceeded", "vm/tests/limits.rs";
+    LimitExceeded = "limit_exceeded", "vm/tests/limits.rs::turn_input_bytes";
     /// A validator triggered on a structured answer (the call has an `output_schema`, or
     /// the answer is JSON), which is never rewritten (`later-versions.md` §4). Retried by
     /// a `retry` modifier like a host error.
-    GuardrailBlocked = "guardrail_blocked", "guard-structured-blocked.case.yaml";
-    /// Not a pack error: the host broke the resume protocol (an answer to no outstanding
-    /// call, an input the run did not ask for), or the module is invalid.
-    Protocol = "protocol", "vm/tests/protocol.rs";
+    GuardrailBlocked = "guardrail_blocked", "guard-json-answer-blocked.case.yaml";
+    /// Not a pack error: the host broke the resume protocol (an answer to a call that is
+    /// not outstanding, a turn, event or finish while calls are outstanding, anything but
+    /// a clock reading after `Need::Clock`, a second start, any input to a finished run).
+    /// The run is left exactly as it was.
+    Protocol = "protocol", "vm/tests/protocol.rs::answering_twice_inside_a_parallel_step";
     /// Not a pack error: the VM broke a promise of its own (a step that ended without a
-    /// result, a wait with no call outstanding). A bug; please report it with the pack.
-    Internal = "internal", "";
+    /// result, a wait with no call outstanding). A bug, which no test can trigger: report
+    /// it with the pack and the host's inputs.
+    Internal = "internal", "-";
+    /// The embedder named a target the module does not have ([`Target::parse`]
+    /// (crate::Target::parse), [`Run::new`](crate::Run::new)), or one of the wrong shape.
+    InvalidTarget = "invalid_target", "vm/tests/api.rs::an_unknown_target_is_invalid_target";
+    /// The module handed to [`Program::new`](crate::Program::new) is not valid (ids out
+    /// of range, steps out of order, a format version the VM does not know).
+    InvalidModule = "invalid_module", "vm/tests/api.rs::an_invalid_module_is_refused_once";
 }
 
 /// A run-time error: the run has ended (except for `protocol` errors, which leave the

@@ -122,7 +122,7 @@ pub use error::{ErrorKind, RunError};
 pub use guard::GuardAction;
 pub use options::RunOptions;
 pub use pred::Compiled;
-pub use program::Program;
+pub use program::{LoadError, Program};
 pub use run::Run;
 pub use snapshot::SnapshotError;
 pub use trace::{At, TraceEvent};

@@ -52,6 +52,17 @@ fn compile_pattern(pattern: &str, max: usize) -> Result<Option<Regex>, RunError>
     }
 }
 
+/// Why [`Program::load`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The bytes are not an intact, valid `.ppk` artifact within the limits.
+    #[error(transparent)]
+    Artifact(ir_spec::ArtifactError),
+    /// A variable pattern compiles past the default size (`limit_exceeded`).
+    #[error(transparent)]
+    Run(RunError),
+}
+
 /// How the length of a prompt's rendered system prompt is found
 /// ([`RunOptions::max_built_bytes`](crate::RunOptions::max_built_bytes)).
 #[derive(Clone, Copy, Debug)]
@@ -79,7 +90,26 @@ impl Program {
     pub fn with_max_pattern_size(module: Module, max: usize) -> Result<Program, RunError> {
         module
             .validate()
-            .map_err(|e| RunError::new(ErrorKind::Protocol, e.to_string()))?;
+            .map_err(|e| RunError::new(ErrorKind::InvalidModule, e.to_string()))?;
+        Program::build(module, max)
+    }
+
+    /// Decodes a `.ppk` artifact within `limits` and builds its program, verifying the
+    /// module once (the decoder's [`Module::validate`]); each variable pattern is
+    /// compiled within the default size. A damaged or invalid artifact is an
+    /// [`ArtifactError`](ir_spec::ArtifactError) in a [`LoadError`].
+    pub fn load(
+        bytes: &[u8],
+        limits: &ir_spec::limits::DecodeLimits,
+    ) -> Result<Program, LoadError> {
+        let artifact =
+            ir_spec::Artifact::decode_with(bytes, limits).map_err(LoadError::Artifact)?;
+        Program::build(artifact.module, ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE)
+            .map_err(LoadError::Run)
+    }
+
+    /// The tables of a module already validated.
+    fn build(module: Module, max: usize) -> Result<Program, RunError> {
         let mut patterns = Vec::with_capacity(module.prompts.len());
         for p in &module.prompts {
             let mut row = Vec::with_capacity(p.variables.len());

@@ -61,6 +61,11 @@ pub(crate) fn protocol(m: &str) -> RunError {
     RunError::new(ErrorKind::Protocol, m)
 }
 
+/// A promise of the VM's own broken: a bug, not the host's or the pack's doing.
+fn internal(m: &str) -> RunError {
+    RunError::new(ErrorKind::Internal, m)
+}
+
 impl Run {
     /// A new run of `program` against `target`. Host variables past the options' value
     /// limits are a `limit_exceeded` error; a target outside the module a `protocol` one.
@@ -76,7 +81,10 @@ impl Run {
             Target::Composition(c) => c.index() < m.compositions.len(),
         };
         if !in_range {
-            return Err(protocol("the target is not in this module"));
+            return Err(RunError::new(
+                ErrorKind::InvalidTarget,
+                "the target is not in this module",
+            ));
         }
         let limits = Limits::of(&options);
         limits.variables(&options.host_variables)?;
@@ -251,7 +259,7 @@ impl Run {
                 AgentStart::State(s) => Some(s),
                 AgentStart::Plain(None) => {
                     return Err(err(
-                        ErrorKind::Protocol,
+                        ErrorKind::InvalidTarget,
                         format!(
                             "agent member `{}` has no prompt",
                             m.str(m.agents[a.index()].key)
@@ -280,7 +288,7 @@ impl Run {
     fn advance(&mut self) -> Result<Need, RunError> {
         loop {
             match self.state.top {
-                Top::NotStarted | Top::Failed => return Err(protocol("the run is not running")),
+                Top::NotStarted | Top::Failed => return Err(internal("the run is not running")),
                 Top::Done => return Ok(Need::Done),
                 Top::Idle => return Ok(Need::Caller),
                 Top::StartClock => {
@@ -317,7 +325,7 @@ impl Run {
                         .first_mut()
                         .map(|l| (l.result.take(), l.event.take()))
                     else {
-                        return Err(protocol("a prompt execution ended without a result"));
+                        return Err(internal("a prompt execution ended without a result"));
                     };
                     let output = result?;
                     self.state.wf.last = output;
@@ -474,7 +482,7 @@ impl Run {
             }
             Target::Agent(a) if !self.state.workflow_run => {
                 let AgentStart::Plain(Some(p)) = self.prog.m.agents[a.index()].start else {
-                    return Err(protocol("agent member has no prompt"));
+                    return Err(internal("agent member has no prompt"));
                 };
                 set_lanes(
                     &mut self.state.lanes,
@@ -493,7 +501,7 @@ impl Run {
                     .state
                     .wf
                     .current
-                    .ok_or_else(|| protocol("no current state"))?;
+                    .ok_or_else(|| internal("no current state"))?;
                 self.begin_state(s);
             }
         }

@@ -48,7 +48,7 @@ pub(crate) enum Walked {
 }
 
 fn internal(m: &str) -> RunError {
-    RunError::new(ErrorKind::Protocol, m)
+    RunError::new(ErrorKind::Internal, m)
 }
 
 impl Walk {

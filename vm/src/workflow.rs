@@ -95,7 +95,7 @@ pub(crate) fn event_id(m: &Module, s: StateId, name: &str) -> Result<EventId, Ru
 }
 
 fn no_workflow() -> RunError {
-    RunError::new(ErrorKind::Protocol, "no workflow")
+    RunError::new(ErrorKind::Internal, "no workflow")
 }
 
 impl Wf {

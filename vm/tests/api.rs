@@ -222,3 +222,52 @@ fn model_calls_expose_prompt_parameters() {
         Some(json!({"temperature": 0.0}))
     );
 }
+
+#[test]
+fn an_unknown_target_is_invalid_target() {
+    let m = common::compile(
+        &std::fs::read_to_string(root().join("examples/rfc0010-ex3.pack.yaml")).unwrap(),
+    );
+    for text in ["agent:nope", "composition:nope", "nothing"] {
+        let e = Target::parse(&m, text).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidTarget, "{text}: {e}");
+    }
+    // A target of another module's shape: an agent index this module does not have.
+    let program = std::sync::Arc::new(packc_vm::Program::new(m).unwrap());
+    let far = Target::Agent(ir_spec::AgentId(1000));
+    let e = Run::new(program, far, RunOptions::default()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidTarget, "{e}");
+}
+
+#[test]
+fn an_invalid_module_is_refused_once() {
+    let mut m = common::compile(
+        &std::fs::read_to_string(root().join("examples/rfc0010-ex2.pack.yaml")).unwrap(),
+    );
+    let wf = m.workflow.as_mut().expect("ex2 has a workflow");
+    wf.entry = ir_spec::StateId(1000);
+    let e = packc_vm::Program::new(m).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidModule, "{e}");
+}
+
+#[test]
+fn a_program_loads_from_artifact_bytes_once_verified() {
+    let m = common::compile(
+        &std::fs::read_to_string(root().join("examples/rfc0010-ex1.pack.yaml")).unwrap(),
+    );
+    let artifact = ir_spec::Artifact {
+        source_hash: [0; 32],
+        compiler: "test".to_owned(),
+        module: m.clone(),
+    };
+    let bytes = artifact.encode();
+    let limits = ir_spec::DecodeLimits::default();
+    let program = packc_vm::Program::load(&bytes, &limits).unwrap();
+    assert_eq!(program.module(), &m);
+    let mut cut = bytes.clone();
+    cut.truncate(bytes.len() / 2);
+    assert!(matches!(
+        packc_vm::Program::load(&cut, &limits),
+        Err(packc_vm::LoadError::Artifact(_))
+    ));
+}

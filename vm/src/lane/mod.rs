@@ -85,7 +85,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             StepKind::Extension { input, .. } => input,
             _ => {
                 lane.done(
-                    Err(RunError::new(ErrorKind::Protocol, "not a leaf step")),
+                    Err(RunError::new(ErrorKind::Internal, "not a leaf step")),
                     None,
                 );
                 return;
