@@ -49,8 +49,8 @@ use packc_vm::{Answer, CallId, ErrorKind, Input, Need, OwnedOutcome, Run, RunErr
 use serde_json::{json, Value};
 
 pub use binding_check::BindingReport;
-pub use exchange::ModelExchange;
 pub use config::{is_loopback, url_host, GuardFn, GuardHandler, LiveConfig, ModelEndpoint};
+pub use exchange::ModelExchange;
 pub use job::Job;
 pub use openai::{Function, ModelRequest, OutputSchema, ReplyError};
 pub use preflight::{
