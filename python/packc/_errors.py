@@ -124,6 +124,26 @@ class ProtocolError(RunError):
     kind = "protocol"
 
 
+class InvalidTarget(ProtocolError):
+    """A target the program does not have (``invalid_target``): the message lists the
+    ones it has. A caller's misuse, so it is also a :class:`ProtocolError`."""
+
+    kind = "invalid_target"
+
+
+class InvalidModule(RunError):
+    """A module that fails the VM's checks when a program is made from it
+    (``invalid_module``)."""
+
+    kind = "invalid_module"
+
+
+class InternalError(RunError):
+    """The VM broke one of its own promises (``internal``): a bug to report, with the pack."""
+
+    kind = "internal"
+
+
 RUN_ERRORS: Dict[str, Type[RunError]] = {
     cls.kind: cls
     for cls in (
@@ -139,6 +159,9 @@ RUN_ERRORS: Dict[str, Type[RunError]] = {
         NoOutput,
         LimitExceeded,
         ProtocolError,
+        InvalidTarget,
+        InvalidModule,
+        InternalError,
     )
 }
 

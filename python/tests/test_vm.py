@@ -267,3 +267,10 @@ def test_every_error_kind_has_its_class() -> None:
         assert type(err) is cls and err.kind == kind and err.message == "m"
     unknown = packc._errors.run_error("new_kind", "m")  # type: ignore[attr-defined]
     assert type(unknown) is packc.RunError and unknown.kind == "new_kind"
+
+
+def test_an_unknown_target_is_its_own_kind() -> None:
+    program = packc.Program(packc.compile(WORKFLOW))
+    with pytest.raises(packc.InvalidTarget, match="no composition `nope`") as info:
+        program.start("composition:nope")
+    assert info.value.kind == "invalid_target" and isinstance(info.value, packc.ProtocolError)
