@@ -5,7 +5,7 @@
 def chain(n):
     lines = [
         f"# A linear chain of {n} prompt steps, each binding the previous step's output",
-        "# (`${prev.output.x}`): issue 4's chain rows. Generated; regenerate with",
+        "# (`${prev.output.x}`): the chain rows of benches/vm.rs. Generated; regenerate with",
         "# benches/packs/gen.py.",
         f"id: chain-{n}",
         f"name: Chain of {n}",

@@ -1,4 +1,4 @@
-//! Heap allocations of whole runs, counted by a global allocator (issue 4): runs of
+//! Heap allocations of whole runs, counted by a global allocator: runs of
 //! `examples/rfc0010-ex1..ex4` with a host that answers at once with a prebuilt value.
 //!
 //! - (a) the allocations of each run, from `Run::new` to `Need::Done` (answer values
