@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use packc_host::live::redact::shown_url;
+use packc_host::live::transport::{judge, retry_after, Attempt};
 use packc_host::live::TransportConfig;
 use serde_json::Value;
 use tokio::sync::{Mutex, Semaphore, SemaphorePermit};
@@ -146,16 +147,6 @@ pub struct Client {
     pub gate: Gate,
 }
 
-enum Attempt {
-    Done(Value),
-    Fatal(String),
-    Retry {
-        error: String,
-        after: Option<Duration>,
-        rate_limited: bool,
-    },
-}
-
 impl Client {
     /// A client with the call timeouts and retries of `config` and the gate's `limits`.
     pub fn new(config: TransportConfig, limits: Limits) -> Result<Client, String> {
@@ -264,10 +255,7 @@ impl Client {
                 .map(str::to_owned)
         };
         let location = header("location");
-        let retry_after = header("retry-after")
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
+        let retry_after = retry_after(header("retry-after").as_deref());
         let text = match resp.text().await {
             Ok(t) => t,
             Err(e) if e.is_timeout() => {
@@ -287,59 +275,7 @@ impl Client {
                 ))
             }
         };
-        let json: Result<Value, _> = serde_json::from_str(&text);
-        if (200..300).contains(&status) {
-            return match json {
-                Ok(v) => Attempt::Done(v),
-                Err(_) => Attempt::Fatal(format!(
-                    "{shown} answered {status} with a body that is not JSON: {}",
-                    snippet(&text)
-                )),
-            };
-        }
-        if (300..400).contains(&status) {
-            let to = location.map_or_else(
-                || "no Location given".to_owned(),
-                |l| format!("to {}", shown_url(&l)),
-            );
-            return Attempt::Fatal(format!(
-                "{shown} answered {status}, a redirect ({to}); redirects are not followed: give the URL it names if you trust it"
-            ));
-        }
-        let detail = match &json {
-            Ok(v) => packc_host::live::openai::error_message(v).unwrap_or_else(|| snippet(&text)),
-            Err(_) => snippet(&text),
-        };
-        let reason = match status {
-            401 => " (check the API key)",
-            403 => " (the key may not be allowed this model or endpoint)",
-            404 => " (check the model name and --base-url)",
-            _ => "",
-        };
-        let error = format!("{shown} answered {status}{reason}: {detail}");
-        if status == 429 || status >= 500 {
-            Attempt::Retry {
-                error,
-                after: retry_after,
-                rate_limited: status == 429,
-            }
-        } else {
-            Attempt::Fatal(error)
-        }
-    }
-}
-
-/// The start of a body, for an error message.
-fn snippet(text: &str) -> String {
-    let t = text.trim();
-    if t.is_empty() {
-        return "(empty body)".into();
-    }
-    let cut: String = t.chars().take(200).collect();
-    if cut.len() < t.len() {
-        format!("{cut}…")
-    } else {
-        cut
+        judge(&shown, status, location.as_deref(), retry_after, &text)
     }
 }
 

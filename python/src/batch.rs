@@ -7,7 +7,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use packc_batch::{BatchError, BatchOptions, Engine, RowResult};
-use packc_host::live::{LiveConfig, ModelEndpoint, TransportConfig};
 use packc_vm::RunOptions;
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -16,7 +15,6 @@ use serde_json::Value;
 
 use crate::convert::{from_py, to_py};
 use crate::front::Artifact;
-use crate::hosts::bindings;
 
 /// Registers `Batch`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -74,26 +72,11 @@ impl Batch {
         tpm: Option<u64>,
         threads: usize,
     ) -> PyResult<Batch> {
-        if provider != "openai" {
-            return Err(PyValueError::new_err(format!(
-                "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
-            )));
-        }
-        if !(timeout.is_finite() && timeout > 0.0) {
-            return Err(PyValueError::new_err(
-                "timeout must be a positive number of seconds",
-            ));
-        }
+        crate::hosts::check_live(provider, timeout)?;
         if concurrency == 0 {
             return Err(PyValueError::new_err("concurrency must be at least 1"));
         }
-        let host_variables = match variables {
-            None => serde_json::Map::new(),
-            Some(v) => match from_py(v, "variables")? {
-                Value::Object(m) => m,
-                _ => return Err(PyTypeError::new_err("variables must be a dict")),
-            },
-        };
+        let host_variables = crate::hosts::host_variables(variables)?;
         let input_schema = match input_schema {
             None => None,
             Some(s) => match from_py(s, "input_schema")? {
@@ -105,21 +88,15 @@ impl Batch {
                 }
             },
         };
-        let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
-        let live = LiveConfig {
-            model: Some(ModelEndpoint {
-                base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
-                model,
-                api_key,
-            }),
-            tools: bindings(tools)?,
-            transport: TransportConfig {
-                timeout: Duration::from_secs_f64(timeout),
-                retries,
-                ..TransportConfig::default()
-            },
-            ..LiveConfig::default()
-        };
+        let live = crate::hosts::live_config(
+            model,
+            base_url,
+            api_key,
+            api_key_env,
+            tools,
+            timeout,
+            retries,
+        )?;
         let options = BatchOptions {
             concurrency,
             rows_in_flight,

@@ -112,6 +112,63 @@ impl LiveResult {
     }
 }
 
+/// Refuses what no live host can serve: another provider, a timeout that is not a
+/// positive number of seconds.
+pub(crate) fn check_live(provider: &str, timeout: f64) -> PyResult<()> {
+    if provider != "openai" {
+        return Err(PyValueError::new_err(format!(
+            "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
+        )));
+    }
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(PyValueError::new_err(
+            "timeout must be a positive number of seconds",
+        ));
+    }
+    Ok(())
+}
+
+/// The `variables=` argument as the run's host variables.
+pub(crate) fn host_variables(
+    variables: Option<&Bound<'_, PyAny>>,
+) -> PyResult<serde_json::Map<String, Value>> {
+    match variables {
+        None => Ok(serde_json::Map::new()),
+        Some(v) => match from_py(v, "variables")? {
+            Value::Object(m) => Ok(m),
+            _ => Err(PyTypeError::new_err("variables must be a dict")),
+        },
+    }
+}
+
+/// The live host's configuration from the keyword arguments `run_live` and `Batch`
+/// share; the key comes from `api_key`, else from the variable `api_key_env`.
+pub(crate) fn live_config(
+    model: String,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_key_env: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    timeout: f64,
+    retries: u32,
+) -> PyResult<LiveConfig> {
+    let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+    Ok(LiveConfig {
+        model: Some(ModelEndpoint {
+            base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
+            model,
+            api_key,
+        }),
+        tools: bindings(tools)?,
+        transport: TransportConfig {
+            timeout: Duration::from_secs_f64(timeout),
+            retries,
+            ..TransportConfig::default()
+        },
+        ..LiveConfig::default()
+    })
+}
+
 /// Tool bindings from `tools=`: a bindings file's path, or the dict such a file holds
 /// under `tools` (`{"key": {"command": [...]} | {"http": url}}`).
 pub(crate) fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBindings> {
@@ -161,42 +218,23 @@ fn run_live(
     retries: u32,
     concurrency: usize,
 ) -> PyResult<LiveResult> {
-    if provider != "openai" {
-        return Err(PyValueError::new_err(format!(
-            "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
-        )));
-    }
-    if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(PyValueError::new_err(
-            "timeout must be a positive number of seconds",
-        ));
-    }
+    check_live(provider, timeout)?;
     let input = match input {
         Some(v) => from_py(v, "input")?,
         None => Value::Null,
     };
-    let host_variables = match variables {
-        None => serde_json::Map::new(),
-        Some(v) => match from_py(v, "variables")? {
-            Value::Object(m) => m,
-            _ => return Err(PyTypeError::new_err("variables must be a dict")),
-        },
-    };
-    let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+    let host_variables = host_variables(variables)?;
     let host = LiveHost::new(LiveConfig {
-        model: Some(ModelEndpoint {
-            base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
-            model,
-            api_key,
-        }),
-        tools: bindings(tools)?,
-        transport: TransportConfig {
-            timeout: Duration::from_secs_f64(timeout),
-            retries,
-            ..TransportConfig::default()
-        },
         concurrency: concurrency.max(1),
-        ..LiveConfig::default()
+        ..live_config(
+            model,
+            base_url,
+            api_key,
+            api_key_env,
+            tools,
+            timeout,
+            retries,
+        )?
     });
     let program = packc_vm::Program::new(artifact.inner.module.clone())
         .map_err(|e| errors::run_error(py, &e))?;

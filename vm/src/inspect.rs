@@ -58,22 +58,7 @@ impl Run {
 
     /// How the run ended, once [`Resume`](Run::resume) returned [`Need::Done`].
     pub fn outcome(&self) -> Option<Outcome<'_>> {
-        if self.state.top != Top::Done {
-            return None;
-        }
-        let m = &self.prog.m;
-        let state = match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
-            (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
-            _ => None,
-        };
-        Some(Outcome {
-            output: self
-                .state_output()
-                .and_then(VRef::real)
-                .unwrap_or(&self.state.wf.last),
-            reply: &self.state.wf.reply,
-            state,
-        })
+        (self.state.top == Top::Done).then(|| self.outcome_now())
     }
 
     /// Between two turns (the last `resume` said [`Need::Caller`]): the output so far
@@ -81,22 +66,24 @@ impl Run {
     /// other time. A host that hands the caller control (a chat, an approval queue) shows
     /// this, then sends a turn, an event or `Finish`.
     pub fn idle(&self) -> Option<Outcome<'_>> {
-        if self.state.top != Top::Idle {
-            return None;
-        }
+        (self.state.top == Top::Idle).then(|| self.outcome_now())
+    }
+
+    /// The output so far and the workflow state the run is in, as an [`Outcome`].
+    fn outcome_now(&self) -> Outcome<'_> {
         let m = &self.prog.m;
         let state = match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
             (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
             _ => None,
         };
-        Some(Outcome {
+        Outcome {
             output: self
                 .state_output()
                 .and_then(VRef::real)
                 .unwrap_or(&self.state.wf.last),
-            state,
             reply: &self.state.wf.reply,
-        })
+            state,
+        }
     }
 
     /// Whether the run has ended.

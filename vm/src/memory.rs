@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// An artifact value (`workflow.md` §11).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Artifact {
     /// Set by a `replace` writer.
-    Value(Value),
+    Value(#[serde(with = "crate::text::value_text")] Value),
     /// The entries written by `append` writers.
-    List(Vec<Value>),
+    List(#[serde(with = "crate::text::values_text")] Vec<Value>),
 }
 
 impl Artifact {

@@ -1,7 +1,7 @@
 //! How the run's JSON values are written in a snapshot: as compact JSON text, since
 //! postcard cannot carry a `serde_json::Value`. Each adapter is a `#[serde(with = ...)]`
 //! module for one field shape (a value, an optional value, output slots, tool requests,
-//! a lane's result, the call log, artifacts).
+//! a lane's result, the call log).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -41,6 +41,20 @@ pub(crate) mod map_text {
 /// A `Serialize`/`Deserialize` wrapper writing a `Value` as text, for containers.
 #[derive(Serialize, Deserialize)]
 struct T(#[serde(with = "value_text")] Value);
+
+/// `Vec<Value>` as a sequence of texts.
+pub(crate) mod values_text {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Value], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|v| v.to_string()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+        Ok(Vec::<T>::deserialize(d)?.into_iter().map(|t| t.0).collect())
+    }
+}
 
 /// `Option<Value>` as optional text.
 pub(crate) mod opt_value_text {
@@ -265,44 +279,6 @@ pub(crate) mod calls_text {
                         },
                     },
                 )
-            })
-            .collect())
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-enum SnapArtifact {
-    Value(T),
-    List(Vec<T>),
-}
-
-/// Artifact values.
-pub(crate) mod artifacts_text {
-    use super::*;
-    use crate::memory::Artifact;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[Option<Artifact>], s: S) -> Result<S::Ok, S::Error> {
-        let items: Vec<Option<SnapArtifact>> = v
-            .iter()
-            .map(|a| {
-                a.as_ref().map(|a| match a {
-                    Artifact::Value(v) => SnapArtifact::Value(T(v.clone())),
-                    Artifact::List(l) => SnapArtifact::List(l.iter().cloned().map(T).collect()),
-                })
-            })
-            .collect();
-        items.serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Option<Artifact>>, D::Error> {
-        Ok(Vec::<Option<SnapArtifact>>::deserialize(d)?
-            .into_iter()
-            .map(|a| {
-                a.map(|a| match a {
-                    SnapArtifact::Value(t) => Artifact::Value(t.0),
-                    SnapArtifact::List(l) => Artifact::List(l.into_iter().map(|t| t.0).collect()),
-                })
             })
             .collect())
     }

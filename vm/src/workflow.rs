@@ -22,7 +22,6 @@ pub(crate) struct Wf {
     pub current: Option<StateId>,
     pub visits: Fixed<u64, VISITS_INLINE>,
     pub total_visits: u64,
-    #[serde(with = "crate::text::artifacts_text")]
     pub artifacts: Vec<Option<Artifact>>,
     pub history: Vec<Exchange>,
     pub start_ms: u64,

@@ -118,7 +118,7 @@ impl Transport {
             let (retryable, wait, error) = match self.attempt(url, headers, &text) {
                 Attempt::Done(v) => return Ok(v),
                 Attempt::Fatal(e) => return Err(format!("{what} failed: {e}")),
-                Attempt::Retry { error, after } => (true, after, error),
+                Attempt::Retry { error, after, .. } => (true, after, error),
             };
             if !retryable || attempt >= self.config.retries || self.cancel.load(Ordering::Relaxed) {
                 let tries = if attempt == 0 {
@@ -168,13 +168,11 @@ impl Transport {
             .get("location")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
+        let retry_after = retry_after(
+            resp.headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+        );
         let text = match resp
             .body_mut()
             .with_config()
@@ -190,58 +188,32 @@ impl Transport {
                             self.config.timeout
                         ),
                         after: None,
+                        rate_limited: false,
                     },
                     e => Attempt::Fatal(format!("cannot read the answer of {shown}: {e}")),
                 }
             }
         };
-        let json: Result<Value, _> = serde_json::from_str(&text);
-        if (200..300).contains(&status) {
-            return match json {
-                Ok(v) => Attempt::Done(v),
-                Err(_) => Attempt::Fatal(format!(
-                    "{shown} answered {status} with a body that is not JSON: {}",
-                    snippet(&text)
-                )),
-            };
-        }
-        let detail = match &json {
-            Ok(v) => super::openai::error_message(v).unwrap_or_else(|| snippet(&text)),
-            Err(_) => snippet(&text),
-        };
-        let reason = match status {
-            401 => " (check the API key)",
-            403 => " (the key may not be allowed this model or endpoint)",
-            404 => " (check the model name and --base-url)",
-            _ => "",
-        };
-        if (300..400).contains(&status) {
-            let to = resp_location.map_or_else(
-                || "no Location given".to_owned(),
-                |l| format!("to {}", super::redact::shown_url(&l)),
-            );
-            return Attempt::Fatal(format!(
-                "{shown} answered {status}, a redirect ({to}); redirects are not followed: give the URL it names if you trust it"
-            ));
-        }
-        let error = format!("{shown} answered {status}{reason}: {detail}");
-        if status == 429 || status >= 500 {
-            Attempt::Retry {
-                error,
-                after: retry_after,
-            }
-        } else {
-            Attempt::Fatal(error)
-        }
+        judge(&shown, status, resp_location.as_deref(), retry_after, &text)
     }
 }
 
-enum Attempt {
+/// What one HTTP attempt came to; shared by the blocking transport and the batch host's
+/// async client, so both read answers, name failures and decide on retries alike.
+#[derive(Debug)]
+pub enum Attempt {
+    /// A 2xx answer with a JSON body.
     Done(Value),
+    /// A failure that another attempt would not mend; the text says why.
     Fatal(String),
+    /// A failure worth another attempt (429, 5xx, a timeout).
     Retry {
+        /// What went wrong.
         error: String,
+        /// The server's `Retry-After`, when it gave one.
         after: Option<Duration>,
+        /// A 429: the server asks every caller to slow down.
+        rate_limited: bool,
     },
 }
 
@@ -255,6 +227,7 @@ fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
                 seconds(timeout)
             ),
             after: None,
+            rate_limited: false,
         },
         ureq::Error::ConnectionFailed => {
             Attempt::Fatal(format!("cannot connect to {url}: connection failed"))
@@ -268,8 +241,69 @@ fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => Attempt::Retry {
             error: format!("timed out calling {url}"),
             after: None,
+            rate_limited: false,
         },
         e => Attempt::Fatal(format!("cannot call {url}: {e}")),
+    }
+}
+
+/// A `Retry-After` header's value in seconds (fractions allowed); `None` when absent,
+/// an HTTP date, negative or not finite.
+pub fn retry_after(value: Option<&str>) -> Option<Duration> {
+    value
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// What an answer read in full comes to: `shown` names the endpoint in messages,
+/// `location` is the `Location` header, `retry_after` the parsed `Retry-After`
+/// ([`retry_after`]), `text` the body.
+pub fn judge(
+    shown: &str,
+    status: u16,
+    location: Option<&str>,
+    retry_after: Option<Duration>,
+    text: &str,
+) -> Attempt {
+    let json: Result<Value, _> = serde_json::from_str(text);
+    if (200..300).contains(&status) {
+        return match json {
+            Ok(v) => Attempt::Done(v),
+            Err(_) => Attempt::Fatal(format!(
+                "{shown} answered {status} with a body that is not JSON: {}",
+                snippet(text)
+            )),
+        };
+    }
+    let detail = match &json {
+        Ok(v) => super::openai::error_message(v).unwrap_or_else(|| snippet(text)),
+        Err(_) => snippet(text),
+    };
+    let reason = match status {
+        401 => " (check the API key)",
+        403 => " (the key may not be allowed this model or endpoint)",
+        404 => " (check the model name and --base-url)",
+        _ => "",
+    };
+    if (300..400).contains(&status) {
+        let to = location.map_or_else(
+            || "no Location given".to_owned(),
+            |l| format!("to {}", super::redact::shown_url(l)),
+        );
+        return Attempt::Fatal(format!(
+            "{shown} answered {status}, a redirect ({to}); redirects are not followed: give the URL it names if you trust it"
+        ));
+    }
+    let error = format!("{shown} answered {status}{reason}: {detail}");
+    if status == 429 || status >= 500 {
+        Attempt::Retry {
+            error,
+            after: retry_after,
+            rate_limited: status == 429,
+        }
+    } else {
+        Attempt::Fatal(error)
     }
 }
 

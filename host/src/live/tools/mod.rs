@@ -344,18 +344,12 @@ impl ToolBindings {
             None => Err(format!(
                 "validator `{ty}` is not bound to anything: bind it under `guards:` in a --tools file"
             )),
-            Some(Binding::Command {
-                argv,
-                dir,
-                timeout,
-                env,
-            }) => run_command(&format!("validator {ty}"), argv, dir, env, *timeout, &request),
-            Some(Binding::Http {
-                url,
-                headers,
-                timeout,
-            }) => Transport::new(http_config(*timeout, transport), Default::default())
-                .post_json(&format!("validator `{ty}`"), url, headers, &request),
+            Some(binding) => binding.send(
+                &format!("validator {ty}"),
+                &format!("validator `{ty}`"),
+                &request,
+                transport,
+            ),
         }
     }
 
@@ -373,18 +367,12 @@ impl ToolBindings {
             None => Err(format!(
                 "extension `{kind}` is not bound to anything: bind it under `extensions:` in a --tools file"
             )),
-            Some(Binding::Command {
-                argv,
-                dir,
-                timeout,
-                env,
-            }) => run_command(&format!("extension {kind}"), argv, dir, env, *timeout, &request),
-            Some(Binding::Http {
-                url,
-                headers,
-                timeout,
-            }) => Transport::new(http_config(*timeout, transport), Default::default())
-                .post_json(&format!("extension `{kind}`"), url, headers, &request),
+            Some(binding) => binding.send(
+                &format!("extension {kind}"),
+                &format!("extension `{kind}`"),
+                &request,
+                transport,
+            ),
         }
     }
 
@@ -478,6 +466,33 @@ fn parse_env(v: &Value) -> Result<Vec<EnvVar>, String> {
             })
             .collect(),
         _ => Err("`env` is not a list of names or a mapping of names to values".to_owned()),
+    }
+}
+
+impl Binding {
+    /// Sends `request` to this binding (a validator's or an extension's): runs its
+    /// command, named `command_what` in errors, or POSTs to its URL, named `http_what`.
+    fn send(
+        &self,
+        command_what: &str,
+        http_what: &str,
+        request: &Value,
+        transport: &TransportConfig,
+    ) -> Result<Value, String> {
+        match self {
+            Binding::Command {
+                argv,
+                dir,
+                timeout,
+                env,
+            } => run_command(command_what, argv, dir, env, *timeout, request),
+            Binding::Http {
+                url,
+                headers,
+                timeout,
+            } => Transport::new(http_config(*timeout, transport), Default::default())
+                .post_json(http_what, url, headers, request),
+        }
     }
 }
 
