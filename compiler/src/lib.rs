@@ -92,7 +92,8 @@ impl Checked {
 /// Load and check a pack from its bytes: parse, schema, semantic checks.
 ///
 /// A JSON source is first parsed without spans ([`load::json_fast`]); the span index is
-/// built only when there is a diagnostic to locate, so a clean JSON pack never pays for it.
+/// built ([`load::json_spans`]) only when there is a diagnostic to locate, so a clean JSON
+/// pack never pays for it.
 pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
     if bytes.len() <= options.limits.max_source_bytes {
         if let Some(checked) = check_json_fast(bytes, options) {
@@ -147,32 +148,16 @@ fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
             diagnostics,
         });
     }
-    // Something to report: locate it. The YAML loader reads every JSON text serde_json
-    // does except a few corner cases (keys over 1,024 characters); without spans the
-    // diagnostics still carry their pointers.
-    match load::load_str(text, &options.limits) {
-        // The checks depend on the value alone: when the loader read the same value,
-        // the diagnostics found above are the ones to locate, and the checks (the
-        // largest part of a big pack's time) do not run twice.
-        Ok(loaded) if loaded.value == value => {
-            sort(&mut diagnostics, &loaded.spans);
-            diagnostics.dedup();
-            Some(Checked {
-                loaded: Some(loaded),
-                diagnostics,
-            })
-        }
-        Ok(loaded) => Some(check_loaded(loaded, options)),
-        Err(_) => {
-            let spans = load::SpanIndex::default();
-            sort(&mut diagnostics, &spans);
-            diagnostics.dedup();
-            Some(Checked {
-                loaded: Some(load::Loaded { value, spans }),
-                diagnostics,
-            })
-        }
-    }
+    // Something to report: locate it. The span index comes straight from the JSON text
+    // (the YAML loader's spans, byte for byte); the value and the diagnostics found above
+    // stand, so nothing is parsed or checked twice.
+    let spans = load::json_spans::index(text).unwrap_or_default();
+    sort(&mut diagnostics, &spans);
+    diagnostics.dedup();
+    Some(Checked {
+        loaded: Some(load::Loaded { value, spans }),
+        diagnostics,
+    })
 }
 
 fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagnostic>) {

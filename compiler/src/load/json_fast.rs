@@ -3,8 +3,8 @@
 //! Most packs in CI are JSON and clean. Building a span for every node costs several
 //! times the parse itself, and spans are only needed to print a diagnostic. So a source
 //! that looks like a JSON object is first parsed here; the caller builds the span index
-//! (through the YAML loader) only when there is something to report. Anything this parser
-//! refuses — a syntax error, a duplicate key, nesting past the limit — returns `None`, and
+//! (with [`json_spans`](super::json_spans)) only when there is something to report.
+//! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit — returns `None`, and
 //! the caller's YAML loader produces the located `parse_error`.
 
 use std::fmt;

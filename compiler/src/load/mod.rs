@@ -20,6 +20,7 @@
 
 mod build;
 pub mod json_fast;
+pub mod json_spans;
 mod limits;
 mod offsets;
 mod scalar;

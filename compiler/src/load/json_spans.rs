@@ -1,0 +1,307 @@
+//! The span index of a JSON text, read straight from its bytes.
+//!
+//! [`json_fast`](super::json_fast) parses a JSON pack without spans; when a diagnostic
+//! needs locating, this builds the same [`SpanIndex`] the YAML loader would, in one
+//! linear scan of the text and without building a value again. The spans are the
+//! loader's, byte for byte: a string's span includes its quotes, a key's span is the
+//! quoted key, a collection's span runs from its `{` or `[` through its `}` or `]` and the
+//! spaces and tabs after it on the same line, a
+//! number or literal is its token. Node ids are given in document order, as the loader
+//! gives them.
+//!
+//! The text must be one JSON document that [`json_fast::parse`](super::json_fast::parse)
+//! accepted (so nesting is bounded by its limit); anything else gives `None`.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::span_index::{Kind, NodeSpan, Slot, SpanIndex};
+
+/// The span index of the JSON document `text` (a leading byte-order mark and blanks
+/// are skipped; offsets stay offsets into `text`). `None` when `text` is not one JSON
+/// document.
+pub fn index(text: &str) -> Option<SpanIndex> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        at: if text.starts_with('\u{feff}') { 3 } else { 0 },
+        index: SpanIndex::default(),
+    };
+    scan.value(Slot::Detached, None)?;
+    scan.blanks();
+    (scan.at == scan.bytes.len()).then_some(scan.index)
+}
+
+struct Scan<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    at: usize,
+    index: SpanIndex,
+}
+
+impl Scan<'_> {
+    fn blanks(&mut self) {
+        while matches!(self.bytes.get(self.at), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        self.blanks();
+        let found = self.bytes.get(self.at) == Some(&byte);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
+
+    /// One value at `slot`; `key` is its key's span when it is a mapping member.
+    fn value(&mut self, slot: Slot<'_>, key: Option<Range<usize>>) -> Option<()> {
+        self.blanks();
+        let start = self.at;
+        match *self.bytes.get(start)? {
+            open @ (b'{' | b'[') => {
+                let map = open == b'{';
+                let kind = if map {
+                    Kind::Map(Vec::new())
+                } else {
+                    Kind::Seq(Vec::new())
+                };
+                let span = NodeSpan {
+                    key,
+                    value: start..start + 1,
+                };
+                let id = self.index.add(slot, span, kind)?;
+                self.at += 1;
+                let close = if map { b'}' } else { b']' };
+                if !self.eat(close) {
+                    loop {
+                        if map {
+                            self.blanks();
+                            let key = self.string()?;
+                            let text = unquote(&self.text[key.clone()])?;
+                            if !self.eat(b':') {
+                                return None;
+                            }
+                            self.value(Slot::Member(id, &text), Some(key))?;
+                        } else {
+                            self.value(Slot::Item(id), None)?;
+                        }
+                        if self.eat(close) {
+                            break;
+                        }
+                        if !self.eat(b',') {
+                            return None;
+                        }
+                    }
+                }
+                // The loader's span of a collection runs on over the spaces and tabs
+                // after its closing bracket, up to the end of the line or the next token.
+                let mut end = self.at;
+                while matches!(self.bytes.get(end), Some(b' ' | b'\t')) {
+                    end += 1;
+                }
+                self.index.set_end(id, end);
+            }
+            b'"' => {
+                let value = self.string()?;
+                self.index.add(slot, NodeSpan { key, value }, Kind::Leaf)?;
+            }
+            _ => {
+                let len = self.bytes[start..]
+                    .iter()
+                    .position(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',' | b']' | b'}'))
+                    .unwrap_or(self.bytes.len() - start);
+                if len == 0 {
+                    return None;
+                }
+                self.at = start + len;
+                let value = start..self.at;
+                self.index.add(slot, NodeSpan { key, value }, Kind::Leaf)?;
+            }
+        }
+        Some(())
+    }
+
+    /// The span of the string starting here, quotes included.
+    fn string(&mut self) -> Option<Range<usize>> {
+        let start = self.at;
+        if self.bytes.get(start) != Some(&b'"') {
+            return None;
+        }
+        let mut i = start + 1;
+        loop {
+            match *self.bytes.get(i)? {
+                b'"' => break,
+                b'\\' => i += 2,
+                _ => i += 1,
+            }
+        }
+        self.at = i + 1;
+        Some(start..self.at)
+    }
+}
+
+/// A quoted JSON string's text, escapes undone.
+fn unquote(quoted: &str) -> Option<Cow<'_, str>> {
+    let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{json_fast, load_str, Limits};
+
+    /// The index this module builds is the YAML loader's, node for node.
+    fn same_as_loader(text: &str) {
+        let limits = Limits::default();
+        assert!(
+            json_fast::parse(text, &limits).is_some(),
+            "not JSON: {text}"
+        );
+        let ours = index(text).expect("indexed");
+        let loader = load_str(text, &limits).expect("loaded").spans;
+        assert_eq!(format!("{ours:?}"), format!("{loader:?}"), "{text}");
+    }
+
+    #[test]
+    fn spans_match_the_loader() {
+        for text in [
+            r#"{}"#,
+            r#"{"a": 1}"#,
+            "\u{feff} {\"a\" : [ 1 , -2.5e3, true, false, null, \"x\" ], \"b\": {}}\n",
+            "{\"a\": [[1]\t ,2], \"b\": {\"c\": {} } }  \r\n",
+            r#"{"k\"ey": "v\\al\u00e9", "a/b~c": {"d": [[], [{}], "é"]}}"#,
+            "{\n  \"prompts\": {\n    \"p\": {\"system_template\": \"line\\nnext\"}\n  }\n}\n",
+        ] {
+            same_as_loader(text);
+        }
+    }
+
+    #[test]
+    fn spans_match_the_loader_for_every_json_pack_at_hand() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut seen = 0;
+        for dir in [
+            "examples",
+            "tests",
+            "../shared/conformance",
+            "../shared/corpus",
+        ] {
+            let mut stack = vec![root.join(dir)];
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if path.extension().is_some_and(|e| e == "json") {
+                        let Ok(text) = std::fs::read_to_string(&path) else {
+                            continue;
+                        };
+                        let limits = Limits::default();
+                        if json_fast::parse(&text, &limits).is_some()
+                            && load_str(&text, &limits).is_ok()
+                        {
+                            same_as_loader(&text);
+                            seen += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen > 0, "no JSON files found under {}", root.display());
+    }
+
+    #[test]
+    fn refuses_what_is_not_one_document() {
+        assert!(index(r#"{"a": 1} {}"#).is_none());
+        assert!(index(r#"{"a": 1"#).is_none());
+        assert!(index(r#"{"a" 1}"#).is_none());
+        assert!(index(r#"{"a": }"#).is_none());
+        assert!(index(r#"{"a": "unterminated}"#).is_none());
+    }
+
+    /// A JSON text of `value` with `blanks` sprinkled between tokens.
+    fn write(
+        value: &serde_json::Value,
+        blanks: &mut impl Iterator<Item = &'static str>,
+        out: &mut String,
+    ) {
+        fn pad(blanks: &mut impl Iterator<Item = &'static str>, out: &mut String) {
+            out.push_str(blanks.next().unwrap_or(""));
+        }
+        match value {
+            serde_json::Value::Object(map) => {
+                out.push('{');
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    pad(blanks, out);
+                    out.push_str(&serde_json::to_string(k).unwrap());
+                    pad(blanks, out);
+                    out.push(':');
+                    pad(blanks, out);
+                    write(v, blanks, out);
+                    pad(blanks, out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    pad(blanks, out);
+                    write(v, blanks, out);
+                    pad(blanks, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    fn json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i32>().prop_map(serde_json::Value::from),
+            "[a-z\\\"é/~ \n]{0,6}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map("[a-z\\\"é/~ ]{0,5}", inner, 0..5)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn spans_match_the_loader_for_any_document(
+            members in proptest::collection::btree_map("[a-z]{1,4}", json(), 0..5),
+            blanks in proptest::collection::vec(proptest::sample::select(vec!["", " ", "  ", "\t", "\n", " \r\n  ", "\n\t"]), 0..200),
+        ) {
+            let value = serde_json::Value::Object(members.into_iter().collect());
+            let mut text = String::new();
+            let mut blanks = blanks.into_iter().cycle();
+            write(&value, &mut blanks, &mut text);
+            // Some JSON texts are not YAML (a tab starting a line, where YAML sees
+            // indentation): the loader refuses those, and this index still locates them.
+            proptest::prop_assume!(load_str(&text, &Limits::default()).is_ok());
+            same_as_loader(&text);
+        }
+    }
+}
