@@ -11,7 +11,7 @@ use std::io::Read;
 
 use serde_json::Value;
 
-use crate::load::{load_bytes, Limits};
+use crate::load::{json_fast, load_bytes, Limits};
 use crate::paths::{Folders, OpenError};
 
 /// The deepest nesting accepted in a schema file (the artifact reader parses embedded
@@ -41,9 +41,18 @@ pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
         max_nodes: 100_000,
         ..Limits::default()
     };
-    load_bytes(&bytes, &limits)
-        .map(|loaded| loaded.value)
-        .map_err(|d| unusable(d.message))
+    // Most schema files are JSON: parse them without building spans, which nothing here
+    // reads. Anything the fast parser refuses goes to the loader, whose error names it.
+    let fast = std::str::from_utf8(&bytes)
+        .ok()
+        .filter(|text| json_fast::looks_like_json(text))
+        .and_then(|text| json_fast::parse(text, &limits));
+    match fast {
+        Some(value) => Ok(value),
+        None => load_bytes(&bytes, &limits)
+            .map(|loaded| loaded.value)
+            .map_err(|d| unusable(d.message)),
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use regex::Regex;
+use regex_lite::Regex;
 use serde_json::{Map, Number, Value};
 
 /// What [`valid`] found.
@@ -415,20 +415,20 @@ fn equal(a: &Value, b: &Value) -> Option<bool> {
 }
 
 /// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
-/// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile
-/// as a byte-class regex.
+/// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile.
+///
+/// `regex-lite` rather than `regex`: on a small pack this walk runs once per process, and
+/// `regex-lite` compiles a pattern in a fraction of the time, which is what a one-off
+/// match against a short name costs.
 fn matches(pattern: &str, s: &str) -> Option<bool> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let regex = cache.entry(pattern.to_owned()).or_insert_with(|| {
-        regex::RegexBuilder::new(pattern)
-            .unicode(false)
-            .build()
-            .ok()
-    });
+    let regex = cache
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok());
     regex.as_ref().map(|r| r.is_match(s))
 }
 
