@@ -344,10 +344,17 @@ pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
 /// assert_eq!(join("/tools", &["a/b"]), "/tools/a~1b");
 /// ```
 pub fn join(base: &str, tokens: &[&str]) -> String {
-    let mut out = String::from(base);
+    // One allocation: escaping only ever lengthens a token, by one byte per `~` or `/`.
+    let len = base.len() + tokens.iter().map(|t| t.len() + 1).sum::<usize>();
+    let mut out = String::with_capacity(len);
+    out.push_str(base);
     for t in tokens {
         out.push('/');
-        out.push_str(&escape_token(t));
+        if t.bytes().any(|b| b == b'~' || b == b'/') {
+            out.push_str(&escape_token(t));
+        } else {
+            out.push_str(t);
+        }
     }
     out
 }
