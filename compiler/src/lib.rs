@@ -91,9 +91,9 @@ impl Checked {
 
 /// Load and check a pack from its bytes: parse, schema, semantic checks.
 ///
-/// A JSON source is first parsed without spans ([`load::json_fast`]); the span index is
-/// built ([`load::json_spans`]) only when there is a diagnostic to locate, so a clean JSON
-/// pack never pays for it.
+/// A JSON source is parsed without spans ([`load::json_fast`]) and gets a lazy span index
+/// ([`load::SpanIndex::of_json`]) that finds a node's place only when something asks for
+/// it, so a clean JSON pack never pays for spans.
 pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
     if bytes.len() <= options.limits.max_source_bytes {
         if let Some(checked) = check_json_fast(bytes, options) {
@@ -138,22 +138,14 @@ fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
     let value = load::json_fast::parse(text, &options.limits)?;
     let mut diagnostics = Vec::new();
     run_checks(&value, options, &mut diagnostics);
-    if diagnostics.is_empty() {
-        let loaded = load::Loaded {
-            value,
-            spans: load::SpanIndex::default(),
-        };
-        return Some(Checked {
-            loaded: Some(loaded),
-            diagnostics,
-        });
+    // The span index reads the JSON text itself, and only along the paths asked about
+    // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
+    // and whatever is reported later (lowering, host validators) is located all the same.
+    let spans = load::SpanIndex::of_json(text);
+    if !diagnostics.is_empty() {
+        sort(&mut diagnostics, &spans);
+        diagnostics.dedup();
     }
-    // Something to report: locate it. The span index comes straight from the JSON text
-    // (the YAML loader's spans, byte for byte); the value and the diagnostics found above
-    // stand, so nothing is parsed or checked twice.
-    let spans = load::json_spans::index(text).unwrap_or_default();
-    sort(&mut diagnostics, &spans);
-    diagnostics.dedup();
     Some(Checked {
         loaded: Some(load::Loaded { value, spans }),
         diagnostics,

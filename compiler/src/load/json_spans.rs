@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::span_index::{Kind, NodeSpan, Slot, SpanIndex};
+use super::span_index::{array_index, unescape, Kind, NodeSpan, Slot, SpanIndex};
 
 /// The span index of the JSON document `text` (a leading byte-order mark and blanks
 /// are skipped; offsets stay offsets into `text`). `None` when `text` is not one JSON
@@ -30,6 +30,41 @@ pub fn index(text: &str) -> Option<SpanIndex> {
     scan.value(Slot::Detached, None)?;
     scan.blanks();
     (scan.at == scan.bytes.len()).then_some(scan.index)
+}
+
+/// The node `pointer` names in the JSON document `text`, or if there is none its deepest
+/// existing ancestor: its spans, and whether it is the node named. Only the path to it
+/// is read: the members before it are passed over, nothing is recorded. `None` when
+/// `pointer` is not a JSON pointer or `text` is not JSON.
+pub(super) fn find(text: &str, pointer: &str) -> Option<(NodeSpan, bool)> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        at: if text.starts_with('\u{feff}') { 3 } else { 0 },
+        index: SpanIndex::default(),
+    };
+    let tokens = match pointer {
+        "" => None,
+        _ => Some(pointer.strip_prefix('/')?.split('/')),
+    };
+    scan.blanks();
+    let (mut start, mut key) = (scan.at, None);
+    let mut exact = true;
+    for token in tokens.into_iter().flatten() {
+        match scan.child(token) {
+            Some(child_key) => {
+                scan.blanks();
+                (start, key) = (scan.at, child_key);
+            }
+            None => {
+                exact = false;
+                break;
+            }
+        }
+    }
+    scan.at = start;
+    let value = scan.skip()?;
+    Some((NodeSpan { key, value }, exact))
 }
 
 struct Scan<'t> {
@@ -95,32 +130,113 @@ impl Scan<'_> {
                         }
                     }
                 }
-                // The loader's span of a collection runs on over the spaces and tabs
-                // after its closing bracket, up to the end of the line or the next token.
-                let mut end = self.at;
-                while matches!(self.bytes.get(end), Some(b' ' | b'\t')) {
-                    end += 1;
-                }
-                self.index.set_end(id, end);
-            }
-            b'"' => {
-                let value = self.string()?;
-                self.index.add(slot, NodeSpan { key, value }, Kind::Leaf)?;
+                self.index.set_end(id, self.collection_end());
             }
             _ => {
-                let len = self.bytes[start..]
-                    .iter()
-                    .position(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',' | b']' | b'}'))
-                    .unwrap_or(self.bytes.len() - start);
-                if len == 0 {
-                    return None;
-                }
-                self.at = start + len;
-                let value = start..self.at;
+                let value = self.leaf()?;
                 self.index.add(slot, NodeSpan { key, value }, Kind::Leaf)?;
             }
         }
         Some(())
+    }
+
+    /// The span of the string, number or literal starting here.
+    fn leaf(&mut self) -> Option<Range<usize>> {
+        let start = self.at;
+        if self.bytes.get(start) == Some(&b'"') {
+            return self.string();
+        }
+        let len = self.bytes[start..]
+            .iter()
+            .position(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',' | b']' | b'}'))
+            .unwrap_or(self.bytes.len() - start);
+        if len == 0 {
+            return None;
+        }
+        self.at = start + len;
+        Some(start..self.at)
+    }
+
+    /// Where a collection's span ends: its closing bracket (just passed) and the spaces
+    /// and tabs after it on the same line, as the loader reports it.
+    fn collection_end(&self) -> usize {
+        let mut end = self.at;
+        while matches!(self.bytes.get(end), Some(b' ' | b'\t')) {
+            end += 1;
+        }
+        end
+    }
+
+    /// Pass over the value starting here (after blanks) without recording it; its span.
+    fn skip(&mut self) -> Option<Range<usize>> {
+        self.blanks();
+        let start = self.at;
+        if !matches!(self.bytes.get(start), Some(b'{' | b'[')) {
+            return self.leaf();
+        }
+        let mut depth = 0usize;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.at += 1;
+                        return Some(start..self.collection_end());
+                    }
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+    }
+
+    /// Move to the child named by one (escaped) pointer token of the collection starting
+    /// here; its key span (for a member) when there is one.
+    fn child(&mut self, token: &str) -> Option<Option<Range<usize>>> {
+        self.blanks();
+        match *self.bytes.get(self.at)? {
+            b'{' => {
+                let name = unescape(token)?;
+                self.at += 1;
+                if self.eat(b'}') {
+                    return None;
+                }
+                loop {
+                    self.blanks();
+                    let key = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    if unquote(&self.text[key.clone()])? == name {
+                        return Some(Some(key));
+                    }
+                    self.skip()?;
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+            }
+            b'[' => {
+                let index = array_index(token)?;
+                self.at += 1;
+                if self.eat(b']') {
+                    return None;
+                }
+                for _ in 0..index {
+                    self.skip()?;
+                    if !self.eat(b',') {
+                        return None;
+                    }
+                }
+                Some(None)
+            }
+            _ => None,
+        }
     }
 
     /// The span of the string starting here, quotes included.
@@ -165,8 +281,57 @@ mod tests {
             "not JSON: {text}"
         );
         let ours = index(text).expect("indexed");
-        let loader = load_str(text, &limits).expect("loaded").spans;
+        let loaded = load_str(text, &limits).expect("loaded");
+        let loader = &loaded.spans;
         assert_eq!(format!("{ours:?}"), format!("{loader:?}"), "{text}");
+        // The lazy index answers every lookup as the loader's does, for the pointers of
+        // every node and for pointers that run past one.
+        let lazy = SpanIndex::of_json(text);
+        let mut pointers = Vec::new();
+        pointers_of(&loaded.value, String::new(), &mut pointers);
+        // Each lookup reads the text: check an even spread of at most 40 nodes.
+        let step = pointers.len().div_ceil(40).max(1);
+        for node in pointers.into_iter().step_by(step) {
+            for pointer in [
+                node.clone(),
+                format!("{node}/0"),
+                format!("{node}/1"),
+                format!("{node}/missing"),
+                format!("{node}/a~2"),
+            ] {
+                assert_eq!(
+                    lazy.get(&pointer),
+                    loader.get(&pointer),
+                    "{pointer} in {text}"
+                );
+                assert_eq!(lazy.locate(&pointer), loader.locate(&pointer), "{pointer}");
+                assert_eq!(
+                    lazy.key_or_value(&pointer),
+                    loader.key_or_value(&pointer),
+                    "{pointer}"
+                );
+            }
+        }
+        assert_eq!(lazy.len(), loader.len());
+        assert_eq!(lazy.locate("no-slash"), loader.locate("no-slash"));
+    }
+
+    fn pointers_of(value: &serde_json::Value, at: String, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let token = k.replace('~', "~0").replace('/', "~1");
+                    pointers_of(v, format!("{at}/{token}"), out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    pointers_of(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 use indexmap::{Equivalent, IndexMap};
 
@@ -65,12 +66,17 @@ pub(super) enum Slot<'k> {
 /// assert_eq!(&text[span.key.clone().unwrap()], "k");
 /// assert_eq!(&text[span.value.clone()], "1");
 /// ```
+///
+/// An index of a JSON text may also be lazy ([`SpanIndex::of_json`]): it keeps the text
+/// and finds each node when asked, reading only the path to it.
 #[derive(Clone, Debug, Default)]
 pub struct SpanIndex {
     /// Node 0 is the root.
     nodes: Vec<Node>,
     /// Mapping members: (mapping node id, key) → member node id.
     members: IndexMap<(u32, Box<str>), u32>,
+    /// The JSON text a lazy index reads ([`SpanIndex::of_json`]); its `nodes` stay empty.
+    json: Option<Arc<str>>,
 }
 
 /// A borrowed `(u32, Box<str>)` key, hashed the same way, so lookups need no allocation.
@@ -90,10 +96,21 @@ impl Equivalent<(u32, Box<str>)> for MemberRef<'_> {
 }
 
 impl SpanIndex {
+    /// A lazy index of the JSON document `text` (which must be one): each lookup scans
+    /// the text for the path it asks about, and gives the spans the loader would have
+    /// recorded. For a checked JSON pack with a few diagnostics to locate, this costs a
+    /// fraction of indexing every node.
+    pub fn of_json(text: &str) -> SpanIndex {
+        SpanIndex {
+            json: Some(text.into()),
+            ..SpanIndex::default()
+        }
+    }
+
     /// The spans of the node at exactly this pointer (`""` is the root).
-    pub fn get(&self, pointer: &str) -> Option<&NodeSpan> {
-        match self.walk(pointer)? {
-            (id, true) => self.node(id).map(|n| &n.span),
+    pub fn get(&self, pointer: &str) -> Option<NodeSpan> {
+        match self.find(pointer)? {
+            (span, true) => Some(span),
             (_, false) => None,
         }
     }
@@ -101,31 +118,48 @@ impl SpanIndex {
     /// The value span of the node at this pointer or, if there is none, of its longest
     /// existing ancestor (a missing member is blamed on the mapping that lacks it).
     pub fn locate(&self, pointer: &str) -> Option<Range<usize>> {
-        let (id, _) = self.walk(pointer)?;
-        self.node(id).map(|n| n.span.value.clone())
+        self.find(pointer).map(|(span, _)| span.value)
     }
 
     /// The key span of a mapping member, the value span of any other node; for a pointer
     /// that names no node, the value span of its longest existing ancestor (as
     /// [`SpanIndex::locate`]).
     pub fn key_or_value(&self, pointer: &str) -> Option<Range<usize>> {
+        let (span, exact) = self.find(pointer)?;
+        match (span.key, exact) {
+            (Some(key), true) => Some(key),
+            _ => Some(span.value),
+        }
+    }
+
+    /// The spans of the deepest node the pointer reaches, and whether it reaches it in full.
+    fn find(&self, pointer: &str) -> Option<(NodeSpan, bool)> {
+        if let Some(text) = &self.json {
+            return super::json_spans::find(text, pointer);
+        }
         let (id, exact) = self.walk(pointer)?;
-        let span = &self.node(id)?.span;
-        match (&span.key, exact) {
-            (Some(key), true) => Some(key.clone()),
-            _ => Some(span.value.clone()),
+        Some((self.node(id)?.span.clone(), exact))
+    }
+
+    /// This index with every node recorded (a lazy one is built from its text).
+    fn recorded(&self) -> std::borrow::Cow<'_, SpanIndex> {
+        match &self.json {
+            Some(text) => {
+                std::borrow::Cow::Owned(super::json_spans::index(text).unwrap_or_default())
+            }
+            None => std::borrow::Cow::Borrowed(self),
         }
     }
 
     /// The number of nodes recorded. The nodes an alias copies are recorded once, under
     /// their anchor; the alias itself is one node.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.recorded().nodes.len()
     }
 
     /// Whether no node is recorded (nothing was loaded).
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.json.is_none() && self.nodes.is_empty()
     }
 
     /// The part of a document at `pointer`, as a document of its own: `value` (the caller
@@ -133,9 +167,10 @@ impl SpanIndex {
     /// descendants, now rooted at `""`. Spans stay offsets into the original text. A
     /// pointer that names no node gives an empty index.
     pub fn subtree(&self, pointer: &str, value: serde_json::Value) -> Loaded {
+        let all = self.recorded();
         let mut spans = SpanIndex::default();
-        if let Some((id, true)) = self.walk(pointer) {
-            self.copy_into(id, &mut spans);
+        if let Some((id, true)) = all.walk(pointer) {
+            all.copy_into(id, &mut spans);
         }
         Loaded { value, spans }
     }
@@ -294,7 +329,7 @@ enum CopyTo {
 }
 
 /// An array index token: `0` or digits without a leading zero (RFC 6901 §4).
-fn array_index(token: &str) -> Option<usize> {
+pub(super) fn array_index(token: &str) -> Option<usize> {
     let canonical = token == "0"
         || (!token.starts_with('0')
             && !token.is_empty()
@@ -307,7 +342,7 @@ fn array_index(token: &str) -> Option<usize> {
 }
 
 /// Undo RFC 6901 escaping (`~1` → `/`, `~0` → `~`); `None` for a bad escape.
-fn unescape(token: &str) -> Option<std::borrow::Cow<'_, str>> {
+pub(super) fn unescape(token: &str) -> Option<std::borrow::Cow<'_, str>> {
     if !token.contains('~') {
         return Some(token.into());
     }
