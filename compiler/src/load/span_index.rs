@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use indexmap::{Equivalent, IndexMap};
 
@@ -75,8 +76,28 @@ pub struct SpanIndex {
     nodes: Vec<Node>,
     /// Mapping members: (mapping node id, key) → member node id.
     members: IndexMap<(u32, Box<str>), u32>,
-    /// The JSON text a lazy index reads ([`SpanIndex::of_json`]); its `nodes` stay empty.
-    json: Option<Arc<str>>,
+    /// What a lazy index reads ([`SpanIndex::of_json`]); its own `nodes` stay empty.
+    json: Option<Arc<Lazy>>,
+}
+
+/// A JSON text looked up lazily: the first [`LAZY_LOOKUPS`] lookups each scan the path
+/// they ask about; past that, every node is indexed once and the index answers.
+#[derive(Debug)]
+struct Lazy {
+    text: Box<str>,
+    lookups: AtomicUsize,
+    full: OnceLock<SpanIndex>,
+}
+
+/// Lookups a lazy index answers by scanning before it indexes the whole text (a pack
+/// with thousands of diagnostics would otherwise be read thousands of times).
+const LAZY_LOOKUPS: usize = 32;
+
+impl Lazy {
+    fn full(&self) -> &SpanIndex {
+        self.full
+            .get_or_init(|| super::json_spans::index(&self.text).unwrap_or_default())
+    }
 }
 
 /// A borrowed `(u32, Box<str>)` key, hashed the same way, so lookups need no allocation.
@@ -101,8 +122,13 @@ impl SpanIndex {
     /// recorded. For a checked JSON pack with a few diagnostics to locate, this costs a
     /// fraction of indexing every node.
     pub fn of_json(text: &str) -> SpanIndex {
+        let lazy = Lazy {
+            text: text.into(),
+            lookups: AtomicUsize::new(0),
+            full: OnceLock::new(),
+        };
         SpanIndex {
-            json: Some(text.into()),
+            json: Some(Arc::new(lazy)),
             ..SpanIndex::default()
         }
     }
@@ -134,20 +160,23 @@ impl SpanIndex {
 
     /// The spans of the deepest node the pointer reaches, and whether it reaches it in full.
     fn find(&self, pointer: &str) -> Option<(NodeSpan, bool)> {
-        if let Some(text) = &self.json {
-            return super::json_spans::find(text, pointer);
+        if let Some(lazy) = &self.json {
+            if lazy.full.get().is_none()
+                && lazy.lookups.fetch_add(1, Ordering::Relaxed) < LAZY_LOOKUPS
+            {
+                return super::json_spans::find(&lazy.text, pointer);
+            }
+            return lazy.full().find(pointer);
         }
         let (id, exact) = self.walk(pointer)?;
         Some((self.node(id)?.span.clone(), exact))
     }
 
-    /// This index with every node recorded (a lazy one is built from its text).
-    fn recorded(&self) -> std::borrow::Cow<'_, SpanIndex> {
+    /// This index with every node recorded (a lazy one indexes its text, once).
+    fn recorded(&self) -> &SpanIndex {
         match &self.json {
-            Some(text) => {
-                std::borrow::Cow::Owned(super::json_spans::index(text).unwrap_or_default())
-            }
-            None => std::borrow::Cow::Borrowed(self),
+            Some(lazy) => lazy.full(),
+            None => self,
         }
     }
 
