@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 mod common;
-use common::{packc, scratch};
+use common::{assert_contains, packc, scratch, write};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -15,14 +15,8 @@ fn text(b: &[u8]) -> String {
 /// A review: `drafting` submits to the external state `editor`, which waits for
 /// `Approve` (to `done`) or `Reject`.
 fn review(dir: &Path) -> (PathBuf, PathBuf) {
-    let pack = dir.join("review.pack.yaml");
-    std::fs::write(&pack, include_str!("packs/review.yaml")).unwrap();
-    let host = dir.join("host.yaml");
-    std::fs::write(
-        &host,
-        "host:\n  prompts:\n    draft: [{output: draft 1, event: Submit}]\n    publish: [{output: published}]\n",
-    )
-    .unwrap();
+    let pack = write(dir, "review.pack.yaml", include_str!("packs/review.yaml"));
+    let host = write(dir, "host.yaml", "host:\n  prompts:\n    draft: [{output: draft 1, event: Submit}]\n    publish: [{output: published}]\n");
     (pack, host)
 }
 
@@ -86,13 +80,10 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("transition editor -> done on Approve"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("stopped: waiting for a turn in terminal state done"),
-        "{stderr}"
+    assert_contains(&stderr, "transition editor -> done on Approve");
+    assert_contains(
+        &stderr,
+        "stopped: waiting for a turn in terminal state done",
     );
 
     // The next turn runs the terminal state.
@@ -131,8 +122,7 @@ fn a_saved_run_is_refused_for_another_pack() {
         "{}",
         text(&out.stderr)
     );
-    let garbage = dir.join("garbage.snap");
-    std::fs::write(&garbage, "hello").unwrap();
+    let garbage = write(&dir, "garbage.snap", "hello");
     let out = run(&["resume", "--event", "Approve"], &[&garbage]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a run saved by `packc run --save`"));
@@ -173,5 +163,5 @@ fn interactive_reads_turns_and_events_from_stdin() {
         "{stderr}"
     );
     assert!(stdout.starts_with("\"draft 1\"\n"), "{stdout}");
-    assert!(stdout.contains("\"published\""), "{stdout}");
+    assert_contains(&stdout, "\"published\"");
 }

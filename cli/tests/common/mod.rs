@@ -2,7 +2,7 @@
 //! output as text.
 //!
 //! Each test binary compiles its own copy of this module and uses part of it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -77,6 +77,66 @@ pub fn run_host(pack: impl AsRef<std::ffi::OsStr>, host: impl AsRef<std::ffi::Os
         .output()
         .unwrap()
 }
+
+/// Asserts that `text` contains `needle`, showing the text when it does not.
+#[track_caller]
+pub fn assert_contains(text: impl AsRef<str>, needle: &str) {
+    let text = text.as_ref();
+    assert!(text.contains(needle), "{text}");
+}
+
+/// Asserts that `text` does not contain `needle`, showing the text when it does.
+#[track_caller]
+pub fn assert_lacks(text: impl AsRef<str>, needle: &str) {
+    let text = text.as_ref();
+    assert!(!text.contains(needle), "{text}");
+}
+
+/// `packc run --provider openai --model m --base-url <url>`: a live run against a
+/// loopback mock server, to which the test adds the pack and the rest.
+pub fn live(base_url: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = packc();
+    c.args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(base_url);
+    c
+}
+
+/// Runs [`packc`] with these arguments and returns its output. An argument is one value
+/// (`&pack`, `"check"`) or an array of values of one type (`["check", "--format", "json"]`).
+/// `packc_output!(with command; args...)` starts from another `Command` instead.
+macro_rules! packc_output {
+    (with $cmd:expr; $($t:tt)*) => {{
+        let mut c = $cmd;
+        $crate::common::packc_output!(@push c; $($t)*);
+        c.output().unwrap()
+    }};
+    (@push $c:ident;) => {};
+    (@push $c:ident; [$($a:expr),* $(,)?] $(, $($rest:tt)*)?) => {
+        $c.args([$($a),*]);
+        $crate::common::packc_output!(@push $c; $($($rest)*)?);
+    };
+    (@push $c:ident; $a:expr $(, $($rest:tt)*)?) => {
+        $c.arg($a);
+        $crate::common::packc_output!(@push $c; $($($rest)*)?);
+    };
+    ($($t:tt)*) => {{
+        let mut c = $crate::common::packc();
+        $crate::common::packc_output!(@push c; $($t)*);
+        c.output().unwrap()
+    }};
+}
+pub(crate) use packc_output;
+
+/// Runs [`live`] against `base_url` with these further arguments (as [`packc_output!`]
+/// takes them) and returns its output.
+macro_rules! live_output {
+    ($base_url:expr $(, $($t:tt)*)?) => {{
+        let mut c = $crate::common::live($base_url);
+        $crate::common::packc_output!(@push c; $($($t)*)?);
+        c.output().unwrap()
+    }};
+}
+pub(crate) use live_output;
 
 /// Asserts that the command's stderr contains `needle`, showing the stderr when not.
 #[track_caller]
