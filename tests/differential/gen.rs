@@ -117,32 +117,15 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
     let mut tools = BTreeMap::new();
     for name in info.tools.iter().chain(&info.members) {
         let n = if t.chance(96) { t.range(1, 8) } else { 0 } as usize;
-        let answers = (0..n)
-            .map(|_| {
-                if t.chance(6) {
-                    json!({"error": "tool failed"})
-                } else {
-                    json!({"output": output_value(t, 0)})
-                }
-            })
-            .collect();
-        tools.insert(name.clone(), answers);
+        tools.insert(name.clone(), answers(t, n, 6, "tool failed"));
     }
     // A tool no one offers: its answer must never be taken.
     tools.insert("ghost".into(), vec![json!({"output": "ghost answer"})]);
     let mut extensions = BTreeMap::new();
     if info.extensions {
         for kind in EXTENSIONS {
-            let answers = (0..t.range(0, 6))
-                .map(|_| {
-                    if t.chance(10) {
-                        json!({"error": "extension failed"})
-                    } else {
-                        json!({"output": output_value(t, 0)})
-                    }
-                })
-                .collect();
-            extensions.insert(kind.to_owned(), answers);
+            let n = t.range(0, 6) as usize;
+            extensions.insert(kind.to_owned(), answers(t, n, 10, "extension failed"));
         }
     }
     let mut clock = Vec::new();
@@ -286,6 +269,20 @@ fn runtime_strings(t: &mut Tape, m: &mut Map<String, Value>) {
 
 /// A model or tool output: objects may carry an `event` (a composition state's event)
 /// and `artifacts` (artifact writes), strings may hold JSON text (the string rule).
+/// `n` answers of a tool or an extension: each an `error` with `message` at `percent`
+/// percent, else an `output`.
+fn answers(t: &mut Tape, n: usize, percent: u32, message: &str) -> Vec<Value> {
+    (0..n)
+        .map(|_| {
+            if t.chance(percent) {
+                json!({"error": message})
+            } else {
+                json!({"output": output_value(t, 0)})
+            }
+        })
+        .collect()
+}
+
 fn output_value(t: &mut Tape, depth: u32) -> Value {
     match t.weighted(&[20, 60, 8, 12]) {
         0 => scalar(t),

@@ -58,15 +58,23 @@ fn dot_group(out: &mut String, group: &Group, depth: usize) {
 
 /// A DOT double-quoted string; a newline becomes a centered line break.
 fn dot_str(s: &str) -> String {
+    quoted(s, |c| match c {
+        '"' => Some("\\\""),
+        '\\' => Some("\\\\"),
+        '\n' => Some("\\n"),
+        '\r' => Some(""),
+        _ => None,
+    })
+}
+
+/// `s` in double quotes, each character as `escape` writes it (`None`: itself).
+fn quoted(s: &str, escape: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => {}
-            c => out.push(c),
+        match escape(c) {
+            Some(e) => out.push_str(e),
+            None => out.push(c),
         }
     }
     out.push('"');
@@ -123,21 +131,15 @@ fn mermaid_group(out: &mut String, group: &Group, depth: usize) {
 /// A Mermaid quoted label: entity codes for the characters Mermaid or its HTML labels
 /// would read as syntax, `<br/>` for a newline.
 fn mermaid_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '#' => out.push_str("#35;"),
-            '"' => out.push_str("#quot;"),
-            '<' => out.push_str("#lt;"),
-            '>' => out.push_str("#gt;"),
-            '\n' => out.push_str("<br/>"),
-            '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    quoted(s, |c| match c {
+        '#' => Some("#35;"),
+        '"' => Some("#quot;"),
+        '<' => Some("#lt;"),
+        '>' => Some("#gt;"),
+        '\n' => Some("<br/>"),
+        '\r' => Some(""),
+        _ => None,
+    })
 }
 
 fn one_line(s: &str) -> String {
