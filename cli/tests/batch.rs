@@ -246,7 +246,7 @@ fn a_rate_limited_model_still_completes_every_row_under_rpm() {
     std::fs::write(&input, rows(60)).unwrap();
     let mock = Mock::start(|n, body| {
         if n % 5 == 4 {
-            MockReply::status(429, json!({"error": {"message": "slow down"}}))
+            MockReply::status(429, &json!({"error": {"message": "slow down"}}).to_string())
                 .with_header("retry-after", "0.2")
         } else {
             answer(body)
