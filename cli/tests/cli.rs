@@ -1,13 +1,9 @@
 //! The `packc` binary: exit codes, output formats, help.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 mod common;
-use common::{
-    assert_code, assert_contains, assert_lacks, build_to, packc_output, repo, run_host, scratch,
-    stderr, write,
-};
+use common::{assert_code, assert_contains, assert_lacks, build_to, built_and_inspected, on_a_terminal, packc_output, repo, run_host, scratch, stderr, write};
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
@@ -619,20 +615,13 @@ fn undeclared_variable_points_at_the_placeholder() {
 #[cfg(unix)]
 #[test]
 fn trace_on_a_terminal_shows_inputs_and_outputs() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` to make a terminal");
-        return;
-    }
-    let packc = env!("CARGO_BIN_EXE_packc");
-    let command = format!(
-        "{packc} run {} --host {} --trace >/dev/null",
+    let Some(out) = on_a_terminal(&format!(
+        "run {} --host {} --trace",
         repo().join("examples/rfc0010-ex2.pack.yaml").display(),
         repo().join("examples/rfc0010-ex2.host.yaml").display()
-    );
-    let out = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .output()
-        .unwrap();
+    )) else {
+        return;
+    };
     let shown = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert_contains(&shown, "branch route -> extract_paper");
@@ -686,11 +675,7 @@ fn graph_and_inspect_show_extension_steps() {
     let dot = String::from_utf8_lossy(&graph.stdout);
     assert_code(&graph, 0);
     assert_contains(&dot, "extension acme.rerank");
-    let ppk = pack.with_extension("ppk");
-    let build = build_to(&pack, &ppk);
-    assert_code(&build, 0);
-    let inspect = packc_output!("inspect", &ppk);
-    let text = String::from_utf8_lossy(&inspect.stdout);
+    let text = built_and_inspected(&pack, &pack.with_extension("ppk"));
     assert_contains(
         &text,
         r#"1 rerank  extension acme.rerank(${ask#0.output}) {"top_k":3}"#,

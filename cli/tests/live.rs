@@ -1,15 +1,15 @@
 //! `packc run --provider openai` against a mock server: the output, `--record`, and a
 //! recorded run replayed green by `packc test`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use packc_host::mock::{MockServer, Reply};
 
 mod common;
 use common::{
-    assert_code, assert_contains, assert_lacks, build_to, live, live_output, packc, packc_output,
-    repo, scratch, stderr, write,
+    assert_code, assert_contains, assert_lacks, build_to, live, live_output, on_a_terminal, packc,
+    packc_output, repo, scratch, stderr, write,
 };
 
 #[test]
@@ -170,25 +170,17 @@ fn a_built_artifact_runs_live_without_its_source() {
 #[cfg(unix)]
 #[test]
 fn a_terminal_gets_a_status_line_and_a_summary() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` to make a terminal");
-        return;
-    }
     let server = MockServer::start(|_, _| {
         Reply::text(r#"{"type": "manual"}"#).after(std::time::Duration::from_millis(300))
     });
-    let packc = env!("CARGO_BIN_EXE_packc");
     let pack = repo().join("examples/rfc0010-ex1.pack.yaml");
-    let command = format!(
-        "{packc} run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}' >/dev/null",
+    let Some(out) = on_a_terminal(&format!(
+        "run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}'",
         server.base_url(),
         pack.display()
-    );
-    let out = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap();
+    )) else {
+        return;
+    };
     let shown = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert_contains(&shown, "1 model call, 0 tool calls (1 in flight)");
@@ -201,6 +193,17 @@ fn a_terminal_gets_a_status_line_and_a_summary() {
 
 /// A pack whose composition `c` calls tool `dump` (a tool step), then stops.
 const DUMP_PACK: &str = include_str!("packs/dump_pack.yaml");
+
+/// `packc run <pack> --target composition:c --tools <tools>`, with `pack` and `tools` (the
+/// text of each) written to `dir` first.
+fn dump_run(dir: &Path, pack: &str, tools: &str) -> Command {
+    let mut c = packc();
+    c.arg("run")
+        .arg(write(dir, "pack.yaml", pack))
+        .args(["--target", "composition:c", "--tools"])
+        .arg(write(dir, "tools.yaml", tools));
+    c
+}
 
 #[test]
 fn the_default_key_goes_only_to_api_openai_com_unless_named() {
@@ -353,18 +356,8 @@ fn timeouts_past_the_maximum_are_refused_at_parse_time() {
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
     let dir = scratch("timeout-sec");
-    write(&dir, "pack.yaml", DUMP_PACK);
-    write(
-        &dir,
-        "tools.yaml",
-        "tools:\n  dump: {command: [cat], timeout_sec: 1e19}\n",
-    );
-    let out = packc_output!(
-        "run",
-        dir.join("pack.yaml"),
-        ["--target", "composition:c", "--tools"],
-        dir.join("tools.yaml")
-    );
+    let tools = "tools:\n  dump: {command: [cat], timeout_sec: 1e19}\n";
+    let out = dump_run(&dir, DUMP_PACK, tools).output().unwrap();
     let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -379,24 +372,15 @@ fn timeouts_past_the_maximum_are_refused_at_parse_time() {
 #[test]
 fn a_bound_command_sees_only_a_clean_environment_and_its_env() {
     let dir = scratch("clean-env");
-    write(&dir, "pack.yaml", DUMP_PACK);
-    write(
-        &dir,
-        "tools.yaml",
-        r#"tools:
+    let tools = r#"tools:
   dump:
     command: [sh, -c, 'cat >/dev/null; printf "{\"key\": \"%s\", \"other\": \"%s\", \"passed\": \"%s\", \"set\": \"%s\", \"path\": %s}" "$OPENAI_API_KEY" "$OTHER_SECRET" "$PASSED" "$MODE" "$([ -n "$PATH" ] && echo true || echo false)"']
     env: {PASSED: null, MODE: test}
-"#,
-    );
-    let out = packc()
+"#;
+    let out = dump_run(&dir, DUMP_PACK, tools)
         .env("OPENAI_API_KEY", "sk-never-for-tools")
         .env("OTHER_SECRET", "hidden")
         .env("PASSED", "given")
-        .arg("run")
-        .arg(dir.join("pack.yaml"))
-        .args(["--target", "composition:c", "--tools"])
-        .arg(dir.join("tools.yaml"))
         .output()
         .unwrap();
     let stderr = stderr(&out);
@@ -427,24 +411,11 @@ fn host_calls_are_capped_by_default_and_by_flag() {
         "args: {}}",
         "args: {}, modifiers: {retry: {max_attempts: 50}}}",
     );
-    write(&dir, "pack.yaml", pack);
-    write(
-        &dir,
-        "tools.yaml",
-        "tools:\n  dump: {command: [sh, -c, 'exit 1']}\n",
-    );
-    let out = packc_output!(
-        "run",
-        dir.join("pack.yaml"),
-        [
-            "--target",
-            "composition:c",
-            "--max-host-calls",
-            "5",
-            "--tools"
-        ],
-        dir.join("tools.yaml")
-    );
+    let tools = "tools:\n  dump: {command: [sh, -c, 'exit 1']}\n";
+    let out = dump_run(&dir, &pack, tools)
+        .args(["--max-host-calls", "5"])
+        .output()
+        .unwrap();
     let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_contains(&stderr, "error[limit_exceeded]: the embedder's limit of 5 host calls was reached (`max_host_calls`) (raise it with --max-host-calls N)");

@@ -4,10 +4,7 @@
 use std::path::PathBuf;
 
 mod common;
-use common::{
-    assert_code, assert_contains, assert_stderr_contains, build_to, packc_output, run_host,
-    scratch, stderr, write,
-};
+use common::{assert_contains, assert_stderr_contains, built_and_inspected, packc_output, run_host, scratch, stderr, write};
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
 /// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
@@ -97,11 +94,7 @@ fn a_runtime_unresolved_binding_names_its_step() {
 fn inspect_writes_not_around_what_it_negates() {
     let dir = scratch("inspect");
     let pack = pack(&dir);
-    let ppk = dir.join("review.ppk");
-    let out = build_to(&pack, &ppk);
-    assert_code(&out, 0);
-    let out = packc_output!("inspect", &ppk);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = built_and_inspected(&pack, &dir.join("review.ppk"));
     assert_contains(
         &stdout,
         r#"if not (${first#0.output.lang} == "en") then second"#,

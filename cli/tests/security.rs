@@ -241,6 +241,15 @@ fn ten_thousand_diagnostics_are_bounded_and_fast() {
     assert_eq!(last["line"], 1);
 }
 
+/// Asserts that `shown` (what a command printed) holds no control character and shows
+/// `escaped`, the escaped form of the pack text that had them.
+#[track_caller]
+fn assert_escaped(shown: &[u8], escaped: &str) {
+    let text = String::from_utf8_lossy(shown);
+    assert!(!has_control(shown), "{text:?}");
+    assert!(text.contains(escaped), "{text:?}");
+}
+
 fn has_control(text: &[u8]) -> bool {
     String::from_utf8_lossy(text)
         .chars()
@@ -256,12 +265,7 @@ fn pack_text_never_reaches_the_terminal_raw() {
     std::fs::write(&pack, source.replace("PROMPT", "\"q\\e[2J\\r\"")).unwrap();
     let out = packc_output!("check", &pack);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        !has_control(&out.stderr),
-        "{:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`q\\u{1b}[2J\\u{d}`"));
+    assert_escaped(&out.stderr, "`q\\u{1b}[2J\\u{d}`");
     // The same in an artifact's strings, and in a run's error and trace.
     std::fs::write(&pack, source.replace("PROMPT", "p")).unwrap();
     let ppk = dir.join("esc.ppk");
@@ -269,12 +273,7 @@ fn pack_text_never_reaches_the_terminal_raw() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let out = packc_output!("inspect", &ppk);
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        !has_control(&out.stdout),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("c\\u{1b}]0;owned\\u{7}"));
+    assert_escaped(&out.stdout, "c\\u{1b}]0;owned\\u{7}");
     let host = write(
         &dir,
         "host.yaml",

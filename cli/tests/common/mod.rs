@@ -56,6 +56,23 @@ pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
 }
 
+/// Runs `packc <args>` (a shell command line's arguments) on a terminal, a pty from
+/// util-linux `script`, with its stdout sent to /dev/null: what `script` returns shows
+/// what the terminal got. `None`, with a note, where there is no `script`.
+pub fn on_a_terminal(args: &str) -> Option<Output> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to make a terminal");
+        return None;
+    }
+    let command = format!("{} {args} >/dev/null", env!("CARGO_BIN_EXE_packc"));
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    Some(out)
+}
+
 /// `packc build <pack> -o <out>`.
 pub fn build_to(pack: impl AsRef<std::ffi::OsStr>, out: impl AsRef<std::ffi::OsStr>) -> Output {
     packc()
@@ -65,6 +82,14 @@ pub fn build_to(pack: impl AsRef<std::ffi::OsStr>, out: impl AsRef<std::ffi::OsS
         .arg(out)
         .output()
         .unwrap()
+}
+
+/// Builds `pack` to `ppk`, asserting success, and returns what `packc inspect <ppk>`
+/// printed.
+#[track_caller]
+pub fn built_and_inspected(pack: &Path, ppk: &Path) -> String {
+    assert_code(&build_to(pack, ppk), 0);
+    stdout(&packc().arg("inspect").arg(ppk).output().unwrap())
 }
 
 /// `packc run <pack> --host <host>`.
