@@ -21,6 +21,13 @@ fn build(pack: &Path, out: &Path) {
     );
 }
 
+/// Builds `examples/<example>` to `<dir>/<name>` and returns the artifact's bytes.
+fn build_example(dir: &Path, example: &str, name: &str) -> Vec<u8> {
+    let ppk = dir.join(name);
+    build(&repo().join("examples").join(example), &ppk);
+    std::fs::read(&ppk).unwrap()
+}
+
 fn run_with_host(pack: &Path, host: &Path, input: &str) -> Output {
     packc_output!("run", pack, ["--input", input, "--trace", "--host"], host)
 }
@@ -121,9 +128,7 @@ fn inspect_shows_header_sections_and_module() {
 #[test]
 fn corrupt_artifacts_exit_two_with_one_line() {
     let dir = scratch("corrupt");
-    let ppk = dir.join("ok.ppk");
-    build(&repo().join("examples/rfc0010-ex1.pack.yaml"), &ppk);
-    let bytes = std::fs::read(&ppk).unwrap();
+    let bytes = build_example(&dir, "rfc0010-ex1.pack.yaml", "ok.ppk");
 
     let mut flipped = bytes.clone();
     flipped[bytes.len() / 2] ^= 0x10;
@@ -164,9 +169,7 @@ fn corrupt_artifacts_exit_two_with_one_line() {
 #[test]
 fn cut_and_empty_artifacts_are_truncated() {
     let dir = scratch("cut");
-    let ppk = dir.join("ex2.ppk");
-    build(&repo().join("examples/rfc0010-ex2.pack.yaml"), &ppk);
-    let bytes = std::fs::read(&ppk).unwrap();
+    let bytes = build_example(&dir, "rfc0010-ex2.pack.yaml", "ex2.ppk");
     let cut = write(&dir, "cut.ppk", &bytes[..bytes.len() - 100]);
     for command in ["inspect", "run"] {
         let out = packc_output!(command, &cut);

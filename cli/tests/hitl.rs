@@ -3,10 +3,10 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
 mod common;
-use common::{assert_contains, packc, scratch, write};
+use common::{assert_contains, packc, packc_output, scratch, write};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -20,15 +20,6 @@ fn review(dir: &Path) -> (PathBuf, PathBuf) {
     (pack, host)
 }
 
-fn run(args: &[&str], paths: &[&Path]) -> Output {
-    let mut c = packc();
-    c.args(args);
-    for p in paths {
-        c.arg(p);
-    }
-    c.output().unwrap()
-}
-
 #[test]
 fn a_run_waiting_for_approval_is_saved_and_resumed() {
     let dir = scratch("save");
@@ -36,10 +27,7 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     let snap = dir.join("run.snap");
 
     // Without --save the run ends, but says what it was waiting for.
-    let out = run(
-        &["run", "--input", "\"write it\"", "--host"],
-        &[&host, &pack],
-    );
+    let out = packc_output!(["run", "--input", "\"write it\"", "--host"], &host, &pack);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains(
@@ -66,7 +54,7 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     );
 
     // A wrong event leaves the saved run as it was.
-    let out = run(&["resume", "--event", "Later", "--host"], &[&host, &snap]);
+    let out = packc_output!(["resume", "--event", "Later", "--host"], &host, &snap);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("error[invalid_event]"),
@@ -74,9 +62,10 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
         text(&out.stderr)
     );
 
-    let out = run(
-        &["resume", "--event", "Approve", "--trace", "--host"],
-        &[&host, &snap],
+    let out = packc_output!(
+        ["resume", "--event", "Approve", "--trace", "--host"],
+        &host,
+        &snap
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
@@ -87,7 +76,7 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     );
 
     // The next turn runs the terminal state.
-    let out = run(&["resume", "--turn", "\"go\"", "--host"], &[&host, &snap]);
+    let out = packc_output!(["resume", "--turn", "\"go\"", "--host"], &host, &snap);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).trim(),
@@ -102,9 +91,12 @@ fn a_saved_run_is_refused_for_another_pack() {
     let dir = scratch("other");
     let (pack, host) = review(&dir);
     let snap = dir.join("run.snap");
-    let out = run(
-        &["run", "--input", "\"x\"", "--host"],
-        &[&host, &pack, Path::new("--save"), &snap],
+    let out = packc_output!(
+        ["run", "--input", "\"x\"", "--host"],
+        &host,
+        &pack,
+        "--save",
+        &snap
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let other = dir.join("other.pack.yaml");
@@ -112,10 +104,7 @@ fn a_saved_run_is_refused_for_another_pack() {
         .unwrap()
         .replace("Publish.", "Ship it.");
     std::fs::write(&other, source).unwrap();
-    let out = run(
-        &["resume", "--event", "Approve", "--pack"],
-        &[&other, &snap],
-    );
+    let out = packc_output!(["resume", "--event", "Approve", "--pack"], &other, &snap);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("was saved from another artifact"),
@@ -123,7 +112,7 @@ fn a_saved_run_is_refused_for_another_pack() {
         text(&out.stderr)
     );
     let garbage = write(&dir, "garbage.snap", "hello");
-    let out = run(&["resume", "--event", "Approve"], &[&garbage]);
+    let out = packc_output!(["resume", "--event", "Approve"], &garbage);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a run saved by `packc run --save`"));
 }

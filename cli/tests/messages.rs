@@ -4,28 +4,30 @@
 use std::path::PathBuf;
 
 mod common;
-use common::{assert_contains, assert_stderr_contains, built_and_inspected, packc_output, run_host, scratch, stderr, write};
+use common::{
+    assert_contains, assert_stderr_contains, built_and_inspected, packc_output, run_host, scratch,
+    stderr, write,
+};
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
 /// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
 /// reads a member the first step's output lacks, and whose branch negates a comparison.
 const PACK: &str = include_str!("packs/messages.yaml");
 
-fn pack(dir: &std::path::Path) -> PathBuf {
-    write(dir, "review.pack.yaml", PACK)
+/// A fresh folder for test `test`, and the path of [`PACK`] written into it.
+fn pack(test: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let pack = write(&dir, "review.pack.yaml", PACK);
+    (dir, pack)
 }
 
 #[test]
 fn input_that_is_not_json_says_how_to_quote_it() {
-    let dir = scratch("input");
-    let pack = pack(&dir);
+    let (dir, pack) = pack("input");
     let out = packc_output!("run", &pack, ["--input", "hello"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains(r#"write `--input '"hello"'`"#) && stderr(&out).contains("@file"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_contains(&out, r#"write `--input '"hello"'`"#);
+    assert_stderr_contains(&out, "@file");
     let bad = write(&dir, "bad.json", "{oops");
     let out = packc_output!("run", &pack, "--input", format!("@{}", bad.display()));
     assert_eq!(out.status.code(), Some(2));
@@ -34,15 +36,12 @@ fn input_that_is_not_json_says_how_to_quote_it() {
 
 #[test]
 fn an_unknown_target_member_gets_did_you_mean() {
-    let dir = scratch("target");
-    let pack = pack(&dir);
+    let (_, pack) = pack("target");
     let out = packc_output!("run", &pack, ["--target", "agent:helpr"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out)
-            .contains("no agent member `helpr` in target `agent:helpr`; did you mean `helper`?"),
-        "{}",
-        stderr(&out)
+    assert_stderr_contains(
+        &out,
+        "no agent member `helpr` in target `agent:helpr`; did you mean `helper`?",
     );
     let out = packc_output!("run", &pack, ["--target", "agent:nobody"]);
     assert_stderr_contains(&out, "the agent members are: `helper`");
@@ -50,8 +49,7 @@ fn an_unknown_target_member_gets_did_you_mean() {
 
 #[test]
 fn an_invalid_event_lists_the_states_events() {
-    let dir = scratch("event");
-    let pack = pack(&dir);
+    let (dir, pack) = pack("event");
     let host = write(&dir, "host.yaml", "script:\n  - turn: go\n  - event: Aprove\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n");
     let out = run_host(&pack, &host);
     assert_eq!(out.status.code(), Some(1));
@@ -73,8 +71,7 @@ fn an_invalid_event_lists_the_states_events() {
 
 #[test]
 fn a_runtime_unresolved_binding_names_its_step() {
-    let dir = scratch("binding");
-    let pack = pack(&dir);
+    let (dir, pack) = pack("binding");
     let host = write(
         &dir,
         "host.yaml",
@@ -92,8 +89,7 @@ fn a_runtime_unresolved_binding_names_its_step() {
 
 #[test]
 fn inspect_writes_not_around_what_it_negates() {
-    let dir = scratch("inspect");
-    let pack = pack(&dir);
+    let (dir, pack) = pack("inspect");
     let stdout = built_and_inspected(&pack, &dir.join("review.ppk"));
     assert_contains(
         &stdout,
