@@ -85,11 +85,7 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
     }
     let mut prompts = BTreeMap::new();
     for p in &info.prompts {
-        let n = if t.chance(95) {
-            t.range(2, 16)
-        } else {
-            t.range(0, 1)
-        } as usize;
+        let n = t.count(95, (2, 16), (0, 1));
         let mut answers: Vec<Value> = (0..n).map(|_| model_answer(t, &info)).collect();
         if t.chance(4) {
             // A model that keeps asking for tools: runs into `max_rounds`, an agent
@@ -383,11 +379,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
         n_comps = 1;
     }
     let comp_keys: Vec<String> = (0..n_comps).map(|i| format!("c{i}")).collect();
-    let n_states = if t.chance(10) {
-        t.range(5, 10)
-    } else {
-        t.range(1, 4)
-    } as usize;
+    let n_states = t.count(10, (5, 10), (1, 4));
     let state_keys: Vec<String> = (0..n_states).map(|i| format!("w{i}")).collect();
     let members: Vec<String> = if t.chance(30) {
         let mut m: Vec<String> = prompt_keys
@@ -972,11 +964,7 @@ fn leaf(t: &mut Tape, ctx: &CompCtx, id: &str, kind: usize, visible: &[Root]) ->
 }
 
 fn composition(t: &mut Tape, ctx: &CompCtx) -> Value {
-    let n = if t.chance(10) {
-        t.range(6, 10)
-    } else {
-        t.range(1, 5)
-    } as usize;
+    let n = t.count(10, (6, 10), (1, 5));
     let ids: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
     let mut steps = Vec::new();
     let mut visible = vec![Root {
