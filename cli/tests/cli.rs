@@ -618,15 +618,13 @@ fn undeclared_variable_points_at_the_placeholder() {
 #[cfg(unix)]
 #[test]
 fn trace_on_a_terminal_shows_inputs_and_outputs() {
-    let Some(out) = on_a_terminal(&format!(
+    let Some(shown) = on_a_terminal(&format!(
         "run {} --host {} --trace",
         repo().join("examples/rfc0010-ex2.pack.yaml").display(),
         repo().join("examples/rfc0010-ex2.host.yaml").display()
     )) else {
         return;
     };
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{shown}");
     assert_contains(&shown, "branch route -> extract_paper");
     assert!(
         shown.contains("  prompt doc_classifier: ")

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 mod common;
-use common::{assert_contains, packc, packc_output, scratch, write};
+use common::{assert_contains, assert_stderr_contains, packc, packc_output, scratch, write};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -56,11 +56,7 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     // A wrong event leaves the saved run as it was.
     let out = packc_output!(["resume", "--event", "Later", "--host"], &host, &snap);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("error[invalid_event]"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_stderr_contains(&out, "error[invalid_event]");
 
     let out = packc_output!(
         ["resume", "--event", "Approve", "--trace", "--host"],
@@ -106,11 +102,7 @@ fn a_saved_run_is_refused_for_another_pack() {
     std::fs::write(&other, source).unwrap();
     let out = packc_output!(["resume", "--event", "Approve", "--pack"], &other, &snap);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("was saved from another artifact"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_stderr_contains(&out, "was saved from another artifact");
     let garbage = write(&dir, "garbage.snap", "hello");
     let out = packc_output!(["resume", "--event", "Approve"], &garbage);
     assert_eq!(out.status.code(), Some(2));

@@ -57,9 +57,10 @@ pub fn assert_code(out: &Output, code: i32) {
 }
 
 /// Runs `packc <args>` (a shell command line's arguments) on a terminal, a pty from
-/// util-linux `script`, with its stdout sent to /dev/null: what `script` returns shows
-/// what the terminal got. `None`, with a note, where there is no `script`.
-pub fn on_a_terminal(args: &str) -> Option<Output> {
+/// util-linux `script`, with its stdout sent to /dev/null, asserts that it succeeded and
+/// returns what the terminal showed. `None`, with a note, where there is no `script`.
+#[track_caller]
+pub fn on_a_terminal(args: &str) -> Option<String> {
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("skipped: no `script` to make a terminal");
         return None;
@@ -70,7 +71,9 @@ pub fn on_a_terminal(args: &str) -> Option<Output> {
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
-    Some(out)
+    let shown = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    Some(shown)
 }
 
 /// `packc build <pack> -o <out>`.
