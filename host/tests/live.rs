@@ -188,8 +188,7 @@ fn a_schema_mismatch_is_a_host_error_that_retry_asks_again() {
     let live = score_x(&p, &server);
     assert!(failure(&live).contains("not JSON"), "{}", failure(&live));
     let server = MockServer::start(|_, _| Reply::text(r#"{"score": "high"}"#));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
+    let message = failure(&score_x(&p, &server));
     assert_contains(
         &message,
         "does not match output_schema `schemas/answer.json` at `/score`",
@@ -387,8 +386,7 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
         ),
     });
     let p = program(&scratch("401", SCORE));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
+    let message = failure(&score_x(&p, &server));
     assert_contains(&message, "401 (check the API key): Incorrect API key");
     assert!(!message.contains("sk-secret"));
     let mut cfg = config(Some(&server));
@@ -404,8 +402,7 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
 fn a_body_that_is_not_json_is_a_host_error() {
     let server = MockServer::start(|_, _| Reply::status(200, "<html>proxy error</html>"));
     let p = program(&scratch("html", SCORE));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
+    let message = failure(&score_x(&p, &server));
     assert_contains(
         &message,
         "answered 200 with a body that is not JSON: <html>proxy error</html>",
@@ -766,8 +763,7 @@ fn model_calls_do_not_follow_redirects_and_say_where_they_pointed() {
         let server =
             MockServer::start(move |_, _| Reply::status(status, "").with_header("Location", &to));
         let p = program(&scratch(&format!("redirect-{status}"), SCORE));
-        let live = score_x(&p, &server);
-        let message = failure(&live);
+        let message = failure(&score_x(&p, &server));
         assert!(
             message.contains(&format!("answered {status}, a redirect (to {target})")),
             "{message}"
