@@ -15,6 +15,13 @@ fn text(out: &Output) -> (String, String) {
     (stdout(out), stderr(out))
 }
 
+/// A fresh folder for test `test` and the path of `text` written into it as `name`.
+fn pack_in(test: &str, name: &str, text: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let pack = write(&dir, name, text);
+    (dir, pack)
+}
+
 /// RFC 0017: `draft` runs on `drafter` (the step's provider), `final` on `default`.
 const ROUTED: &str = include_str!("packs/routed.yaml");
 
@@ -36,8 +43,7 @@ fn big_model(primary: &MockServer) -> std::process::Command {
 #[test]
 fn an_unbound_provider_is_refused_before_any_request() {
     let primary = MockServer::start(|_, _| Reply::text("primary"));
-    let dir = scratch("unbound");
-    let pack = write(&dir, "routed.pack.yaml", ROUTED);
+    let (_, pack) = pack_in("unbound", "routed.pack.yaml", ROUTED);
     let out = packc_output!(
         with big_model(&primary);
         &pack,
@@ -55,8 +61,7 @@ fn an_unbound_provider_is_refused_before_any_request() {
 fn routed_calls_go_to_the_server_bound_to_their_provider() {
     let primary = MockServer::start(|_, _| Reply::text("final summary"));
     let drafter = MockServer::start(|_, _| Reply::text("draft summary"));
-    let dir = scratch("routed");
-    let pack = write(&dir, "routed.pack.yaml", ROUTED);
+    let (dir, pack) = pack_in("routed", "routed.pack.yaml", ROUTED);
     let case = dir.join("routed.case.yaml");
     let out = packc_output!(
         with big_model(&primary);
@@ -88,9 +93,8 @@ fn routed_calls_go_to_the_server_bound_to_their_provider() {
 
 #[test]
 fn the_spec_level_flag_overrides_the_claim() {
-    let dir = scratch("level");
-    let pack = write(
-        &dir,
+    let (dir, pack) = pack_in(
+        "level",
         "p.pack.yaml",
         include_str!("packs/the_spec_level_flag_overrides_the_claim.yaml"),
     );
@@ -124,9 +128,8 @@ fn the_spec_level_flag_overrides_the_claim() {
 
 #[test]
 fn a_note_is_printed_but_never_fails_deny_warnings() {
-    let dir = scratch("note");
-    let pack = write(
-        &dir,
+    let (dir, pack) = pack_in(
+        "note",
         "p.pack.yaml",
         include_str!("packs/a_note_is_printed_but_never_fails_deny_warnings.yaml"),
     );
@@ -158,8 +161,7 @@ const GOVERNED: &str = include_str!("packs/governed.yaml");
 
 #[test]
 fn environments_outside_the_approved_list_are_refused() {
-    let dir = scratch("environment");
-    let pack = write(&dir, "g.pack.yaml", GOVERNED);
+    let (dir, pack) = pack_in("environment", "g.pack.yaml", GOVERNED);
     let host = write(
         &dir,
         "host.yaml",
