@@ -80,22 +80,19 @@ const DOT_GROUP: GroupLines = GroupLines {
 
 /// A DOT double-quoted string; a newline becomes a centered line break.
 fn dot_str(s: &str) -> String {
-    quoted(s, |c| match c {
-        '"' => Some("\\\""),
-        '\\' => Some("\\\\"),
-        '\n' => Some("\\n"),
-        '\r' => Some(""),
-        _ => None,
-    })
+    quoted(s, DOT_ESCAPES)
 }
 
-/// `s` in double quotes, each character as `escape` writes it (`None`: itself).
-fn quoted(s: &str, escape: impl Fn(char) -> Option<&'static str>) -> String {
+/// What a DOT double-quoted string escapes, and how.
+const DOT_ESCAPES: &[(char, &str)] = &[('"', "\\\""), ('\\', "\\\\"), ('\n', "\\n"), ('\r', "")];
+
+/// `s` in double quotes, each character of `escapes` written as its text there.
+fn quoted(s: &str, escapes: &[(char, &str)]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
-        match escape(c) {
-            Some(e) => out.push_str(e),
+        match escapes.iter().find(|(e, _)| *e == c) {
+            Some((_, text)) => out.push_str(text),
             None => out.push(c),
         }
     }
@@ -143,16 +140,18 @@ const MERMAID_GROUP: GroupLines = GroupLines {
 /// A Mermaid quoted label: entity codes for the characters Mermaid or its HTML labels
 /// would read as syntax, `<br/>` for a newline.
 fn mermaid_str(s: &str) -> String {
-    quoted(s, |c| match c {
-        '#' => Some("#35;"),
-        '"' => Some("#quot;"),
-        '<' => Some("#lt;"),
-        '>' => Some("#gt;"),
-        '\n' => Some("<br/>"),
-        '\r' => Some(""),
-        _ => None,
-    })
+    quoted(s, MERMAID_ESCAPES)
 }
+
+/// What a Mermaid label escapes, and how.
+const MERMAID_ESCAPES: &[(char, &str)] = &[
+    ('#', "#35;"),
+    ('"', "#quot;"),
+    ('<', "#lt;"),
+    ('>', "#gt;"),
+    ('\n', "<br/>"),
+    ('\r', ""),
+];
 
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
