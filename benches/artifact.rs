@@ -8,31 +8,28 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES;
 use ir_spec::Artifact;
 use packc_compiler::{build_artifact, Options};
-use packc_suite::gen::{big_pack, PromptKeys};
+use packc_suite::gen::sized_json_packs;
 
 fn bench_compile(c: &mut Criterion) {
     let mut group = c.benchmark_group("compile");
     group.sample_size(20);
-    for keys in [PromptKeys::Shared, PromptKeys::Distinct] {
-        for n in [250, 500, 1000] {
-            let text = serde_json::to_vec(&big_pack(n, 5, keys)).unwrap();
-            let (_, artifact) = build_artifact(&text, &Options::default()).unwrap();
-            assert!(artifact.is_some());
-            group.throughput(Throughput::Bytes(text.len() as u64));
-            group.bench_with_input(
-                BenchmarkId::new(format!("json/{keys:?}"), n),
-                &text,
-                |b, text| {
-                    b.iter(|| {
-                        build_artifact(text, &Options::default())
-                            .unwrap()
-                            .1
-                            .unwrap()
-                            .encode()
-                    })
-                },
-            );
-        }
+    for (keys, n, text) in sized_json_packs() {
+        let (_, artifact) = build_artifact(&text, &Options::default()).unwrap();
+        assert!(artifact.is_some());
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(
+            BenchmarkId::new(format!("json/{keys:?}"), n),
+            &text,
+            |b, text| {
+                b.iter(|| {
+                    build_artifact(text, &Options::default())
+                        .unwrap()
+                        .1
+                        .unwrap()
+                        .encode()
+                })
+            },
+        );
     }
     group.finish();
 }

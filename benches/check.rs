@@ -4,22 +4,19 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use packc_compiler::{check_bytes, Options};
-use packc_suite::gen::{big_pack, PromptKeys};
+use packc_suite::gen::{big_pack, sized_json_packs, PromptKeys};
 
 fn bench_check(c: &mut Criterion) {
     let mut group = c.benchmark_group("check");
     group.sample_size(20);
-    for keys in [PromptKeys::Shared, PromptKeys::Distinct] {
-        for n in [250, 500, 1000] {
-            let text = serde_json::to_vec(&big_pack(n, 5, keys)).unwrap();
-            assert!(!check_bytes(&text, &Options::default()).has_errors());
-            group.throughput(Throughput::Bytes(text.len() as u64));
-            group.bench_with_input(
-                BenchmarkId::new(format!("json/{keys:?}"), n),
-                &text,
-                |b, text| b.iter(|| check_bytes(text, &Options::default())),
-            );
-        }
+    for (keys, n, text) in sized_json_packs() {
+        assert!(!check_bytes(&text, &Options::default()).has_errors());
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(
+            BenchmarkId::new(format!("json/{keys:?}"), n),
+            &text,
+            |b, text| b.iter(|| check_bytes(text, &Options::default())),
+        );
     }
     let yaml = packc_suite::gen::to_yaml(&big_pack(1000, 5, PromptKeys::Shared));
     assert!(!check_bytes(yaml.as_bytes(), &Options::default()).has_errors());

@@ -123,15 +123,21 @@ fn bench_runs(c: &mut Criterion) {
             &["billing", "resolved"],
         ),
     ];
+    // Each case's program and input, loaded once for the three groups.
+    let loaded: Vec<_> = cases
+        .iter()
+        .map(|&(name, path, calls, events)| {
+            let input = if name == "workflow_support" {
+                json!("I was charged twice")
+            } else {
+                input.clone()
+            };
+            (name, program(&root().join(path)), input, calls, events)
+        })
+        .collect();
     let mut group = c.benchmark_group("vm");
-    for (name, path, calls, events) in cases {
-        let p = program(&root().join(path));
-        let input = if *name == "workflow_support" {
-            json!("I was charged twice")
-        } else {
-            input.clone()
-        };
-        run_prebuilt(&p, input.clone(), answers(*calls, events));
+    for (name, p, input, calls, events) in &loaded {
+        run_prebuilt(p, input.clone(), answers(*calls, events));
         group.bench_with_input(BenchmarkId::from_parameter(name), &p, |b, p| {
             b.iter_batched(
                 || (input.clone(), answers(*calls, events)),
@@ -142,13 +148,7 @@ fn bench_runs(c: &mut Criterion) {
     }
     group.finish();
     let mut group = c.benchmark_group("vm_reuse");
-    for (name, path, calls, events) in cases {
-        let p = program(&root().join(path));
-        let input = if *name == "workflow_support" {
-            json!("I was charged twice")
-        } else {
-            input.clone()
-        };
+    for (name, p, input, calls, events) in &loaded {
         let mut run = Run::new(p.clone(), Target::Workflow, RunOptions::default()).unwrap();
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_batched(
@@ -165,17 +165,11 @@ fn bench_runs(c: &mut Criterion) {
     group.finish();
     let mut group = c.benchmark_group("vm_host");
     let model = model_output();
-    for (name, path, _, events) in cases {
-        let p = program(&root().join(path));
-        let input = if *name == "workflow_support" {
-            json!("I was charged twice")
-        } else {
-            input.clone()
-        };
+    for (name, p, input, _, events) in &loaded {
         group.bench_with_input(BenchmarkId::from_parameter(name), &p, |b, p| {
             b.iter_batched(
                 || (),
-                |()| run_cloning(p, &input, &model, events),
+                |()| run_cloning(p, input, &model, events),
                 BatchSize::SmallInput,
             )
         });

@@ -63,6 +63,16 @@ pub fn big_pack(comps: usize, steps: usize, keys: PromptKeys) -> Value {
     })
 }
 
+/// The JSON text of [`big_pack`] with 5 steps a composition, for each prompt-key choice
+/// and 250, 500 and 1,000 compositions: the sizes the front-end benches measure, to check
+/// that the cost grows linearly.
+pub fn sized_json_packs() -> impl Iterator<Item = (PromptKeys, usize, Vec<u8>)> {
+    [PromptKeys::Shared, PromptKeys::Distinct]
+        .into_iter()
+        .flat_map(|keys| [250, 500, 1000].map(|n| (keys, n)))
+        .map(|(keys, n)| (keys, n, serde_json::to_vec(&big_pack(n, 5, keys)).unwrap()))
+}
+
 /// A JSON value as block-style YAML text (JSON strings are valid YAML scalars).
 pub fn to_yaml(v: &Value) -> String {
     fn go(v: &Value, indent: usize, out: &mut String) {

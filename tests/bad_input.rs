@@ -19,16 +19,19 @@ fn only_kind(checked: &Checked) -> DiagKind {
     checked.diagnostics[0].kind
 }
 
+/// Asserts that the first diagnostic's message contains `needle`.
+#[track_caller]
+fn assert_message_contains(checked: &Checked, needle: &str) {
+    let message = &checked.diagnostics[0].message;
+    assert!(message.contains(needle), "{message}");
+}
+
 #[test]
 fn empty_file() {
     for text in ["", "   \n\n", "# only a comment\n"] {
         let c = check(text.as_bytes());
         assert_eq!(only_kind(&c), DiagKind::ParseError, "{text:?}");
-        assert!(
-            c.diagnostics[0].message.contains("empty"),
-            "{}",
-            c.diagnostics[0].message
-        );
+        assert_message_contains(&c, "empty");
     }
 }
 
@@ -68,11 +71,7 @@ fn alias_bomb_is_refused_quickly() {
     }
     let c = check(text.as_bytes());
     assert_eq!(only_kind(&c), DiagKind::ParseError);
-    assert!(
-        c.diagnostics[0].message.contains("alias"),
-        "{}",
-        c.diagnostics[0].message
-    );
+    assert_message_contains(&c, "alias");
 }
 
 #[test]

@@ -82,11 +82,7 @@ fn rendered(bytes: &[u8]) -> String {
     };
     let checked = check_bytes(bytes, &options);
     let text = String::from_utf8_lossy(bytes);
-    let src = RenderSource {
-        name: "mutated.pack.yaml",
-        text: &text,
-        spans: checked.loaded.as_ref().map(|l| &l.spans),
-    };
+    let src = RenderSource::of_checked("mutated.pack.yaml", &text, &checked);
     let mut out = Vec::new();
     render::human(&src, &checked.diagnostics, false, &mut out).unwrap();
     for d in &checked.diagnostics {

@@ -233,14 +233,10 @@ impl Client {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) if e.is_timeout() => {
-                return Attempt::Retry {
-                    error: format!(
+                return Attempt::timed_out(format!(
                     "timed out calling {shown}: no complete answer within the call timeout of {} s",
                     self.config.timeout.as_secs_f64()
-                ),
-                    after: None,
-                    rate_limited: false,
-                }
+                ))
             }
             Err(e) if e.is_connect() => {
                 return Attempt::Fatal(format!("cannot connect to {shown}: connection failed"))
@@ -259,14 +255,10 @@ impl Client {
         let text = match resp.text().await {
             Ok(t) => t,
             Err(e) if e.is_timeout() => {
-                return Attempt::Retry {
-                    error: format!(
-                        "timed out after {:?} reading the answer of {shown}",
-                        self.config.timeout
-                    ),
-                    after: None,
-                    rate_limited: false,
-                }
+                return Attempt::timed_out(format!(
+                    "timed out after {:?} reading the answer of {shown}",
+                    self.config.timeout
+                ))
             }
             Err(e) => {
                 return Attempt::Fatal(format!(

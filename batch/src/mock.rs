@@ -6,61 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
-/// What the mock answers.
-#[derive(Clone, Debug)]
-pub struct MockReply {
-    /// The status code.
-    pub status: u16,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// The body.
-    pub body: String,
-    /// How long to wait before answering.
-    pub delay: Duration,
-}
-
-impl MockReply {
-    /// A 200 Chat Completions answer with `content`, reporting 15 tokens.
-    pub fn text(content: &str) -> MockReply {
-        MockReply {
-            status: 200,
-            headers: Vec::new(),
-            body: json!({
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": content}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            })
-            .to_string(),
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// A `status` answer with a JSON body.
-    pub fn status(status: u16, body: Value) -> MockReply {
-        MockReply {
-            status,
-            headers: Vec::new(),
-            body: body.to_string(),
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// With a header.
-    pub fn with_header(mut self, name: &str, value: &str) -> MockReply {
-        self.headers.push((name.to_owned(), value.to_owned()));
-        self
-    }
-
-    /// Answered after `delay`.
-    pub fn after(mut self, delay: Duration) -> MockReply {
-        self.delay = delay;
-        self
-    }
-}
+/// What the mock answers: the reply of the blocking mock of `packc_host`, so tests of
+/// both hosts build answers the same way.
+pub use packc_host::mock::Reply as MockReply;
 
 /// A request the mock received.
 #[derive(Clone, Debug)]

@@ -115,7 +115,10 @@ fn a_failed_call_fails_its_row_only() {
     let mock = Mock::start(|_, body| {
         let text = body["messages"][1]["content"].as_str().unwrap_or_default();
         if text == "doc 2" {
-            MockReply::status(400, json!({"error": {"message": "bad request"}}))
+            MockReply::status(
+                400,
+                &json!({"error": {"message": "bad request"}}).to_string(),
+            )
         } else {
             answer(body)
         }

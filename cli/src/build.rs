@@ -38,11 +38,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let (checked, bytes) = crate::check::check_file(&args.pack, &options)?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
-    let src = RenderSource {
-        name: &name,
-        text: &text,
-        spans: checked.loaded.as_ref().map(|l| &l.spans),
-    };
+    let src = RenderSource::of_checked(&name, &text, &checked);
     crate::check::print_diagnostics(
         &src,
         &checked,

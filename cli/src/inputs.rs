@@ -256,11 +256,7 @@ pub(crate) fn load_module(
     if !checked.diagnostics.is_empty() {
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
-        let src = packc_compiler::render::RenderSource {
-            name: &name,
-            text: &text,
-            spans: checked.loaded.as_ref().map(|l| &l.spans),
-        };
+        let src = packc_compiler::render::RenderSource::of_checked(&name, &text, &checked);
         let color = crate::ColorChoice::Auto.for_stderr();
         crate::check::print_diagnostics(
             &src,

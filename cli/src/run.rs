@@ -36,38 +36,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if live {
         return crate::live::run(args, module);
     }
-    let mut spec = match &args.host {
-        Some(path) => host_spec(path)?,
-        None => RunSpec::default(),
-    };
-    if let Some(value) = read_input(args)? {
-        spec.script = vec![ScriptItem::Turn(value)];
-    }
-    for (k, v) in read_vars(args)? {
-        spec.variables.insert(k, v);
-    }
-    if spec.script.is_empty() {
-        spec.script = vec![ScriptItem::Turn(Value::Null)];
-    }
-    let target_text = args.target.clone().unwrap_or_else(|| {
-        if spec.target.is_empty() {
-            "workflow".into()
-        } else {
-            spec.target.clone()
-        }
-    });
-    let program = Arc::new(Program::new(module)?);
-    let target = Target::parse(program.module(), &target_text)?;
-    let mut run = Run::new(
-        program,
-        target,
-        RunOptions {
-            host_variables: spec.variables.clone(),
-            max_host_calls: Some(args.live.max_host_calls),
-            record_calls: false,
-            ..RunOptions::default()
-        },
-    )?;
+    let (spec, _, mut run) = prepare(args, module, Some(args.live.max_host_calls))?;
     let mut scripted = ScriptedHost::new(&spec);
     let mut host = crate::result::Recorder {
         inner: &mut scripted,
@@ -127,9 +96,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 }
 
-/// `--save` / `--interactive`: the run goes as far as its script (or the terminal) takes
-/// it and stops when it waits for the caller, one call at a time.
-fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode> {
+/// The scripted host's spec (`--host`, with `--input` and `--var` over it, and one null
+/// turn when nothing gives one), the target's text (`--target`, else the spec's, else
+/// `workflow`) and the run of it over `module`, with at most `max_host_calls` host calls.
+fn prepare(
+    args: &RunArgs,
+    module: Module,
+    max_host_calls: Option<u64>,
+) -> Result<(RunSpec, String, Run)> {
     let mut spec = match &args.host {
         Some(path) => host_spec(path)?,
         None => RunSpec::default(),
@@ -137,29 +111,37 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
     if let Some(value) = read_input(args)? {
         spec.script = vec![ScriptItem::Turn(value)];
     }
-    if spec.script.is_empty() {
-        spec.script = vec![ScriptItem::Turn(Value::Null)];
-    }
     for (k, v) in read_vars(args)? {
         spec.variables.insert(k, v);
     }
-    let target_text = args
-        .target
-        .clone()
-        .unwrap_or_else(|| match spec.target.is_empty() {
-            true => "workflow".into(),
-            false => spec.target.clone(),
-        });
+    if spec.script.is_empty() {
+        spec.script = vec![ScriptItem::Turn(Value::Null)];
+    }
+    let target_text = args.target.clone().unwrap_or_else(|| {
+        if spec.target.is_empty() {
+            "workflow".into()
+        } else {
+            spec.target.clone()
+        }
+    });
     let program = Arc::new(Program::new(module)?);
     let target = Target::parse(program.module(), &target_text)?;
-    let mut run = Run::new(
+    let run = Run::new(
         program,
         target,
         RunOptions {
             host_variables: spec.variables.clone(),
+            max_host_calls,
             ..RunOptions::default()
         },
     )?;
+    Ok((spec, target_text, run))
+}
+
+/// `--save` / `--interactive`: the run goes as far as its script (or the terminal) takes
+/// it and stops when it waits for the caller, one call at a time.
+fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode> {
+    let (spec, target_text, mut run) = prepare(args, module, None)?;
     let mut host: Box<dyn packc_vm::driver::Host> = if live {
         let host = crate::live::host_for(
             args.live.provider.is_some(),

@@ -1,18 +1,13 @@
 //! `packc build`, `packc inspect` and `packc run` on built `.ppk` artifacts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{assert_code, assert_stderr_contains, build_to, packc, repo, stderr};
-
-/// A fresh folder for one test.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("packc-artifact-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{
+    assert_code, assert_contains, assert_stderr_contains, build_to, packc_output, repo, scratch,
+    stderr, write,
+};
 
 /// `packc build <pack> -o <out>`, asserting success.
 fn build(pack: &Path, out: &Path) {
@@ -26,25 +21,21 @@ fn build(pack: &Path, out: &Path) {
     );
 }
 
+/// Builds `examples/<example>` to `<dir>/<name>` and returns the artifact's bytes.
+fn build_example(dir: &Path, example: &str, name: &str) -> Vec<u8> {
+    let ppk = dir.join(name);
+    build(&repo().join("examples").join(example), &ppk);
+    std::fs::read(&ppk).unwrap()
+}
+
 fn run_with_host(pack: &Path, host: &Path, input: &str) -> Output {
-    packc()
-        .arg("run")
-        .arg(pack)
-        .args(["--input", input, "--trace", "--host"])
-        .arg(host)
-        .output()
-        .unwrap()
+    packc_output!("run", pack, ["--input", input, "--trace", "--host"], host)
 }
 
 #[test]
 fn running_the_artifact_matches_running_the_source() {
-    let dir = temp_dir("run");
-    let host = dir.join("host.yaml");
-    std::fs::write(
-        &host,
-        "host:\n  prompts:\n    doc_classifier:\n      - output: {type: research_paper, confidence: 0.9}\n    research_paper_extractor:\n      - output: {title: T, authors: [A], summary: S, findings: [F]}\n",
-    )
-    .unwrap();
+    let dir = scratch("run");
+    let host = write(&dir, "host.yaml", "host:\n  prompts:\n    doc_classifier:\n      - output: {type: research_paper, confidence: 0.9}\n    research_paper_extractor:\n      - output: {title: T, authors: [A], summary: S, findings: [F]}\n");
     let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
     let ppk = dir.join("ex2.ppk");
     build(&pack, &ppk);
@@ -65,10 +56,10 @@ fn running_the_artifact_matches_running_the_source() {
 
 #[test]
 fn default_output_replaces_the_suffix_and_builds_are_reproducible() {
-    let dir = temp_dir("default");
+    let dir = scratch("default");
     let pack = dir.join("wf.pack.yaml");
     std::fs::copy(repo().join("examples/guide-add-workflow.pack.yaml"), &pack).unwrap();
-    let res = packc().arg("build").arg(&pack).output().unwrap();
+    let res = packc_output!("build", &pack);
     assert_code(&res, 0);
     let ppk = dir.join("wf.ppk");
     let first = std::fs::read(&ppk).unwrap();
@@ -83,14 +74,9 @@ fn default_output_replaces_the_suffix_and_builds_are_reproducible() {
 
 #[test]
 fn a_pack_with_errors_writes_nothing_and_exits_one() {
-    let dir = temp_dir("errors");
-    let pack = dir.join("bad.pack.yaml");
-    std::fs::write(&pack, "id: [unclosed\n").unwrap();
-    let res = packc()
-        .args(["build", "--color", "never"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let dir = scratch("errors");
+    let pack = write(&dir, "bad.pack.yaml", "id: [unclosed\n");
+    let res = packc_output!(["build", "--color", "never"], &pack);
     assert_eq!(res.status.code(), Some(1));
     assert_stderr_contains(&res, "parse_error");
     assert!(!dir.join("bad.ppk").exists());
@@ -98,11 +84,11 @@ fn a_pack_with_errors_writes_nothing_and_exits_one() {
 
 #[test]
 fn inspect_shows_header_sections_and_module() {
-    let dir = temp_dir("inspect");
+    let dir = scratch("inspect");
     let pack = repo().join("examples/rfc0010-ex3.pack.yaml");
     let ppk = dir.join("ex3.ppk");
     build(&pack, &ppk);
-    let res = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let res = packc_output!("inspect", &ppk);
     assert_code(&res, 0);
     let text = String::from_utf8(res.stdout).unwrap();
     let hash: String = packc_compiler::source_hash(&std::fs::read(&pack).unwrap())
@@ -131,20 +117,18 @@ fn inspect_shows_header_sections_and_module() {
     // A workflow's transitions.
     let ppk = dir.join("wf.ppk");
     build(&repo().join("examples/guide-add-workflow.pack.yaml"), &ppk);
-    let res = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let res = packc_output!("inspect", &ppk);
     let text = String::from_utf8(res.stdout).unwrap();
-    assert!(
-        text.contains("    triage  prompt triage  internal\n      on billing -> billing_state\n"),
-        "{text}"
+    assert_contains(
+        &text,
+        "    triage  prompt triage  internal\n      on billing -> billing_state\n",
     );
 }
 
 #[test]
 fn corrupt_artifacts_exit_two_with_one_line() {
-    let dir = temp_dir("corrupt");
-    let ppk = dir.join("ok.ppk");
-    build(&repo().join("examples/rfc0010-ex1.pack.yaml"), &ppk);
-    let bytes = std::fs::read(&ppk).unwrap();
+    let dir = scratch("corrupt");
+    let bytes = build_example(&dir, "rfc0010-ex1.pack.yaml", "ok.ppk");
 
     let mut flipped = bytes.clone();
     flipped[bytes.len() / 2] ^= 0x10;
@@ -162,7 +146,7 @@ fn corrupt_artifacts_exit_two_with_one_line() {
     for (name, content, message) in cases {
         let path = dir.join(name);
         std::fs::write(&path, content).unwrap();
-        let res = packc().arg("inspect").arg(&path).output().unwrap();
+        let res = packc_output!("inspect", &path);
         assert_eq!(res.status.code(), Some(2), "{name}");
         assert!(res.stdout.is_empty(), "{name}");
         let err = stderr(&res);
@@ -175,11 +159,7 @@ fn corrupt_artifacts_exit_two_with_one_line() {
     }
 
     // `run` refuses a damaged artifact the same way (recognised by its magic).
-    let res = packc()
-        .arg("run")
-        .arg(dir.join("flipped.ppk"))
-        .output()
-        .unwrap();
+    let res = packc_output!("run", dir.join("flipped.ppk"));
     assert_eq!(res.status.code(), Some(2));
     assert_stderr_contains(&res, "corrupted .ppk file");
 }
@@ -188,14 +168,11 @@ fn corrupt_artifacts_exit_two_with_one_line() {
 /// file named `.ppk` is an artifact too (not a pack that fails to parse).
 #[test]
 fn cut_and_empty_artifacts_are_truncated() {
-    let dir = temp_dir("cut");
-    let ppk = dir.join("ex2.ppk");
-    build(&repo().join("examples/rfc0010-ex2.pack.yaml"), &ppk);
-    let bytes = std::fs::read(&ppk).unwrap();
-    let cut = dir.join("cut.ppk");
-    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let dir = scratch("cut");
+    let bytes = build_example(&dir, "rfc0010-ex2.pack.yaml", "ex2.ppk");
+    let cut = write(&dir, "cut.ppk", &bytes[..bytes.len() - 100]);
     for command in ["inspect", "run"] {
-        let out = packc().arg(command).arg(&cut).output().unwrap();
+        let out = packc_output!(command, &cut);
         assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
         assert!(
             stderr(&out).contains(&format!(
@@ -206,9 +183,8 @@ fn cut_and_empty_artifacts_are_truncated() {
             stderr(&out)
         );
     }
-    let empty = dir.join("empty.ppk");
-    std::fs::write(&empty, b"").unwrap();
-    let out = packc().arg("run").arg(&empty).output().unwrap();
+    let empty = write(&dir, "empty.ppk", b"");
+    let out = packc_output!("run", &empty);
     assert_code(&out, 2);
     assert_stderr_contains(&out, "truncated .ppk file: 0 bytes");
 }

@@ -9,19 +9,11 @@ use std::time::Duration;
 use packc_batch::mock::{Mock, MockReply};
 use serde_json::{json, Value};
 
-fn packc() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_packc"))
-}
+mod common;
+use common::{assert_contains, packc, scratch};
 
 fn ex2() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rfc0010-ex2.pack.yaml")
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("packc-batch-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Which prompt a request is for, and the document it is about: the mock's key of a
@@ -81,6 +73,14 @@ fn batch(input: &Path, output: &Path, mock: &Mock, extra: &[&str]) -> Command {
     cmd
 }
 
+/// A fresh folder for one test, a mock answering every request with [`answer`], and
+/// the path of the rows file (`rows.jsonl`, not written yet) in that folder.
+fn answered(test: &str) -> (PathBuf, Mock, PathBuf) {
+    let dir = scratch(test);
+    let input = dir.join("rows.jsonl");
+    (dir, Mock::start(|_, body| answer(body)), input)
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -130,7 +130,7 @@ fn journaled(journal: &Path, texts: &[String]) -> (HashSet<String>, HashSet<(Str
 
 #[test]
 fn a_batch_killed_five_times_ends_as_an_uninterrupted_one() {
-    let dir = temp("kill");
+    let dir = scratch("kill");
     let input = dir.join("rows.jsonl");
     std::fs::write(&input, rows(1000)).unwrap();
     let texts: Vec<String> = (0..1000)
@@ -241,12 +241,12 @@ fn a_batch_killed_five_times_ends_as_an_uninterrupted_one() {
 
 #[test]
 fn a_rate_limited_model_still_completes_every_row_under_rpm() {
-    let dir = temp("429");
+    let dir = scratch("429");
     let input = dir.join("rows.jsonl");
     std::fs::write(&input, rows(60)).unwrap();
     let mock = Mock::start(|n, body| {
         if n % 5 == 4 {
-            MockReply::status(429, json!({"error": {"message": "slow down"}}))
+            MockReply::status(429, &json!({"error": {"message": "slow down"}}).to_string())
                 .with_header("retry-after", "0.2")
         } else {
             answer(body)
@@ -287,9 +287,7 @@ fn a_rate_limited_model_still_completes_every_row_under_rpm() {
 
 #[test]
 fn malformed_rows_fail_alone_with_a_clear_error() {
-    let dir = temp("malformed");
-    let mock = Mock::start(|_, body| answer(body));
-    let input = dir.join("rows.jsonl");
+    let (dir, mock, input) = answered("malformed");
     std::fs::write(
         &input,
         "{\"id\": \"a\", \"text\": \"doc a\"}\n{not json\n{\"id\": \"b\", \"title\": \"no text\"}\n\"just a string\"\n{\"text\": \"doc e\"}\n",
@@ -345,9 +343,7 @@ fn malformed_rows_fail_alone_with_a_clear_error() {
 
 #[test]
 fn bad_files_are_refused_before_any_call() {
-    let dir = temp("refused");
-    let mock = Mock::start(|_, body| answer(body));
-    let input = dir.join("rows.jsonl");
+    let (dir, mock, input) = answered("refused");
     std::fs::write(&input, rows(3)).unwrap();
 
     let out = batch(&dir.join("missing.jsonl"), &dir.join("o.jsonl"), &mock, &[])
@@ -355,14 +351,14 @@ fn bad_files_are_refused_before_any_call() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("missing.jsonl: cannot read it"), "{err}");
+    assert_contains(&err, "missing.jsonl: cannot read it");
 
     let out = batch(&input, &dir.join("no/such/folder/o.jsonl"), &mock, &[])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--output"), "{err}");
+    assert_contains(&err, "--output");
 
     // A journal of another input is refused; --fresh starts over.
     let output = dir.join("o.jsonl");
@@ -372,8 +368,8 @@ fn bad_files_are_refused_before_any_call() {
     let out = batch(&input, &output, &mock, &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("was written for another input"), "{err}");
-    assert!(err.contains("--fresh"), "{err}");
+    assert_contains(&err, "was written for another input");
+    assert_contains(&err, "--fresh");
     assert_eq!(mock.seen().len(), asked, "no call before the refusal");
     ok(&batch(&input, &output, &mock, &["--fresh"])
         .output()
@@ -384,9 +380,7 @@ fn bad_files_are_refused_before_any_call() {
 
 #[test]
 fn the_summary_counts_rows_failures_by_kind_and_latency() {
-    let dir = temp("summary");
-    let mock = Mock::start(|_, body| answer(body));
-    let input = dir.join("rows.jsonl");
+    let (dir, mock, input) = answered("summary");
     std::fs::write(&input, format!("{}{{oops\n{{\"x\": 1}}\n", rows(3))).unwrap();
     let output = dir.join("o.jsonl");
     let cmd = batch(&input, &output, &mock, &[]);
@@ -403,10 +397,7 @@ fn the_summary_counts_rows_failures_by_kind_and_latency() {
             && err.contains(": 5 ran, 2 failed (invalid_input 1, invalid_row 1)"),
         "{err}"
     );
-    assert!(
-        err.contains("; 6 calls, 90 tokens; row latency p50 "),
-        "{err}"
-    );
-    assert!(err.contains(" ms, p99 "), "{err}");
+    assert_contains(&err, "; 6 calls, 90 tokens; row latency p50 ");
+    assert_contains(&err, " ms, p99 ");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,10 +1,12 @@
 //! The `packc` binary: exit codes, output formats, help.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 mod common;
-use common::{assert_code, build_to, packc, repo, run_host, stderr};
+use common::{
+    assert_code, assert_contains, assert_lacks, build_to, built_and_inspected, on_a_terminal,
+    packc_output, repo, run_host, scratch, stderr, write,
+};
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
@@ -16,11 +18,7 @@ fn write_temp(name: &str, text: &[u8]) -> PathBuf {
 
 #[test]
 fn clean_example_exits_zero() {
-    let out = packc()
-        .arg("check")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .output()
-        .unwrap();
+    let out = packc_output!("check", repo().join("examples/rfc0010-ex2.pack.yaml"));
     assert_code(&out, 0);
 }
 
@@ -30,11 +28,7 @@ fn errors_exit_one_and_json_lines_locate_them() {
         "dup.pack.yaml",
         b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: nowhere\n  states:\n    s: {prompt_task: p}\n",
     );
-    let out = packc()
-        .args(["check", "--format", "json"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--format", "json"], &pack);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<serde_json::Value> = stdout
@@ -54,15 +48,11 @@ fn errors_exit_one_and_json_lines_locate_them() {
 #[test]
 fn human_output_names_kind_file_and_line() {
     let pack = write_temp("bad.pack.yaml", b"id: [unclosed\n");
-    let out = packc()
-        .args(["check", "--color", "never"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--color", "never"], &pack);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("parse_error"), "{stderr}");
-    assert!(stderr.contains("bad.pack.yaml:"), "{stderr}");
+    assert_contains(&stderr, "parse_error");
+    assert_contains(&stderr, "bad.pack.yaml:");
 }
 
 #[test]
@@ -71,44 +61,36 @@ fn warnings_fail_only_when_denied() {
         "warn.pack.yaml",
         b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"hi {{who}}\"}\n",
     );
-    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let out = packc_output!("check", &pack);
     assert_eq!(out.status.code(), Some(0));
-    let out = packc()
-        .args(["check", "--deny-warnings"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--deny-warnings"], &pack);
     assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
 fn missing_file_and_bad_usage_exit_two() {
-    let out = packc()
-        .args(["check", "/nonexistent/x.yaml"])
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "/nonexistent/x.yaml"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = packc().args(["check"]).output().unwrap();
+    let out = packc_output!(["check"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = packc().args(["frobnicate"]).output().unwrap();
+    let out = packc_output!(["frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn oversized_file_is_limit_exceeded() {
     let pack = write_temp("big.pack.yaml", &vec![b'#'; 2048]);
-    let out = packc()
-        .args(["check", "--max-source-bytes", "1024", "--format", "json"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        ["check", "--max-source-bytes", "1024", "--format", "json"],
+        &pack
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("limit_exceeded"));
 }
 
 #[test]
 fn help_explains_check() {
-    let out = packc().args(["check", "--help"]).output().unwrap();
+    let out = packc_output!(["check", "--help"]);
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("--format"));
     assert!(help.contains("--deny-warnings"));
@@ -117,11 +99,7 @@ fn help_explains_check() {
 
 #[test]
 fn test_command_reports_passes_and_failures() {
-    let out = packc()
-        .arg("test")
-        .arg(repo().join("examples/cases"))
-        .output()
-        .unwrap();
+    let out = packc_output!("test", repo().join("examples/cases"));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.trim_end().ends_with(" passed, 0 failed"), "{stdout}");
@@ -134,7 +112,7 @@ fn test_command_reports_passes_and_failures() {
             &format!("pack_file: {}/", repo().join("examples").display()),
         );
     let bad = write_temp("bad.case.yaml", case.as_bytes());
-    let out = packc().arg("test").arg(&bad).output().unwrap();
+    let out = packc_output!("test", &bad);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
@@ -154,7 +132,7 @@ fn test_command_reports_passes_and_failures() {
 #[test]
 fn broken_case_files_fail_with_file_and_line() {
     let dir = repo().join("tests/bad_cases");
-    let out = packc().arg("test").arg(&dir).output().unwrap();
+    let out = packc_output!("test", &dir);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let expected = [
@@ -229,10 +207,10 @@ fn broken_case_files_fail_with_file_and_line() {
 fn test_on_paths_without_cases_fails() {
     let empty = std::env::temp_dir().join(format!("packc-cli-empty-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
-    let out = packc().arg("test").arg(&empty).output().unwrap();
+    let out = packc_output!("test", &empty);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("no case files found"), "{stderr}");
+    assert_contains(&stderr, "no case files found");
 }
 
 #[test]
@@ -263,29 +241,24 @@ fn run_command_prints_the_output() {
         "host.yaml",
         b"host:\n  prompts:\n    doc_classifier:\n      - output: {type: general}\n    general_doc_extractor:\n      - output: {summary: memo}\n",
     );
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .args(["--input", r#"{"text": "a memo"}"#, "--trace", "--host"])
-        .arg(&host)
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        ["--input", r#"{"text": "a memo"}"#, "--trace", "--host"],
+        &host
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(output, serde_json::json!({"summary": "memo"}));
-    assert!(
-        stderr.contains("branch route -> extract_general"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "branch route -> extract_general");
 
     // Without a host script every call fails: a run-time error exits 1.
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .args(["--input", r#"{"text": "a memo"}"#])
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        ["--input", r#"{"text": "a memo"}"#]
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("host_error"));
 }
@@ -313,10 +286,7 @@ fn run_and_build_print_warnings() {
     let out = build_to(&pack, &ppk);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("did you mean `lookup_customer`?"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "did you mean `lookup_customer`?");
 }
 
 /// A `.json` pack is strict JSON: what the YAML reader would accept is a located error.
@@ -324,7 +294,7 @@ fn run_and_build_print_warnings() {
 fn json_packs_are_strict_json() {
     let body = "{\n  \"id\": \"demo\",\n  \"name\": \"Demo\",\n  \"version\": \"1.0.0\",\n  \"template_engine\": {\"version\": \"v1\", \"syntax\": \"x\"},\n  \"prompts\": {\"p\": {\"id\": \"p\", \"name\": \"P\", \"version\": \"1.0.0\", \"system_template\": \"hi\"}}\n}\n";
     let clean = write_temp("strict.pack.json", body.as_bytes());
-    let out = packc().arg("check").arg(&clean).output().unwrap();
+    let out = packc_output!("check", &clean);
     assert_code(&out, 0);
     let broken = [
         (
@@ -348,11 +318,7 @@ fn json_packs_are_strict_json() {
     ];
     for (what, text, line, message) in broken {
         let file = write_temp(&format!("{what}.pack.json"), text.as_bytes());
-        let out = packc()
-            .args(["check", "--format", "json"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = packc_output!(["check", "--format", "json"], &file);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(1), "{what}: {stdout}");
         let d: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
@@ -364,7 +330,7 @@ fn json_packs_are_strict_json() {
         );
         // The same text named `.yaml` is YAML, which allows all three.
         let yaml = write_temp(&format!("{what}.pack.yaml"), text.as_bytes());
-        let out = packc().arg("check").arg(&yaml).output().unwrap();
+        let out = packc_output!("check", &yaml);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -382,11 +348,7 @@ fn secondary_labels_share_one_excerpt() {
         "dup-step.pack.yaml",
         b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ncompositions:\n  meta:\n    version: 1\n    steps:\n      - {id: summary, kind: prompt, prompt_task: p}\n      - {id: other, kind: prompt, prompt_task: p}\n      - {id: summary, kind: prompt, prompt_task: p}\n    output: summary\n",
     );
-    let out = packc()
-        .args(["check", "--color", "never"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--color", "never"], &pack);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let headers: Vec<&str> = stderr
@@ -398,7 +360,7 @@ fn secondary_labels_share_one_excerpt() {
     let first = stderr.find(" 11 │").expect("the first use is shown");
     let dup = stderr.find(" 13 │").expect("the duplicate is shown");
     assert!(first < dup, "lines in source order: {stderr}");
-    assert!(stderr.contains("first used here"), "{stderr}");
+    assert_contains(&stderr, "first used here");
 }
 
 /// The README says how to put `packc` on the PATH before its first example runs the
@@ -445,19 +407,18 @@ fn run_format_json_prints_the_whole_result() {
         "json-host.yaml",
         b"host:\n  prompts:\n    doc_classifier:\n      - output: {type: general}\n    general_doc_extractor:\n      - output: {summary: memo}\n",
     );
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .args([
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        [
             "--input",
             r#"{"text": "a memo"}"#,
             "--format",
             "json",
-            "--host",
-        ])
-        .arg(&host)
-        .output()
-        .unwrap();
+            "--host"
+        ],
+        &host
+    );
     assert_code(&out, 0);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "done");
@@ -485,12 +446,11 @@ fn run_format_json_prints_the_whole_result() {
     );
     assert_eq!(calls[1]["answer"]["output"]["summary"], "memo");
 
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .args(["--input", r#"{"text": "a memo"}"#, "--format", "json"])
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        ["--input", r#"{"text": "a memo"}"#, "--format", "json"]
+    );
     assert_eq!(out.status.code(), Some(1));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "failed");
@@ -509,20 +469,19 @@ fn run_format_json_prints_the_whole_result() {
 #[test]
 fn test_filter_junit_and_summary() {
     let junit = std::env::temp_dir().join(format!("packc-junit-{}.xml", std::process::id()));
-    let out = packc()
-        .arg("test")
-        .arg(repo().join("examples/cases"))
-        .arg(repo().join("tests/bad_cases"))
-        .args([
+    let out = packc_output!(
+        "test",
+        repo().join("examples/cases"),
+        repo().join("tests/bad_cases"),
+        [
             "--filter",
             "rfc0010-ex2.case",
             "--filter",
             "calls-misspelled",
-            "--junit",
-        ])
-        .arg(&junit)
-        .output()
-        .unwrap();
+            "--junit"
+        ],
+        &junit
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.ends_with("1 passed, 1 failed\n"), "{stdout}");
@@ -535,20 +494,19 @@ fn test_filter_junit_and_summary() {
         ),
         "{xml}"
     );
-    assert!(xml.contains("<testcase name=\"rfc0010-ex2\""), "{xml}");
-    assert!(xml.contains("<testcase name=\"calls-misspelled\""), "{xml}");
+    assert_contains(&xml, "<testcase name=\"rfc0010-ex2\"");
+    assert_contains(&xml, "<testcase name=\"calls-misspelled\"");
     assert!(
         xml.contains("<failure message=\"") && xml.contains("did you mean `calls`?</failure>"),
         "{xml}"
     );
     assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
 
-    let out = packc()
-        .arg("test")
-        .arg(repo().join("examples/cases"))
-        .args(["--filter", "no-such-case"])
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "test",
+        repo().join("examples/cases"),
+        ["--filter", "no-such-case"]
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no case file matches --filter no-such-case")
@@ -559,21 +517,11 @@ fn test_filter_junit_and_summary() {
 /// can never move on: a warning with the fix; with `event` in the schema, none.
 #[test]
 fn composition_state_without_event_output_warns() {
-    let dir = std::env::temp_dir().join(format!("packc-event-output-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pack = dir.join("triage.pack.yaml");
-    std::fs::write(
-        &pack,
-        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: triage\n  states:\n    triage: {orchestration: composition, composition: c, on_event: {Escalate: human}}\n    human: {prompt_task: p, terminal: true}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: classify, kind: prompt, prompt_task: p, output_schema: verdict.json}\n    output: classify\n",
-    )
-    .unwrap();
+    let dir = scratch("event-output");
+    let pack = write(&dir, "triage.pack.yaml", "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\nworkflow:\n  version: 1\n  entry: triage\n  states:\n    triage: {orchestration: composition, composition: c, on_event: {Escalate: human}}\n    human: {prompt_task: p, terminal: true}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: classify, kind: prompt, prompt_task: p, output_schema: verdict.json}\n    output: classify\n");
     let check = |schema: &str| {
-        std::fs::write(dir.join("verdict.json"), schema).unwrap();
-        let out = packc()
-            .args(["check", "--format", "json"])
-            .arg(&pack)
-            .output()
-            .unwrap();
+        write(&dir, "verdict.json", schema);
+        let out = packc_output!(["check", "--format", "json"], &pack);
         assert_code(&out, 0);
         String::from_utf8(out.stdout).unwrap()
     };
@@ -595,23 +543,22 @@ fn composition_state_without_event_output_warns() {
         "{d}"
     );
     let string = check(r#"{"type": "string"}"#);
-    assert!(string.contains("its output is a string"), "{string}");
+    assert_contains(&string, "its output is a string");
     let fine = check(r#"{"type": "object", "properties": {"event": {"type": "string"}}}"#);
-    assert!(!fine.contains("event_never_output"), "{fine}");
+    assert_lacks(&fine, "event_never_output");
 }
 
 /// `packc bench` runs the scripted run N times and prints runs/s, the time per run, host
 /// calls and allocations per run.
 #[test]
 fn bench_measures_a_scripted_run() {
-    let out = packc()
-        .arg("bench")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .arg("--host")
-        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
-        .args(["--runs", "25", "--warmup", "2"])
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "bench",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        "--host",
+        repo().join("examples/rfc0010-ex2.host.yaml"),
+        ["--runs", "25", "--warmup", "2"]
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -630,10 +577,7 @@ fn bench_measures_a_scripted_run() {
             .parse()
             .unwrap()
     };
-    assert!(
-        stdout.contains("(target workflow, 25 runs after 2 warm-up)"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "(target workflow, 25 runs after 2 warm-up)");
     assert!(figure("runs/s") > 0.0, "{stdout}");
     // The example's script answers two model calls per run.
     assert_eq!(figure("host calls"), 2.0, "{stdout}");
@@ -642,7 +586,7 @@ fn bench_measures_a_scripted_run() {
         stdout.contains("per run      min ") && stdout.contains(" p99 "),
         "{stdout}"
     );
-    assert!(!stdout.contains("failed runs"), "{stdout}");
+    assert_lacks(&stdout, "failed runs");
 }
 
 /// `undeclared_variable` points at the placeholder's own line inside a block template.
@@ -652,11 +596,7 @@ fn undeclared_variable_points_at_the_placeholder() {
         "placeholder.pack.yaml",
         b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p:\n    id: p\n    name: P\n    version: 1.0.0\n    system_template: |\n      Hello {{whoever_else}}.\n      line two\n      line three {{who}} here\n    variables: [{name: whoever_else, type: string, required: false}]\n",
     );
-    let out = packc()
-        .args(["check", "--format", "json"])
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--format", "json"], &pack);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let d: serde_json::Value = serde_json::from_str(
         stdout
@@ -678,42 +618,32 @@ fn undeclared_variable_points_at_the_placeholder() {
 #[cfg(unix)]
 #[test]
 fn trace_on_a_terminal_shows_inputs_and_outputs() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` to make a terminal");
-        return;
-    }
-    let packc = env!("CARGO_BIN_EXE_packc");
-    let command = format!(
-        "{packc} run {} --host {} --trace >/dev/null",
+    let Some(shown) = on_a_terminal(&format!(
+        "run {} --host {} --trace",
         repo().join("examples/rfc0010-ex2.pack.yaml").display(),
         repo().join("examples/rfc0010-ex2.host.yaml").display()
-    );
-    let out = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{shown}");
-    assert!(shown.contains("branch route -> extract_paper"), "{shown}");
+    )) else {
+        return;
+    };
+    assert_contains(&shown, "branch route -> extract_paper");
     assert!(
         shown.contains("  prompt doc_classifier: ")
             && shown.contains(" -> {\"type\":\"research_paper\""),
         "{shown}"
     );
     let piped = packc_cmd_trace();
-    assert!(!piped.contains("  prompt doc_classifier: "), "{piped}");
+    assert_lacks(&piped, "  prompt doc_classifier: ");
 }
 
 #[cfg(unix)]
 fn packc_cmd_trace() -> String {
-    let out = packc()
-        .arg("run")
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .arg("--host")
-        .arg(repo().join("examples/rfc0010-ex2.host.yaml"))
-        .arg("--trace")
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        "--host",
+        repo().join("examples/rfc0010-ex2.host.yaml"),
+        "--trace"
+    );
     stderr(&out)
 }
 
@@ -723,7 +653,7 @@ fn check_lists_host_validators_without_counting_them() {
         "guarded.pack.yaml",
         include_bytes!("packs/check_lists_host_validators_without_counting_them.yaml"),
     );
-    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let out = packc_output!("check", &pack);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let infos: Vec<&str> = stderr.lines().filter(|l| l.starts_with("info:")).collect();
@@ -733,7 +663,7 @@ fn check_lists_host_validators_without_counting_them() {
         infos[0].contains("`toxicity` (/prompts/chat/validators/1)"),
         "{stderr}"
     );
-    assert!(stderr.contains("no problems"), "{stderr}");
+    assert_contains(&stderr, "no problems");
 }
 
 #[test]
@@ -742,21 +672,14 @@ fn graph_and_inspect_show_extension_steps() {
         "ext.pack.yaml",
         include_bytes!("packs/graph_and_inspect_show_extension_steps.yaml"),
     );
-    let graph = packc().arg("graph").arg(&pack).output().unwrap();
+    let graph = packc_output!("graph", &pack);
     let dot = String::from_utf8_lossy(&graph.stdout);
     assert_code(&graph, 0);
-    assert!(dot.contains("extension acme.rerank"), "{dot}");
-    let ppk = pack.with_extension("ppk");
-    let build = build_to(&pack, &ppk);
-    assert_code(&build, 0);
-    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
-    let text = String::from_utf8_lossy(&inspect.stdout);
-    assert!(
-        text.contains(r#"1 rerank  extension acme.rerank(${ask#0.output}) {"top_k":3}"#),
-        "{text}"
+    assert_contains(&dot, "extension acme.rerank");
+    let text = built_and_inspected(&pack, &pack.with_extension("ppk"));
+    assert_contains(
+        &text,
+        r#"1 rerank  extension acme.rerank(${ask#0.output}) {"top_k":3}"#,
     );
-    assert!(
-        text.contains("composition main: 1 model, 0 tool, 1 extension"),
-        "{text}"
-    );
+    assert_contains(&text, "composition main: 1 model, 0 tool, 1 extension");
 }

@@ -3,10 +3,10 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
 mod common;
-use common::{packc, scratch};
+use common::{assert_contains, assert_stderr_contains, packc, packc_output, scratch, write};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -15,24 +15,9 @@ fn text(b: &[u8]) -> String {
 /// A review: `drafting` submits to the external state `editor`, which waits for
 /// `Approve` (to `done`) or `Reject`.
 fn review(dir: &Path) -> (PathBuf, PathBuf) {
-    let pack = dir.join("review.pack.yaml");
-    std::fs::write(&pack, include_str!("packs/review.yaml")).unwrap();
-    let host = dir.join("host.yaml");
-    std::fs::write(
-        &host,
-        "host:\n  prompts:\n    draft: [{output: draft 1, event: Submit}]\n    publish: [{output: published}]\n",
-    )
-    .unwrap();
+    let pack = write(dir, "review.pack.yaml", include_str!("packs/review.yaml"));
+    let host = write(dir, "host.yaml", "host:\n  prompts:\n    draft: [{output: draft 1, event: Submit}]\n    publish: [{output: published}]\n");
     (pack, host)
-}
-
-fn run(args: &[&str], paths: &[&Path]) -> Output {
-    let mut c = packc();
-    c.args(args);
-    for p in paths {
-        c.arg(p);
-    }
-    c.output().unwrap()
 }
 
 #[test]
@@ -42,10 +27,7 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     let snap = dir.join("run.snap");
 
     // Without --save the run ends, but says what it was waiting for.
-    let out = run(
-        &["run", "--input", "\"write it\"", "--host"],
-        &[&host, &pack],
-    );
+    let out = packc_output!(["run", "--input", "\"write it\"", "--host"], &host, &pack);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains(
@@ -72,31 +54,25 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     );
 
     // A wrong event leaves the saved run as it was.
-    let out = run(&["resume", "--event", "Later", "--host"], &[&host, &snap]);
+    let out = packc_output!(["resume", "--event", "Later", "--host"], &host, &snap);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("error[invalid_event]"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_stderr_contains(&out, "error[invalid_event]");
 
-    let out = run(
-        &["resume", "--event", "Approve", "--trace", "--host"],
-        &[&host, &snap],
+    let out = packc_output!(
+        ["resume", "--event", "Approve", "--trace", "--host"],
+        &host,
+        &snap
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("transition editor -> done on Approve"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("stopped: waiting for a turn in terminal state done"),
-        "{stderr}"
+    assert_contains(&stderr, "transition editor -> done on Approve");
+    assert_contains(
+        &stderr,
+        "stopped: waiting for a turn in terminal state done",
     );
 
     // The next turn runs the terminal state.
-    let out = run(&["resume", "--turn", "\"go\"", "--host"], &[&host, &snap]);
+    let out = packc_output!(["resume", "--turn", "\"go\"", "--host"], &host, &snap);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).trim(),
@@ -111,9 +87,12 @@ fn a_saved_run_is_refused_for_another_pack() {
     let dir = scratch("other");
     let (pack, host) = review(&dir);
     let snap = dir.join("run.snap");
-    let out = run(
-        &["run", "--input", "\"x\"", "--host"],
-        &[&host, &pack, Path::new("--save"), &snap],
+    let out = packc_output!(
+        ["run", "--input", "\"x\"", "--host"],
+        &host,
+        &pack,
+        "--save",
+        &snap
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let other = dir.join("other.pack.yaml");
@@ -121,19 +100,11 @@ fn a_saved_run_is_refused_for_another_pack() {
         .unwrap()
         .replace("Publish.", "Ship it.");
     std::fs::write(&other, source).unwrap();
-    let out = run(
-        &["resume", "--event", "Approve", "--pack"],
-        &[&other, &snap],
-    );
+    let out = packc_output!(["resume", "--event", "Approve", "--pack"], &other, &snap);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("was saved from another artifact"),
-        "{}",
-        text(&out.stderr)
-    );
-    let garbage = dir.join("garbage.snap");
-    std::fs::write(&garbage, "hello").unwrap();
-    let out = run(&["resume", "--event", "Approve"], &[&garbage]);
+    assert_stderr_contains(&out, "was saved from another artifact");
+    let garbage = write(&dir, "garbage.snap", "hello");
+    let out = packc_output!(["resume", "--event", "Approve"], &garbage);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a run saved by `packc run --save`"));
 }
@@ -173,5 +144,5 @@ fn interactive_reads_turns_and_events_from_stdin() {
         "{stderr}"
     );
     assert!(stdout.starts_with("\"draft 1\"\n"), "{stdout}");
-    assert!(stdout.contains("\"published\""), "{stdout}");
+    assert_contains(&stdout, "\"published\"");
 }

@@ -1,13 +1,16 @@
 //! `packc run --provider openai` against a mock server: the output, `--record`, and a
 //! recorded run replayed green by `packc test`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use packc_host::mock::{MockServer, Reply};
 
 mod common;
-use common::{assert_code, build_to, packc, repo, scratch, stderr, write};
+use common::{
+    assert_code, assert_contains, assert_lacks, build_to, live, live_output, on_a_terminal, packc,
+    packc_output, repo, scratch, stderr, write,
+};
 
 #[test]
 fn a_live_run_is_recorded_and_replays_under_packc_test() {
@@ -23,19 +26,17 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
     });
     let dir = scratch("ex2");
     let case = dir.join("ex2.case.yaml");
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
-        .args([
+    let out = live_output!(
+        server.base_url(),
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        [
             "--input",
             r#"{"text": "Deep Residual Learning"}"#,
-            "--record",
-        ])
-        .arg(&case)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+            "--record"
+        ],
+        &case
+    );
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(output["title"], "ResNet");
@@ -44,8 +45,8 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
     assert_eq!(server.received().len(), 2);
 
     let text = std::fs::read_to_string(&case).unwrap();
-    assert!(text.contains("doc_classifier:"), "{text}");
-    let replay = packc().arg("test").arg(&case).output().unwrap();
+    assert_contains(&text, "doc_classifier:");
+    let replay = packc_output!("test", &case);
     assert_eq!(
         replay.status.code(),
         Some(0),
@@ -58,27 +59,24 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
 
 #[test]
 fn a_hosted_api_without_a_key_is_refused_before_any_call() {
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "gpt-4o-mini"])
-        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        ["run", "--provider", "openai", "--model", "gpt-4o-mini"],
+        repo().join("examples/rfc0010-ex1.pack.yaml")
+    );
     assert_ne!(out.status.code(), Some(0));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("OPENAI_API_KEY is not set"), "{stderr}");
+    let stderr = stderr(&out);
+    assert_contains(&stderr, "OPENAI_API_KEY is not set");
 }
 
 #[test]
 fn unbound_tools_are_named_before_the_run_and_fail_as_host_errors() {
     let server = MockServer::start(|_, _| Reply::text("title"));
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(repo().join("examples/rfc0010-ex3.pack.yaml"))
-        .args(["--input", r#"{"text": "x"}"#])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = live_output!(
+        server.base_url(),
+        repo().join("examples/rfc0010-ex3.pack.yaml"),
+        ["--input", r#"{"text": "x"}"#]
+    );
+    let stderr = stderr(&out);
     let warning = stderr
         .lines()
         .find(|l| l.starts_with("warning: the pack may call tools that are not bound: "))
@@ -90,7 +88,7 @@ fn unbound_tools_are_named_before_the_run_and_fail_as_host_errors() {
         "ref.search",
         "kb.lookup",
     ] {
-        assert!(warning.contains(tool), "{warning}");
+        assert_contains(warning, tool);
     }
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -105,9 +103,7 @@ fn unbound_tools_are_named_before_the_run_and_fail_as_host_errors() {
 fn ctrl_c_stops_the_run_and_says_where_it_was() {
     use std::time::{Duration, Instant};
     let server = MockServer::start(|_, _| Reply::text("{}").after(Duration::from_secs(20)));
-    let child = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
+    let child = live(server.base_url())
         .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
         .args(["--input", r#"{"text": "x"}"#])
         .stderr(std::process::Stdio::piped())
@@ -126,12 +122,9 @@ fn ctrl_c_stops_the_run_and_says_where_it_was() {
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(
-        stderr.contains("interrupted in state `main`, at step `classify`, after 1 model call, 0 tool calls (1 still in flight)"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "interrupted in state `main`, at step `classify`, after 1 model call, 0 tool calls (1 still in flight)");
 }
 
 #[test]
@@ -145,28 +138,27 @@ fn a_built_artifact_runs_live_without_its_source() {
         assert_eq!(req.body["response_format"]["type"], "json_schema");
         Reply::text(r#"{"type": "general", "summary": "s"}"#)
     });
-    let out = packc()
-        .args([
+    let out = packc_output!(
+        [
             "run",
             "--quiet",
             "--provider",
             "openai",
             "--model",
             "m",
-            "--base-url",
-        ])
-        .arg(server.base_url())
-        .arg(&ppk)
-        .args(["--input", r#"{"text": "x"}"#])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+            "--base-url"
+        ],
+        server.base_url(),
+        &ppk,
+        ["--input", r#"{"text": "x"}"#]
+    );
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     // The classifier's answer has a member its schema forbids (`summary`): checked
     // against the embedded schema, it is a host_error naming the path.
-    assert!(
-        stderr.contains("does not match output_schema `schemas/document-type.json`"),
-        "{stderr}"
+    assert_contains(
+        &stderr,
+        "does not match output_schema `schemas/document-type.json`",
     );
     assert!(
         stderr.lines().count() == 1,
@@ -178,52 +170,45 @@ fn a_built_artifact_runs_live_without_its_source() {
 #[cfg(unix)]
 #[test]
 fn a_terminal_gets_a_status_line_and_a_summary() {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: no `script` to make a terminal");
-        return;
-    }
     let server = MockServer::start(|_, _| {
         Reply::text(r#"{"type": "manual"}"#).after(std::time::Duration::from_millis(300))
     });
-    let packc = env!("CARGO_BIN_EXE_packc");
     let pack = repo().join("examples/rfc0010-ex1.pack.yaml");
-    let command = format!(
-        "{packc} run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}' >/dev/null",
+    let Some(shown) = on_a_terminal(&format!(
+        "run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}'",
         server.base_url(),
         pack.display()
-    );
-    let out = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{shown}");
-    assert!(
-        shown.contains("1 model call, 0 tool calls (1 in flight)"),
-        "{shown}"
-    );
+    )) else {
+        return;
+    };
+    assert_contains(&shown, "1 model call, 0 tool calls (1 in flight)");
     assert!(
         shown.contains("\x1b[2K"),
         "the status line is cleared: {shown:?}"
     );
-    assert!(
-        shown.contains("1 model call, 0 tool calls, 15 tokens"),
-        "{shown}"
-    );
+    assert_contains(&shown, "1 model call, 0 tool calls, 15 tokens");
 }
 
 /// A pack whose composition `c` calls tool `dump` (a tool step), then stops.
 const DUMP_PACK: &str = include_str!("packs/dump_pack.yaml");
 
+/// `packc run <pack> --target composition:c --tools <tools>`, with `pack` and `tools` (the
+/// text of each) written to `dir` first.
+fn dump_run(dir: &Path, pack: &str, tools: &str) -> Command {
+    let mut c = packc();
+    c.arg("run")
+        .arg(write(dir, "pack.yaml", pack))
+        .args(["--target", "composition:c", "--tools"])
+        .arg(write(dir, "tools.yaml", tools));
+    c
+}
+
 #[test]
 fn the_default_key_goes_only_to_api_openai_com_unless_named() {
     let server = MockServer::start(|_, _| Reply::text("ok"));
     let run = |extra: &[&str]| {
-        let out = packc()
+        let out = live(server.base_url())
             .env("OPENAI_API_KEY", "sk-from-env-123")
-            .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-            .arg(server.base_url())
             .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
             .args(["--input", r#"{"text": "x"}"#])
             .args(extra)
@@ -233,11 +218,8 @@ fn the_default_key_goes_only_to_api_openai_com_unless_named() {
     };
     // Another host: the key stays home, and a note says how to send it.
     let stderr = run(&[]);
-    assert!(
-        stderr.contains("note: OPENAI_API_KEY is not sent to 127.0.0.1, only to api.openai.com; pass --api-key-env OPENAI_API_KEY"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("sk-from-env-123"), "{stderr}");
+    assert_contains(&stderr, "note: OPENAI_API_KEY is not sent to 127.0.0.1, only to api.openai.com; pass --api-key-env OPENAI_API_KEY");
+    assert_lacks(&stderr, "sk-from-env-123");
     let received = server.received();
     assert!(!received.is_empty());
     assert!(received.iter().all(|r| r.header("authorization").is_none()));
@@ -254,31 +236,24 @@ fn the_default_key_goes_only_to_api_openai_com_unless_named() {
         .iter()
         .all(|r| r.header("authorization") == Some("Bearer sk-from-env-123")));
     // A named variable that is empty or unset is refused before any call.
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
-        .args(["--api-key-env", "PACKC_TEST_NO_SUCH_KEY"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("PACKC_TEST_NO_SUCH_KEY is not set"),
-        "{stderr}"
+    let out = live_output!(
+        server.base_url(),
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        ["--api-key-env", "PACKC_TEST_NO_SUCH_KEY"]
     );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = common::stderr(&out);
+    assert_contains(&stderr, "PACKC_TEST_NO_SUCH_KEY is not set");
     // A URL that merely contains the name is not OpenAI's.
     let seen = server.received().len();
-    let out = packc()
+    let out = live(format!("{}/api.openai.com", server.base_url()))
         .env("OPENAI_API_KEY", "sk-from-env-123")
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(format!("{}/api.openai.com", server.base_url()))
         .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
         .args(["--input", r#"{"text": "x"}"#])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("is not sent to 127.0.0.1"), "{stderr}");
+    let stderr = common::stderr(&out);
+    assert_contains(&stderr, "is not sent to 127.0.0.1");
     let received = server.received();
     assert!(received.len() > seen, "{stderr}");
     assert!(received[seen..]
@@ -302,12 +277,12 @@ fn a_key_over_plain_http_to_another_machine_is_warned_about() {
         .args(["--timeout", "2", "--retries", "0"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("warning: the API key is sent over plain HTTP to 0.0.0.0"),
-        "{stderr}"
+    let stderr = stderr(&out);
+    assert_contains(
+        &stderr,
+        "warning: the API key is sent over plain HTTP to 0.0.0.0",
     );
-    assert!(!stderr.contains("sk-plain-123"), "{stderr}");
+    assert_lacks(&stderr, "sk-plain-123");
 }
 
 #[test]
@@ -321,26 +296,21 @@ fn a_key_echoed_by_the_server_is_not_printed_nor_recorded() {
     });
     let dir = scratch("echo-key");
     let case = dir.join("run.case.yaml");
-    let out = packc()
+    let out = live(server.base_url())
         .env("MY_KEY", "sk-echoed-456")
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
         .args(["--api-key-env", "MY_KEY"])
         .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
         .args(["--input", r#"{"text": "x"}"#, "--trace", "--record"])
         .arg(&case)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("Incorrect API key provided: Bearer [redacted]"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "Incorrect API key provided: Bearer [redacted]");
     let recorded = std::fs::read_to_string(&case).unwrap();
-    assert!(recorded.contains("[redacted]"), "{recorded}");
+    assert_contains(&recorded, "[redacted]");
     for text in [&*stderr, &recorded, &String::from_utf8_lossy(&out.stdout)] {
-        assert!(!text.contains("sk-echoed-456"), "{text}");
+        assert_lacks(text, "sk-echoed-456");
     }
 }
 
@@ -348,58 +318,45 @@ fn a_key_echoed_by_the_server_is_not_printed_nor_recorded() {
 fn url_credentials_in_base_url_are_not_printed() {
     let server = MockServer::start(|_, _| Reply::status(500, "down"));
     let url = format!("http://admin:PW-hunter22@127.0.0.1:{}/v1", server.port());
-    let out = packc()
-        .args([
+    let out = packc_output!(
+        [
             "run",
             "--provider",
             "openai",
             "--model",
             "m",
             "--retries",
-            "0",
-        ])
-        .args(["--base-url", &url])
-        .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
-        .args(["--input", r#"{"text": "x"}"#])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("http://[redacted]@127.0.0.1:"), "{stderr}");
-    assert!(!stderr.contains("PW-hunter22"), "{stderr}");
+            "0"
+        ],
+        ["--base-url", &url],
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        ["--input", r#"{"text": "x"}"#]
+    );
+    let stderr = stderr(&out);
+    assert_contains(&stderr, "http://[redacted]@127.0.0.1:");
+    assert_lacks(&stderr, "PW-hunter22");
 }
 
 #[test]
 fn timeouts_past_the_maximum_are_refused_at_parse_time() {
     for t in ["1e19", "1e20", "-1", "0", "NaN", "inf", "86401"] {
         let started = std::time::Instant::now();
-        let out = packc()
-            .args(["run", "--provider", "openai", "--model", "m"])
-            .args(["--base-url", "http://127.0.0.1:9/v1"])
-            .arg(format!("--timeout={t}"))
-            .arg(repo().join("examples/rfc0010-ex1.pack.yaml"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let out = packc_output!(
+            ["run", "--provider", "openai", "--model", "m"],
+            ["--base-url", "http://127.0.0.1:9/v1"],
+            format!("--timeout={t}"),
+            repo().join("examples/rfc0010-ex1.pack.yaml")
+        );
+        let stderr = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{t}: {stderr}");
         assert!(stderr.contains("--timeout"), "{t}: {stderr}");
         assert!(!stderr.contains("panicked"), "{t}: {stderr}");
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
     let dir = scratch("timeout-sec");
-    std::fs::write(dir.join("pack.yaml"), DUMP_PACK).unwrap();
-    std::fs::write(
-        dir.join("tools.yaml"),
-        "tools:\n  dump: {command: [cat], timeout_sec: 1e19}\n",
-    )
-    .unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(dir.join("pack.yaml"))
-        .args(["--target", "composition:c", "--tools"])
-        .arg(dir.join("tools.yaml"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let tools = "tools:\n  dump: {command: [cat], timeout_sec: 1e19}\n";
+    let out = dump_run(&dir, DUMP_PACK, tools).output().unwrap();
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(
@@ -413,27 +370,18 @@ fn timeouts_past_the_maximum_are_refused_at_parse_time() {
 #[test]
 fn a_bound_command_sees_only_a_clean_environment_and_its_env() {
     let dir = scratch("clean-env");
-    std::fs::write(dir.join("pack.yaml"), DUMP_PACK).unwrap();
-    std::fs::write(
-        dir.join("tools.yaml"),
-        r#"tools:
+    let tools = r#"tools:
   dump:
     command: [sh, -c, 'cat >/dev/null; printf "{\"key\": \"%s\", \"other\": \"%s\", \"passed\": \"%s\", \"set\": \"%s\", \"path\": %s}" "$OPENAI_API_KEY" "$OTHER_SECRET" "$PASSED" "$MODE" "$([ -n "$PATH" ] && echo true || echo false)"']
     env: {PASSED: null, MODE: test}
-"#,
-    )
-    .unwrap();
-    let out = packc()
+"#;
+    let out = dump_run(&dir, DUMP_PACK, tools)
         .env("OPENAI_API_KEY", "sk-never-for-tools")
         .env("OTHER_SECRET", "hidden")
         .env("PASSED", "given")
-        .arg("run")
-        .arg(dir.join("pack.yaml"))
-        .args(["--target", "composition:c", "--tools"])
-        .arg(dir.join("tools.yaml"))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -449,84 +397,58 @@ fn host_calls_are_capped_by_default_and_by_flag() {
         return; // ../shared is absent
     }
     // `packc test`: the case makes two calls; a cap of 1 fails it with limit_exceeded.
-    let out = packc().arg("test").arg(&case).output().unwrap();
+    let out = packc_output!("test", &case);
     assert_eq!(out.status.code(), Some(0));
-    let out = packc()
-        .args(["test", "--max-host-calls", "1"])
-        .arg(&case)
-        .output()
-        .unwrap();
+    let out = packc_output!(["test", "--max-host-calls", "1"], &case);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("limit_exceeded"), "{stdout}");
+    assert_contains(&stdout, "limit_exceeded");
     // `packc run`: a retried failing tool, capped.
     let dir = scratch("host-call-cap");
     let pack = DUMP_PACK.replace(
         "args: {}}",
         "args: {}, modifiers: {retry: {max_attempts: 50}}}",
     );
-    std::fs::write(dir.join("pack.yaml"), pack).unwrap();
-    std::fs::write(
-        dir.join("tools.yaml"),
-        "tools:\n  dump: {command: [sh, -c, 'exit 1']}\n",
-    )
-    .unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(dir.join("pack.yaml"))
-        .args([
-            "--target",
-            "composition:c",
-            "--max-host-calls",
-            "5",
-            "--tools",
-        ])
-        .arg(dir.join("tools.yaml"))
+    let tools = "tools:\n  dump: {command: [sh, -c, 'exit 1']}\n";
+    let out = dump_run(&dir, &pack, tools)
+        .args(["--max-host-calls", "5"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("error[limit_exceeded]: the embedder's limit of 5 host calls was reached (`max_host_calls`) (raise it with --max-host-calls N)"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "error[limit_exceeded]: the embedder's limit of 5 host calls was reached (`max_host_calls`) (raise it with --max-host-calls N)");
     // The default is shown by --help.
-    let help = packc().args(["run", "--help"]).output().unwrap();
+    let help = packc_output!(["run", "--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("--max-host-calls <N>"), "{help}");
-    assert!(help.contains("[default: 10000]"), "{help}");
+    assert_contains(&help, "--max-host-calls <N>");
+    assert_contains(&help, "[default: 10000]");
 }
 
 /// A pack whose composition `c` calls tool `lookup_customer` in a tool step, then
 /// `lookup_order` in a second one.
 #[cfg(unix)]
 fn tool_pack(dir: &std::path::Path) -> PathBuf {
-    let pack = dir.join("tools.pack.yaml");
-    std::fs::write(
-        &pack,
-        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ntools:\n  lookup_customer: {name: lookup_customer, description: x}\n  lookup_order: {name: lookup_order, description: x}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: a, kind: tool, tool: lookup_customer, args: {q: \"${input}\"}}\n      - {id: b, kind: tool, tool: lookup_order, args: {q: \"${input}\"}}\n    output: b\n",
-    )
-    .unwrap();
-    pack
+    write(dir, "tools.pack.yaml", "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ntools:\n  lookup_customer: {name: lookup_customer, description: x}\n  lookup_order: {name: lookup_order, description: x}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: a, kind: tool, tool: lookup_customer, args: {q: \"${input}\"}}\n      - {id: b, kind: tool, tool: lookup_order, args: {q: \"${input}\"}}\n    output: b\n")
 }
 
-/// Runs composition `c` of [`tool_pack`] in `dir` with `tools` as its tools file.
-fn run_with_tools(dir: &std::path::Path, tools: &str) -> std::process::Output {
-    let pack = tool_pack(dir);
-    let tools = write(dir, "tools.yaml", tools);
-    packc()
-        .args([
+/// Runs composition `c` of [`tool_pack`] in a fresh folder for test `test`, with `tools`
+/// as its tools file.
+fn run_with_tools(test: &str, tools: &str) -> std::process::Output {
+    let dir = scratch(test);
+    let pack = tool_pack(&dir);
+    let tools = write(&dir, "tools.yaml", tools);
+    packc_output!(
+        [
             "run",
             "--target",
             "composition:c",
             "--input",
             "\"x\"",
-            "--tools",
-        ])
-        .arg(&tools)
-        .arg(&pack)
-        .output()
-        .unwrap()
+            "--tools"
+        ],
+        &tools,
+        &pack
+    )
 }
 
 /// Bindings are checked before the first call: a misspelled script stops the run with
@@ -534,23 +456,19 @@ fn run_with_tools(dir: &std::path::Path, tools: &str) -> std::process::Output {
 #[cfg(unix)]
 #[test]
 fn tool_bindings_are_checked_before_the_run() {
-    let dir = scratch("binding-check");
-    let out = run_with_tools(&dir, "tools:\n  lookup_customer: {command: [./tools/lookup_custmer.sh]}\n  lookup_ordr: {command: [sh, -c, 'echo {}']}\n  lookup_order: {http: 'not a url'}\n");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_with_tools("binding-check", "tools:\n  lookup_customer: {command: [./tools/lookup_custmer.sh]}\n  lookup_ordr: {command: [sh, -c, 'echo {}']}\n  lookup_order: {http: 'not a url'}\n");
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing ran");
-    assert!(
-        stderr.contains("warning: tool binding `lookup_ordr` names no tool of the pack; did you mean `lookup_order`?"),
-        "{stderr}"
-    );
+    assert_contains(&stderr, "warning: tool binding `lookup_ordr` names no tool of the pack; did you mean `lookup_order`?");
     assert!(
         stderr.contains("tool `lookup_customer`: command `")
             && stderr.contains("tools/lookup_custmer.sh` does not exist"),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("tool `lookup_order`: `not a url` is not an http:// or https:// URL"),
-        "{stderr}"
+    assert_contains(
+        &stderr,
+        "tool `lookup_order`: `not a url` is not an http:// or https:// URL",
     );
 }
 
@@ -559,9 +477,8 @@ fn tool_bindings_are_checked_before_the_run() {
 #[cfg(unix)]
 #[test]
 fn tool_failures_are_shown_as_they_happen() {
-    let dir = scratch("tool-failure");
-    let out = run_with_tools(&dir, "tools:\n  lookup_customer: {command: [sh, -c, 'echo no such customer >&2; exit 3']}\n  lookup_order: {command: [sh, -c, 'echo {}']}\n");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = run_with_tools("tool-failure", "tools:\n  lookup_customer: {command: [sh, -c, 'echo no such customer >&2; exit 3']}\n  lookup_order: {command: [sh, -c, 'echo {}']}\n");
+    let stderr = stderr(&out);
     assert!(
         stderr.contains(
             "warning: tool `lookup_customer` exited with exit status: 3: no such customer"
@@ -577,18 +494,11 @@ const TOXIC_PACK: &str = include_str!("packs/toxic_pack.yaml");
 fn a_host_validator_without_a_binding_is_refused_before_any_request() {
     let server = MockServer::start(|_, _| Reply::text("you fool"));
     let dir = scratch("toxic-unbound");
-    let pack = dir.join("civil.pack.yaml");
-    std::fs::write(&pack, TOXIC_PACK).unwrap();
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(&pack)
-        .args(["--input", r#""hi""#])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let pack = write(&dir, "civil.pack.yaml", TOXIC_PACK);
+    let out = live_output!(server.base_url(), &pack, ["--input", r#""hi""#]);
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("toxicity"), "{stderr}");
+    assert_contains(&stderr, "toxicity");
     assert!(server.received().is_empty(), "no request may be made");
 }
 
@@ -596,31 +506,23 @@ fn a_host_validator_without_a_binding_is_refused_before_any_request() {
 fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
     let server = MockServer::start(|_, _| Reply::text("you fool"));
     let dir = scratch("toxic-bound");
-    let pack = dir.join("civil.pack.yaml");
-    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let pack = write(&dir, "civil.pack.yaml", TOXIC_PACK);
     // The validator: fails any text containing "fool", and logs what it was asked.
-    std::fs::write(
-        dir.join("toxicity.py"),
-        "import json, sys\nreq = json.load(sys.stdin)\nopen('asked.json', 'w').write(json.dumps(req))\nprint(json.dumps({'pass': 'fool' not in req['text']}))\n",
-    )
-    .unwrap();
-    let bindings = dir.join("tools.yaml");
-    std::fs::write(
-        &bindings,
+    write(&dir, "toxicity.py", "import json, sys\nreq = json.load(sys.stdin)\nopen('asked.json', 'w').write(json.dumps(req))\nprint(json.dumps({'pass': 'fool' not in req['text']}))\n");
+    let bindings = write(
+        &dir,
+        "tools.yaml",
         "guards:\n  toxicity: {command: [python3, toxicity.py], timeout_sec: 30}\n",
-    )
-    .unwrap();
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(&pack)
-        .args(["--input", r#""hi""#, "--tools"])
-        .arg(&bindings)
-        .arg("--record")
-        .arg(dir.join("civil.case.yaml"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    );
+    let out = live_output!(
+        server.base_url(),
+        &pack,
+        ["--input", r#""hi""#, "--tools"],
+        &bindings,
+        "--record",
+        dir.join("civil.case.yaml")
+    );
+    let stderr = stderr(&out);
     if Command::new("python3").arg("--version").output().is_err() {
         println!("note: python3 is not available; skipping");
         return;
@@ -637,12 +539,8 @@ fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
     assert_eq!(server.received().len(), 1);
     // The recording answers the validator under `guards:` and replays green.
     let case = std::fs::read_to_string(dir.join("civil.case.yaml")).unwrap();
-    assert!(case.contains("guards:"), "{case}");
-    let replay = packc()
-        .arg("test")
-        .arg(dir.join("civil.case.yaml"))
-        .output()
-        .unwrap();
+    assert_contains(&case, "guards:");
+    let replay = packc_output!("test", dir.join("civil.case.yaml"));
     let text = String::from_utf8_lossy(&replay.stdout);
     assert!(text.contains("1 passed, 0 failed"), "{text}{case}");
 }
@@ -651,23 +549,20 @@ fn a_host_validator_bound_to_a_command_is_called_and_enforced() {
 fn an_extension_step_without_a_binding_is_refused_before_any_request() {
     let server = MockServer::start(|_, _| Reply::text("hi"));
     let dir = scratch("ext-unbound");
-    let pack = dir.join("ext.pack.yaml");
-    std::fs::write(
-        &pack,
+    let pack = write(
+        &dir,
+        "ext.pack.yaml",
         include_str!(
             "packs/an_extension_step_without_a_binding_is_refused_before_any_request.yaml"
         ),
-    )
-    .unwrap();
-    let out = packc()
-        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .arg(&pack)
-        .args(["--target", "composition:main", "--input", r#""q""#])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    );
+    let out = live_output!(
+        server.base_url(),
+        &pack,
+        ["--target", "composition:main", "--input", r#""q""#]
+    );
+    let stderr = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("acme.rerank"), "{stderr}");
+    assert_contains(&stderr, "acme.rerank");
     assert!(server.received().is_empty(), "no request may be made");
 }

@@ -4,84 +4,53 @@
 use std::path::PathBuf;
 
 mod common;
-use common::{assert_code, assert_stderr_contains, build_to, packc, run_host, scratch, stderr};
+use common::{
+    assert_contains, assert_stderr_contains, built_and_inspected, packc_output, run_host, scratch,
+    stderr, write,
+};
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
 /// takes `Approve` or `Reject`; an agent member `helper`; a composition whose second step
 /// reads a member the first step's output lacks, and whose branch negates a comparison.
 const PACK: &str = include_str!("packs/messages.yaml");
 
-fn pack(dir: &std::path::Path) -> PathBuf {
-    let path = dir.join("review.pack.yaml");
-    std::fs::write(&path, PACK).unwrap();
-    path
+/// A fresh folder for test `test`, and the path of [`PACK`] written into it.
+fn pack(test: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let pack = write(&dir, "review.pack.yaml", PACK);
+    (dir, pack)
 }
 
 #[test]
 fn input_that_is_not_json_says_how_to_quote_it() {
-    let dir = scratch("input");
-    let pack = pack(&dir);
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .args(["--input", "hello"])
-        .output()
-        .unwrap();
+    let (dir, pack) = pack("input");
+    let out = packc_output!("run", &pack, ["--input", "hello"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains(r#"write `--input '"hello"'`"#) && stderr(&out).contains("@file"),
-        "{}",
-        stderr(&out)
-    );
-    let bad = dir.join("bad.json");
-    std::fs::write(&bad, "{oops").unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .arg("--input")
-        .arg(format!("@{}", bad.display()))
-        .output()
-        .unwrap();
+    assert_stderr_contains(&out, r#"write `--input '"hello"'`"#);
+    assert_stderr_contains(&out, "@file");
+    let bad = write(&dir, "bad.json", "{oops");
+    let out = packc_output!("run", &pack, "--input", format!("@{}", bad.display()));
     assert_eq!(out.status.code(), Some(2));
     assert_stderr_contains(&out, &format!("{} is not JSON", bad.display()));
 }
 
 #[test]
 fn an_unknown_target_member_gets_did_you_mean() {
-    let dir = scratch("target");
-    let pack = pack(&dir);
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .args(["--target", "agent:helpr"])
-        .output()
-        .unwrap();
+    let (_, pack) = pack("target");
+    let out = packc_output!("run", &pack, ["--target", "agent:helpr"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out)
-            .contains("no agent member `helpr` in target `agent:helpr`; did you mean `helper`?"),
-        "{}",
-        stderr(&out)
+    assert_stderr_contains(
+        &out,
+        "no agent member `helpr` in target `agent:helpr`; did you mean `helper`?",
     );
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .args(["--target", "agent:nobody"])
-        .output()
-        .unwrap();
+    let out = packc_output!("run", &pack, ["--target", "agent:nobody"]);
     assert_stderr_contains(&out, "the agent members are: `helper`");
 }
 
 #[test]
 fn an_invalid_event_lists_the_states_events() {
-    let dir = scratch("event");
-    let pack = pack(&dir);
-    let host = dir.join("host.yaml");
-    std::fs::write(
-        &host,
-        "script:\n  - turn: go\n  - event: Aprove\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
-    )
-    .unwrap();
+    let (dir, pack) = pack("event");
+    let host = write(&dir, "host.yaml", "script:\n  - turn: go\n  - event: Aprove\nhost:\n  prompts:\n    draft: [{output: d, event: Submit}]\n");
     let out = run_host(&pack, &host);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -102,43 +71,35 @@ fn an_invalid_event_lists_the_states_events() {
 
 #[test]
 fn a_runtime_unresolved_binding_names_its_step() {
-    let dir = scratch("binding");
-    let pack = pack(&dir);
-    let host = dir.join("host.yaml");
-    std::fs::write(
-        &host,
+    let (dir, pack) = pack("binding");
+    let host = write(
+        &dir,
+        "host.yaml",
         "host:\n  prompts:\n    draft: [{output: {lang: fr}}]\n",
-    )
-    .unwrap();
-    let out = packc()
-        .arg("run")
-        .arg(&pack)
-        .args(["--target", "composition:c", "--input", "\"x\"", "--host"])
-        .arg(&host)
-        .output()
-        .unwrap();
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        ["--target", "composition:c", "--input", "\"x\"", "--host"],
+        &host
+    );
     assert_eq!(out.status.code(), Some(1));
     assert_stderr_contains(&out, "error[unresolved_binding]: `${first.output.missing}` in the input of step `second` does not resolve");
 }
 
 #[test]
 fn inspect_writes_not_around_what_it_negates() {
-    let dir = scratch("inspect");
-    let pack = pack(&dir);
-    let ppk = dir.join("review.ppk");
-    let out = build_to(&pack, &ppk);
-    assert_code(&out, 0);
-    let out = packc().arg("inspect").arg(&ppk).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(r#"if not (${first#0.output.lang} == "en") then second"#),
-        "{stdout}"
+    let (dir, pack) = pack("inspect");
+    let stdout = built_and_inspected(&pack, &dir.join("review.ppk"));
+    assert_contains(
+        &stdout,
+        r#"if not (${first#0.output.lang} == "en") then second"#,
     );
 }
 
 #[test]
 fn run_help_documents_the_tools_file() {
-    let out = packc().args(["run", "--help"]).output().unwrap();
+    let out = packc_output!(["run", "--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(
         help.contains("command: [python3, tools/lookup_order.py]")

@@ -5,21 +5,20 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{build_to, packc};
+use common::{assert_contains, assert_lacks, build_to, packc, packc_output, scratch, write};
 
 /// A fresh folder for one test: `pack/` (the pack's folder) and `secret/` beside it,
 /// holding a schema file whose text must never reach an artifact or the output.
 fn folder(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("packc-security-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch(test);
     std::fs::create_dir_all(dir.join("pack/schemas")).unwrap();
     std::fs::create_dir_all(dir.join("secret")).unwrap();
-    std::fs::write(
-        dir.join("secret/s.json"),
+    write(
+        &dir,
+        "secret/s.json",
         r#"{"type": "object", "description": "TOPSECRET-7f3a"}"#,
-    )
-    .unwrap();
-    std::fs::write(dir.join("pack/schemas/ok.json"), r#"{"type": "object"}"#).unwrap();
+    );
+    write(&dir, "pack/schemas/ok.json", r#"{"type": "object"}"#);
     dir
 }
 
@@ -46,9 +45,7 @@ compositions:
       - {{id: a, kind: prompt, prompt_task: p, output_schema: "{schema}"}}
 "#
     );
-    let path = dir.join("pack/demo.pack.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
+    write(dir, "pack/demo.pack.yaml", text)
 }
 
 fn text(out: &Output) -> String {
@@ -63,12 +60,7 @@ fn text(out: &Output) -> String {
 /// nothing of the file.
 fn assert_build_refused(dir: &Path, pack: &Path) {
     let out_file = dir.join("out.ppk");
-    let out = packc()
-        .args(["build", "--format", "json", "-o"])
-        .arg(&out_file)
-        .arg(pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["build", "--format", "json", "-o"], &out_file, pack);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     let d: serde_json::Value = serde_json::from_str(
@@ -82,7 +74,7 @@ fn assert_build_refused(dir: &Path, pack: &Path) {
     assert_eq!(d["pointer"], "/compositions/c/steps/0/output_schema");
     assert_eq!(d["line"], 16);
     assert!(!out_file.exists(), "nothing is written");
-    assert!(!all.contains(SECRET), "{all}");
+    assert_lacks(&all, SECRET);
 }
 
 #[test]
@@ -110,11 +102,7 @@ fn a_missing_outside_file_is_refused_like_a_present_one() {
     let dir = folder("oracle");
     let check = |name: &str| {
         let pack = pack_naming(&dir, &format!("../secret/{name}"));
-        let out = packc()
-            .args(["check", "--format", "json"])
-            .arg(&pack)
-            .output()
-            .unwrap();
+        let out = packc_output!(["check", "--format", "json"], &pack);
         assert_eq!(out.status.code(), Some(1));
         // The same answer but for the name itself.
         String::from_utf8_lossy(&out.stdout).replace(name, "X")
@@ -146,23 +134,22 @@ fn a_symbolic_link_out_of_the_folder_is_refused_by_every_command() {
             let all = text(&out);
             assert_eq!(out.status.code(), Some(1), "{args:?}: {all}");
             assert!(all.contains("[unsafe_path]"), "{args:?}: {all}");
-            assert!(!all.contains(SECRET), "{all}");
+            assert_lacks(&all, SECRET);
         }
-        let case = dir.join("pack/demo.case.yaml");
-        std::fs::write(
-            &case,
+        let case = write(
+            &dir,
+            "pack/demo.case.yaml",
             "about: a run\npack_file: demo.pack.yaml\nrun: {input: {}}\nexpect: {output: null}\n",
-        )
-        .unwrap();
-        let out = packc().arg("test").arg(&case).output().unwrap();
+        );
+        let out = packc_output!("test", &case);
         let all = text(&out);
         assert_eq!(out.status.code(), Some(1), "{all}");
-        assert!(all.contains("unsafe_path"), "{all}");
+        assert_contains(&all, "unsafe_path");
     }
     // A link that stays inside the folder is followed.
     std::os::unix::fs::symlink("ok.json", dir.join("pack/schemas/alias.json")).unwrap();
     let pack = pack_naming(&dir, "schemas/alias.json");
-    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let out = packc_output!("check", &pack);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
@@ -171,21 +158,19 @@ fn allow_path_widens_the_reach_deliberately() {
     let dir = folder("allow");
     let pack = pack_naming(&dir, "../secret/s.json");
     let out_file = dir.join("out.ppk");
-    let out = packc()
-        .arg("build")
-        .arg("--allow-path")
-        .arg(dir.join("secret"))
-        .arg("-o")
-        .arg(&out_file)
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        "build",
+        "--allow-path",
+        dir.join("secret"),
+        "-o",
+        &out_file,
+        &pack
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let bytes = std::fs::read(&out_file).unwrap();
     let embedded = bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes());
     assert!(embedded, "the allowed schema is embedded");
-    let host = dir.join("host.yaml");
-    std::fs::write(&host, "host: {prompts: {p: [{output: {}}]}}\n").unwrap();
+    let host = write(&dir, "host.yaml", "host: {prompts: {p: [{output: {}}]}}\n");
     for cmd in [
         &["check"][..],
         &["graph"],
@@ -201,12 +186,7 @@ fn allow_path_widens_the_reach_deliberately() {
         assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out));
     }
     // A folder that does not exist is a usage error, not a silent no-op.
-    let out = packc()
-        .args(["check", "--allow-path"])
-        .arg(dir.join("nowhere"))
-        .arg(&pack)
-        .output()
-        .unwrap();
+    let out = packc_output!(["check", "--allow-path"], dir.join("nowhere"), &pack);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).contains("--allow-path"), "{}", text(&out));
 }
@@ -221,9 +201,7 @@ fn ten_thousand_errors(dir: &Path) -> PathBuf {
         r#"{{"id":"demo","name":"Demo","version":"1.0.0","template_engine":{{"version":"v1","syntax":"{{{{variable}}}}"}},"prompts":{{"p":{{"id":"p","name":"P","version":"1.0.0","system_template":"Hi."}}}},"workflow":{{"version":1,"entry":"main","states":{{"main":{{"orchestration":"composition","composition":"c","terminal":true}}}}}},"compositions":{{"c":{{"version":1,"steps":[{}]}}}}}}"#,
         steps.join(",")
     );
-    let path = dir.join("many.pack.json");
-    std::fs::write(&path, text).unwrap();
-    path
+    write(dir, "many.pack.json", text)
 }
 
 #[test]
@@ -263,6 +241,15 @@ fn ten_thousand_diagnostics_are_bounded_and_fast() {
     assert_eq!(last["line"], 1);
 }
 
+/// Asserts that `shown` (what a command printed) holds no control character and shows
+/// `escaped`, the escaped form of the pack text that had them.
+#[track_caller]
+fn assert_escaped(shown: &[u8], escaped: &str) {
+    let text = String::from_utf8_lossy(shown);
+    assert!(!has_control(shown), "{text:?}");
+    assert!(text.contains(escaped), "{text:?}");
+}
+
 fn has_control(text: &[u8]) -> bool {
     String::from_utf8_lossy(text)
         .chars()
@@ -276,35 +263,23 @@ fn pack_text_never_reaches_the_terminal_raw() {
     let pack = dir.join("pack/esc.pack.yaml");
     let source = "id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\nworkflow:\n  version: 1\n  entry: main\n  states:\n    main: {orchestration: composition, composition: \"c\\e]0;owned\\a\", terminal: true}\ncompositions:\n  \"c\\e]0;owned\\a\":\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: PROMPT}\n";
     std::fs::write(&pack, source.replace("PROMPT", "\"q\\e[2J\\r\"")).unwrap();
-    let out = packc().arg("check").arg(&pack).output().unwrap();
+    let out = packc_output!("check", &pack);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        !has_control(&out.stderr),
-        "{:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`q\\u{1b}[2J\\u{d}`"));
+    assert_escaped(&out.stderr, "`q\\u{1b}[2J\\u{d}`");
     // The same in an artifact's strings, and in a run's error and trace.
     std::fs::write(&pack, source.replace("PROMPT", "p")).unwrap();
     let ppk = dir.join("esc.ppk");
     let out = build_to(&pack, &ppk);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let out = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let out = packc_output!("inspect", &ppk);
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        !has_control(&out.stdout),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    assert_escaped(&out.stdout, "c\\u{1b}]0;owned\\u{7}");
+    let host = write(
+        &dir,
+        "host.yaml",
+        "host: {prompts: {p: [{error: \"boom\\e[2J\"}]}}\n",
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("c\\u{1b}]0;owned\\u{7}"));
-    let host = dir.join("host.yaml");
-    std::fs::write(&host, "host: {prompts: {p: [{error: \"boom\\e[2J\"}]}}\n").unwrap();
-    let out = packc()
-        .args(["run", "--trace", "--host"])
-        .arg(&host)
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let out = packc_output!(["run", "--trace", "--host"], &host, &ppk);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         !has_control(&out.stderr),
@@ -372,8 +347,7 @@ fn record_is_checked_before_any_call_and_never_clobbers() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(std::fs::read(&pack).unwrap(), original);
     // An existing file, without --force.
-    let case = dir.join("run.case.yaml");
-    std::fs::write(&case, "old").unwrap();
+    let case = write(&dir, "run.case.yaml", "old");
     let out = live_run(&pack, &server, &record(&case));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("--force"), "{}", text(&out));
@@ -382,8 +356,7 @@ fn record_is_checked_before_any_call_and_never_clobbers() {
     // With --force it is replaced; a link there is replaced, not written through.
     #[cfg(unix)]
     {
-        let victim = dir.join("victim.txt");
-        std::fs::write(&victim, "keep").unwrap();
+        let victim = write(&dir, "victim.txt", "keep");
         std::fs::remove_file(&case).unwrap();
         std::os::unix::fs::symlink(&victim, &case).unwrap();
     }
@@ -422,7 +395,7 @@ fn a_pack_name_that_is_not_utf8_keeps_its_bytes() {
     let named = pack_naming(&dir, "schemas/ok.json");
     let pack = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml"));
     std::fs::rename(&named, &pack).unwrap();
-    let out = packc().arg("build").arg(&pack).output().unwrap();
+    let out = packc_output!("build", &pack);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let built = dir.join(std::ffi::OsStr::from_bytes(b"pack/p\xff.pack.yaml.ppk"));
     assert!(built.exists(), "{}", text(&out));

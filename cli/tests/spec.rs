@@ -9,39 +9,51 @@ use std::process::Output;
 use packc_host::mock::{MockServer, Reply};
 
 mod common;
-use common::{packc, run_host, scratch, stderr, stdout, write};
+use common::{assert_contains, packc, packc_output, run_host, scratch, stderr, stdout, write};
 
 fn text(out: &Output) -> (String, String) {
     (stdout(out), stderr(out))
 }
 
+/// A fresh folder for test `test` and the path of `text` written into it as `name`.
+fn pack_in(test: &str, name: &str, text: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let pack = write(&dir, name, text);
+    (dir, pack)
+}
+
 /// RFC 0017: `draft` runs on `drafter` (the step's provider), `final` on `default`.
 const ROUTED: &str = include_str!("packs/routed.yaml");
+
+/// `packc run --provider openai --model big --base-url <primary>`.
+fn big_model(primary: &MockServer) -> std::process::Command {
+    let mut c = packc();
+    c.args([
+        "run",
+        "--provider",
+        "openai",
+        "--model",
+        "big",
+        "--base-url",
+    ])
+    .arg(primary.base_url());
+    c
+}
 
 #[test]
 fn an_unbound_provider_is_refused_before_any_request() {
     let primary = MockServer::start(|_, _| Reply::text("primary"));
-    let dir = scratch("unbound");
-    let pack = write(&dir, "routed.pack.yaml", ROUTED);
-    let out = packc()
-        .args([
-            "run",
-            "--provider",
-            "openai",
-            "--model",
-            "big",
-            "--base-url",
-        ])
-        .arg(primary.base_url())
-        .arg(&pack)
-        .args(["--target", "composition:two_pass", "--input", "\"text\""])
-        .output()
-        .unwrap();
+    let (_, pack) = pack_in("unbound", "routed.pack.yaml", ROUTED);
+    let out = packc_output!(
+        with big_model(&primary);
+        &pack,
+        ["--target", "composition:two_pass", "--input", "\"text\""]
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(stderr.contains("provider `drafter`"), "{stderr}");
-    assert!(stderr.contains("declared but unbound"), "{stderr}");
-    assert!(stderr.contains("step `draft`"), "{stderr}");
+    assert_contains(&stderr, "provider `drafter`");
+    assert_contains(&stderr, "declared but unbound");
+    assert_contains(&stderr, "step `draft`");
     assert!(primary.received().is_empty(), "a request went out");
 }
 
@@ -49,27 +61,17 @@ fn an_unbound_provider_is_refused_before_any_request() {
 fn routed_calls_go_to_the_server_bound_to_their_provider() {
     let primary = MockServer::start(|_, _| Reply::text("final summary"));
     let drafter = MockServer::start(|_, _| Reply::text("draft summary"));
-    let dir = scratch("routed");
-    let pack = write(&dir, "routed.pack.yaml", ROUTED);
+    let (dir, pack) = pack_in("routed", "routed.pack.yaml", ROUTED);
     let case = dir.join("routed.case.yaml");
-    let out = packc()
-        .args([
-            "run",
-            "--provider",
-            "openai",
-            "--model",
-            "big",
-            "--base-url",
-        ])
-        .arg(primary.base_url())
-        .arg("--bind-provider")
-        .arg(format!("drafter={},model=small", drafter.base_url()))
-        .arg(&pack)
-        .args(["--target", "composition:two_pass", "--input", "\"text\""])
-        .arg("--record")
-        .arg(&case)
-        .output()
-        .unwrap();
+    let out = packc_output!(
+        with big_model(&primary);
+        "--bind-provider",
+        format!("drafter={},model=small", drafter.base_url()),
+        &pack,
+        ["--target", "composition:two_pass", "--input", "\"text\""],
+        "--record",
+        &case
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(stdout.trim(), "\"final summary\"");
@@ -81,19 +83,18 @@ fn routed_calls_go_to_the_server_bound_to_their_provider() {
     assert_eq!(p[0]["messages"][1]["content"], "draft summary");
     // The recording says which provider answered, and replays offline.
     let recorded = std::fs::read_to_string(&case).unwrap();
-    assert!(recorded.contains("drafter/summarize"), "{recorded}");
-    assert!(recorded.contains("provider: drafter"), "{recorded}");
-    let replay = packc().arg("test").arg(&case).output().unwrap();
+    assert_contains(&recorded, "drafter/summarize");
+    assert_contains(&recorded, "provider: drafter");
+    let replay = packc_output!("test", &case);
     let (stdout, stderr) = text(&replay);
     assert!(replay.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    assert_contains(&stdout, "1 passed, 0 failed");
 }
 
 #[test]
 fn the_spec_level_flag_overrides_the_claim() {
-    let dir = scratch("level");
-    let pack = write(
-        &dir,
+    let (dir, pack) = pack_in(
+        "level",
         "p.pack.yaml",
         include_str!("packs/the_spec_level_flag_overrides_the_claim.yaml"),
     );
@@ -109,10 +110,7 @@ fn the_spec_level_flag_overrides_the_claim() {
     let at_claim = check(&[]);
     let (stdout, _) = text(&at_claim);
     assert_eq!(at_claim.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("\"pointer\":\"/workflow/states/a/control\""),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "\"pointer\":\"/workflow/states/a/control\"");
     let at_1_8 = check(&["--spec-level", "1.8"]);
     let (stdout, stderr) = text(&at_1_8);
     assert_eq!(at_1_8.status.code(), Some(0), "{stdout}{stderr}");
@@ -120,58 +118,31 @@ fn the_spec_level_flag_overrides_the_claim() {
     assert_eq!(bad.status.code(), Some(2));
     // The level is recorded in the artifact and shown by inspect.
     let ppk = dir.join("p.ppk");
-    let build = packc()
-        .arg("build")
-        .arg(&pack)
-        .args(["--spec-level", "1.9", "-o"])
-        .arg(&ppk)
-        .output()
-        .unwrap();
+    let build = packc_output!("build", &pack, ["--spec-level", "1.9", "-o"], &ppk);
     assert!(build.status.success(), "{:?}", text(&build));
-    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let inspect = packc_output!("inspect", &ppk);
     let (stdout, _) = text(&inspect);
-    assert!(stdout.contains("  spec level: 1.9\n"), "{stdout}");
-    assert!(
-        stdout.contains("a  prompt p  internal  control agent"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "  spec level: 1.9\n");
+    assert_contains(&stdout, "a  prompt p  internal  control agent");
 }
 
 #[test]
 fn a_note_is_printed_but_never_fails_deny_warnings() {
-    let dir = scratch("note");
-    let pack = write(
-        &dir,
+    let (dir, pack) = pack_in(
+        "note",
         "p.pack.yaml",
         include_str!("packs/a_note_is_printed_but_never_fails_deny_warnings.yaml"),
     );
-    let out = packc()
-        .arg("check")
-        .arg(&pack)
-        .args(["--deny-warnings", "--format", "json"])
-        .output()
-        .unwrap();
+    let out = packc_output!("check", &pack, ["--deny-warnings", "--format", "json"]);
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(line["kind"], "no_spec_version");
     assert_eq!(line["severity"], "note");
-    let human = packc()
-        .arg("check")
-        .arg(&pack)
-        .args(["--color", "never"])
-        .output()
-        .unwrap();
+    let human = packc_output!("check", &pack, ["--color", "never"]);
     let (_, stderr) = text(&human);
-    assert!(stderr.contains("no problems, 1 note(s)"), "{stderr}");
-    let build = packc()
-        .arg("build")
-        .arg(&pack)
-        .arg("--deny-warnings")
-        .arg("-o")
-        .arg(dir.join("p.ppk"))
-        .output()
-        .unwrap();
+    assert_contains(&stderr, "no problems, 1 note(s)");
+    let build = packc_output!("build", &pack, "--deny-warnings", "-o", dir.join("p.ppk"));
     assert!(build.status.success(), "{:?}", text(&build));
     let host = write(
         &dir,
@@ -182,36 +153,26 @@ fn a_note_is_printed_but_never_fails_deny_warnings() {
     let (stdout, stderr) = text(&run);
     assert!(run.status.success(), "{stderr}");
     assert_eq!(stdout.trim(), "\"c\"");
-    assert!(stderr.contains("no_spec_version"), "{stderr}");
-    assert!(stderr.contains("reply:\n  a\n  \n  b\n  \n  c"), "{stderr}");
+    assert_contains(&stderr, "no_spec_version");
+    assert_contains(&stderr, "reply:\n  a\n  \n  b\n  \n  c");
 }
 
 const GOVERNED: &str = include_str!("packs/governed.yaml");
 
 #[test]
 fn environments_outside_the_approved_list_are_refused() {
-    let dir = scratch("environment");
-    let pack = write(&dir, "g.pack.yaml", GOVERNED);
+    let (dir, pack) = pack_in("environment", "g.pack.yaml", GOVERNED);
     let host = write(
         &dir,
         "host.yaml",
         "input: hi\nhost:\n  prompts:\n    p: [{output: ok}]\n",
     );
-    let run = |env: &str| {
-        packc()
-            .arg("run")
-            .arg(&pack)
-            .arg("--host")
-            .arg(&host)
-            .args(["--environment", env])
-            .output()
-            .unwrap()
-    };
+    let run = |env: &str| packc_output!("run", &pack, "--host", &host, ["--environment", env]);
     let refused = run("production-us");
     let (_, stderr) = text(&refused);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("`production-us`"), "{stderr}");
-    assert!(stderr.contains("staging, production-eu"), "{stderr}");
+    assert_contains(&stderr, "`production-us`");
+    assert_contains(&stderr, "staging, production-eu");
     let admitted = run("staging");
     assert!(admitted.status.success(), "{:?}", text(&admitted));
     // Governance is kept in the artifact and printed by inspect.
@@ -224,7 +185,7 @@ fn environments_outside_the_approved_list_are_refused() {
         .status()
         .unwrap()
         .success());
-    let inspect = packc().arg("inspect").arg(&ppk).output().unwrap();
+    let inspect = packc_output!("inspect", &ppk);
     let (stdout, _) = text(&inspect);
     for line in [
         "governance:",
@@ -241,14 +202,7 @@ fn environments_outside_the_approved_list_are_refused() {
         );
     }
     // The artifact alone admits or refuses.
-    let from_ppk = packc()
-        .arg("run")
-        .arg(&ppk)
-        .arg("--host")
-        .arg(&host)
-        .args(["--environment", "dev"])
-        .output()
-        .unwrap();
+    let from_ppk = packc_output!("run", &ppk, "--host", &host, ["--environment", "dev"]);
     assert_eq!(from_ppk.status.code(), Some(2));
 }
 

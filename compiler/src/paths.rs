@@ -248,6 +248,16 @@ mod tests {
         matches!(r, Err(OpenError::Outside(_)))
     }
 
+    /// Why `name`, a name inside the folders, cannot be read.
+    #[track_caller]
+    fn unusable(f: &Folders, name: &str) -> String {
+        match open(f, name) {
+            Err(OpenError::Unusable(why)) => why,
+            Err(e) => panic!("{name}: {e:?}"),
+            Ok(_) => panic!("{name} opened"),
+        }
+    }
+
     #[test]
     fn names_inside_the_folder_open() {
         let dir = folder("inside");
@@ -261,14 +271,8 @@ mod tests {
         ] {
             assert!(open(&f, name).is_ok(), "{name}");
         }
-        assert_eq!(
-            open(&f, "missing.json").unwrap_err(),
-            OpenError::Unusable("not found".into())
-        );
-        assert_eq!(
-            open(&f, "sub").unwrap_err(),
-            OpenError::Unusable("not a file".into())
-        );
+        assert_eq!(unusable(&f, "missing.json"), "not found");
+        assert_eq!(unusable(&f, "sub"), "not a file");
     }
 
     #[test]
@@ -314,10 +318,7 @@ mod tests {
         assert!(outside(open(&f, "outdir/missing.json")));
         assert!(open(&f, "alias.json").is_ok());
         assert!(open(&f, "subdir/deep.json").is_ok());
-        assert_eq!(
-            open(&f, "loop.json").unwrap_err(),
-            OpenError::Unusable("too many symbolic links".into())
-        );
+        assert_eq!(unusable(&f, "loop.json"), "too many symbolic links");
     }
 
     #[test]
@@ -327,10 +328,7 @@ mod tests {
         f.allow.push(dir.join("secret"));
         assert!(open(&f, "../secret/s.json").is_ok());
         assert!(open(&f, dir.join("secret/s.json").to_str().unwrap()).is_ok());
-        assert_eq!(
-            open(&f, "../secret/missing.json").unwrap_err(),
-            OpenError::Unusable("not found".into())
-        );
+        assert_eq!(unusable(&f, "../secret/missing.json"), "not found");
         assert!(outside(open(&f, "../../../../../../etc/passwd")));
     }
 }

@@ -30,7 +30,17 @@ pub struct RenderSource<'a> {
     pub spans: Option<&'a SpanIndex>,
 }
 
-impl RenderSource<'_> {
+impl<'a> RenderSource<'a> {
+    /// The source `checked` was checked from: `text` under `name`, with the span index of
+    /// its document when it parsed.
+    pub fn of_checked(name: &'a str, text: &'a str, checked: &'a crate::Checked) -> Self {
+        RenderSource {
+            name,
+            text,
+            spans: checked.loaded.as_ref().map(|l| &l.spans),
+        }
+    }
+
     /// The byte range a site designates: a member's key for pointers to mapping members,
     /// the node itself otherwise, the nearest existing ancestor when the node is absent.
     pub fn span_of(&self, site: &Site) -> Option<Range<usize>> {

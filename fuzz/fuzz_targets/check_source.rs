@@ -18,11 +18,7 @@ fuzz_target!(|data: &[u8]| {
 
     // What `packc check` prints, human and `--format json`.
     let text = String::from_utf8_lossy(data);
-    let src = RenderSource {
-        name: "fuzz.pack.yaml",
-        text: &text,
-        spans: checked.loaded.as_ref().map(|l| &l.spans),
-    };
+    let src = RenderSource::of_checked("fuzz.pack.yaml", &text, &checked);
     let mut out = Vec::new();
     render::human(&src, &checked.diagnostics, false, &mut out).expect("writing to a Vec");
     for d in &checked.diagnostics {

@@ -124,28 +124,21 @@ fn compile_half(
         })
         .collect();
     let mut diffs = Vec::new();
-    if let Some(expected) = &expect.warnings {
-        let warnings: BTreeSet<String> = checked
+    for (name, expected, severity) in [
+        ("warnings", &expect.warnings, Severity::Warning),
+        ("notes", &expect.notes, Severity::Note),
+    ] {
+        let Some(expected) = expected else { continue };
+        let reported: BTreeSet<String> = checked
             .diagnostics
             .iter()
-            .filter(|d| d.severity == Severity::Warning)
+            .filter(|d| d.severity == severity)
             .map(|d| d.kind.as_str().to_owned())
             .collect();
-        if *expected != warnings {
+        if *expected != reported {
             diffs.push(format!(
-                "warnings: expected {expected:?}, reported {warnings:?}"
+                "{name}: expected {expected:?}, reported {reported:?}"
             ));
-        }
-    }
-    if let Some(expected) = &expect.notes {
-        let notes: BTreeSet<String> = checked
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Note)
-            .map(|d| d.kind.as_str().to_owned())
-            .collect();
-        if *expected != notes {
-            diffs.push(format!("notes: expected {expected:?}, reported {notes:?}"));
         }
     }
     match &expect.compile_error {

@@ -98,6 +98,18 @@ fn failure(live: &LiveRun) -> String {
     }
 }
 
+/// Asserts that `text` contains `needle`, showing the text when it does not.
+#[track_caller]
+fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{text}");
+}
+
+/// Asserts that `text` does not contain `needle`, showing the text when it does.
+#[track_caller]
+fn assert_lacks(text: &str, needle: &str) {
+    assert!(!text.contains(needle), "{text}");
+}
+
 const SCORE: &str = r#"
 prompts:
   scorer:
@@ -176,11 +188,10 @@ fn a_schema_mismatch_is_a_host_error_that_retry_asks_again() {
     let live = score_x(&p, &server);
     assert!(failure(&live).contains("not JSON"), "{}", failure(&live));
     let server = MockServer::start(|_, _| Reply::text(r#"{"score": "high"}"#));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
-    assert!(
-        message.contains("does not match output_schema `schemas/answer.json` at `/score`"),
-        "{message}"
+    let message = failure(&score_x(&p, &server));
+    assert_contains(
+        &message,
+        "does not match output_schema `schemas/answer.json` at `/score`",
     );
 }
 
@@ -357,10 +368,7 @@ fn a_500_is_retried_then_reported() {
     cfg.transport.retries = 1;
     let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
     let message = failure(&live);
-    assert!(
-        message.contains("answered 500: upstream broke (after 2 attempts)"),
-        "{message}"
-    );
+    assert_contains(&message, "answered 500: upstream broke (after 2 attempts)");
     // Two attempts of the step (retry modifier), each with one transport retry.
     assert_eq!(server.received().len(), 4);
 }
@@ -378,12 +386,8 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
         ),
     });
     let p = program(&scratch("401", SCORE));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
-    assert!(
-        message.contains("401 (check the API key): Incorrect API key"),
-        "{message}"
-    );
+    let message = failure(&score_x(&p, &server));
+    assert_contains(&message, "401 (check the API key): Incorrect API key");
     assert!(!message.contains("sk-secret"));
     let mut cfg = config(Some(&server));
     cfg.model.as_mut().unwrap().model = "nope".into();
@@ -398,11 +402,10 @@ fn bad_keys_and_unknown_models_say_so_without_the_key() {
 fn a_body_that_is_not_json_is_a_host_error() {
     let server = MockServer::start(|_, _| Reply::status(200, "<html>proxy error</html>"));
     let p = program(&scratch("html", SCORE));
-    let live = score_x(&p, &server);
-    let message = failure(&live);
-    assert!(
-        message.contains("answered 200 with a body that is not JSON: <html>proxy error</html>"),
-        "{message}"
+    let message = failure(&score_x(&p, &server));
+    assert_contains(
+        &message,
+        "answered 200 with a body that is not JSON: <html>proxy error</html>",
     );
 }
 
@@ -441,10 +444,7 @@ fn a_slow_server_times_out() {
     let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
     let message = failure(&live);
     // Which timeout and its value; the call named once.
-    assert!(
-        message.contains("within the call timeout of 0.3 s"),
-        "{message}"
-    );
+    assert_contains(&message, "within the call timeout of 0.3 s");
     assert_eq!(message.matches("model call").count(), 1, "{message}");
     // Two step attempts of 0.3 s each, nowhere near the server's 3 s.
     assert!(
@@ -694,11 +694,11 @@ fn a_server_echoing_the_key_gets_it_redacted_from_messages_and_the_recording() {
         let (live, run) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
         let message = failure(&live);
         assert!(message.contains(&format!("answered {status}")), "{message}");
-        assert!(message.contains("[redacted]"), "{message}");
+        assert_contains(&message, "[redacted]");
         let recorded = recorded_text(&live);
-        assert!(recorded.contains("[redacted]"), "{recorded}");
+        assert_contains(&recorded, "[redacted]");
         for text in [message, recorded, run.trace_lines().join("\n")] {
-            assert!(!text.contains("sk-secret"), "{text}");
+            assert_lacks(&text, "sk-secret");
         }
     }
 }
@@ -718,14 +718,14 @@ fn url_credentials_are_never_shown() {
     endpoint.base_url = format!("http://user:PW-s3cret@127.0.0.1:{}/v1", server.port());
     endpoint.api_key = None;
     let shown = endpoint.to_string();
-    assert!(!shown.contains("PW-s3cret"), "{shown}");
+    assert_lacks(&shown, "PW-s3cret");
     let (live, _) = drive(&p, "composition:c", json!({"text": "x"}), cfg);
     let message = failure(&live);
     assert!(
         message.contains(&format!("http://[redacted]@127.0.0.1:{}/v1", server.port())),
         "{message}"
     );
-    assert!(!message.contains("PW-s3cret"), "{message}");
+    assert_lacks(&message, "PW-s3cret");
     // The client sends them as basic auth; the server's echo of that is redacted too.
     assert!(message.ends_with("auth was Basic [redacted]"), "{message}");
 }
@@ -745,11 +745,8 @@ fn an_http_tools_error_body_is_redacted_of_its_headers() {
     let p = program(&dir);
     let (live, _) = drive(&p, "composition:c", json!({"order": "A"}), cfg);
     let message = failure(&live);
-    assert!(
-        message.contains("token [redacted] is not allowed here"),
-        "{message}"
-    );
-    assert!(!message.contains("tool-t0ken-123"), "{message}");
+    assert_contains(&message, "token [redacted] is not allowed here");
+    assert_lacks(&message, "tool-t0ken-123");
     // The header itself was sent.
     assert_eq!(
         server.received()[0].header("authorization"),
@@ -766,13 +763,12 @@ fn model_calls_do_not_follow_redirects_and_say_where_they_pointed() {
         let server =
             MockServer::start(move |_, _| Reply::status(status, "").with_header("Location", &to));
         let p = program(&scratch(&format!("redirect-{status}"), SCORE));
-        let live = score_x(&p, &server);
-        let message = failure(&live);
+        let message = failure(&score_x(&p, &server));
         assert!(
             message.contains(&format!("answered {status}, a redirect (to {target})")),
             "{message}"
         );
-        assert!(message.contains("not followed"), "{message}");
+        assert_contains(&message, "not followed");
     }
     // Neither the request nor the key went to where the redirects pointed.
     assert!(elsewhere.received().is_empty());

@@ -354,7 +354,7 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const MODL: Tag = Tag(*b"MODL");
@@ -402,22 +402,24 @@ mod tests {
         assert_eq!(bytes.len(), 54);
     }
 
-    #[test]
-    fn every_cut_and_flip_is_rejected() {
-        let bytes = sample();
+    /// Asserts that `refused` holds for every proper prefix of `bytes` and every copy of
+    /// it with one bit flipped.
+    pub(crate) fn assert_every_cut_and_flip_fails(bytes: &[u8], refused: impl Fn(&[u8]) -> bool) {
         for len in 0..bytes.len() {
-            assert!(
-                Container::decode(&bytes[..len], usize::MAX).is_err(),
-                "cut at {len}"
-            );
+            assert!(refused(&bytes[..len]), "cut at {len}");
         }
         for i in 0..bytes.len() {
             for bit in 0..8 {
-                let mut b = bytes.clone();
+                let mut b = bytes.to_vec();
                 b[i] ^= 1 << bit;
-                assert!(Container::decode(&b, usize::MAX).is_err(), "flip {i}:{bit}");
+                assert!(refused(&b), "flip {i}:{bit}");
             }
         }
+    }
+
+    #[test]
+    fn every_cut_and_flip_is_rejected() {
+        assert_every_cut_and_flip_fails(&sample(), |b| Container::decode(b, usize::MAX).is_err());
     }
 
     #[test]
@@ -426,32 +428,22 @@ mod tests {
         let len = bytes.len();
         let truncated = |what, need, len| Err(ContainerError::Truncated { what, need, len });
         // Every cut, whatever the checksum says, names what does not fit.
-        assert_eq!(Container::decode(b"", usize::MAX), truncated("magic", 8, 0));
-        assert_eq!(
-            Container::decode(&bytes[..5], usize::MAX),
-            truncated("magic", 8, 5)
-        );
-        assert_eq!(
-            Container::decode(&bytes[..10], usize::MAX),
-            truncated("format version", 12, 10)
-        );
-        assert_eq!(
-            Container::decode(&bytes[..12], usize::MAX),
-            truncated("header", 53, 12)
-        );
-        assert_eq!(
-            Container::decode(&bytes[..52], usize::MAX),
-            truncated("header", 53, 52)
-        );
         // The sample ends with MODL's 12 payload bytes, then `note`'s 8-byte head and no payload.
-        assert_eq!(
-            Container::decode(&bytes[..len - 1], usize::MAX),
-            truncated("section header", len, len - 1)
-        );
-        assert_eq!(
-            Container::decode(&bytes[..len - 10], usize::MAX),
-            truncated("section payload", len - 8, len - 10)
-        );
+        for (cut, what, need) in [
+            (0, "magic", 8),
+            (5, "magic", 8),
+            (10, "format version", 12),
+            (12, "header", 53),
+            (52, "header", 53),
+            (len - 1, "section header", len),
+            (len - 10, "section payload", len - 8),
+        ] {
+            assert_eq!(
+                Container::decode(&bytes[..cut], usize::MAX),
+                truncated(what, need, cut),
+                "cut at {cut}"
+            );
+        }
         let message = Container::decode(&bytes[..len - 1], usize::MAX)
             .unwrap_err()
             .to_string();

@@ -60,26 +60,21 @@ where
     f(d)
 }
 
-impl Serialize for Pred {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Pred::serialize(self, s)
-    }
+/// `Serialize` as derived, `Deserialize` through [`nested`], for each recursive type.
+macro_rules! nested_serde {
+    ($($t:ident),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $t::serialize(self, s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                nested(d, $t::deserialize)
+            }
+        }
+    )*};
 }
 
-impl<'de> Deserialize<'de> for Pred {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        nested(d, Pred::deserialize)
-    }
-}
-
-impl Serialize for Bind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Bind::serialize(self, s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Bind {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        nested(d, Bind::deserialize)
-    }
-}
+nested_serde!(Pred, Bind);

@@ -15,6 +15,17 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 EXAMPLES = REPO / "examples"
 
+#: The members every pack has (id, name, version, template engine) and one prompt `p`:
+#: the start of the small packs the tests write.
+ONE_PROMPT_PACK = """\
+id: t
+name: T
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: hi}
+"""
+
 EX2 = EXAMPLES / "rfc0010-ex2.pack.yaml"
 EX3 = EXAMPLES / "rfc0010-ex3.pack.yaml"
 
@@ -68,3 +79,15 @@ def ex3_tool(call: packc.Call) -> Any:
 
 
 EX3_INPUT = {"text": "Sparse Attention for Long Documents. Sections: Introduction, Method."}
+
+
+def ex3_half_answered(program: packc.Program) -> packc.Run:
+    """Example 3 started with :data:`EX3_INPUT`, two of its four parallel branches
+    answered out of order (branch 2, then branch 0); the other two stay outstanding."""
+    run = program.start(record_calls=True)
+    run.resume()
+    run.resume(turn=EX3_INPUT)
+    calls = {c.branch: c for c in run.pending}
+    run.answer(calls[2], output=ex3_tool(calls[2]))
+    run.answer(calls[0], output=ex3_model(calls[0]))
+    return run

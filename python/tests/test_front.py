@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import packc
-from conftest import EX2, EXAMPLES
+from conftest import EX2, EXAMPLES, ONE_PROMPT_PACK
 
 BROKEN = """\
 $schema: "https://promptpack.org/schema/v1/promptpack.schema.json"
@@ -119,13 +119,7 @@ def test_inspect_gives_header_targets_and_bounds() -> None:
     assert info["bounds"]["workflow_turn"]["executions"] == 1
 
 
-CONTROL_PACK = """
-id: t
-name: T
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: hi}
+CONTROL_PACK = ONE_PROMPT_PACK + """\
 workflow:
   version: 1
   entry: a

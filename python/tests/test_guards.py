@@ -3,6 +3,7 @@
 from typing import Any, Dict, List
 
 import packc
+from conftest import ONE_PROMPT_PACK
 
 TOXIC = """
 id: t
@@ -24,14 +25,8 @@ workflow:
     s: {prompt_task: chat, terminal: true}
 """
 
-EXTENSION = """
+EXTENSION = ONE_PROMPT_PACK + """\
 $schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json
-id: e
-name: E
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: hi}
 compositions:
   c:
     version: 1

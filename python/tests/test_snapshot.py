@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import pytest
 
 import packc
-from conftest import EX3_INPUT, PAPER, ex3_model, ex3_tool
+from conftest import EX3_INPUT, PAPER, ex3_half_answered, ex3_model, ex3_tool
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,15 +67,8 @@ SNAPSHOT_SIDE = textwrap.dedent(
     """
     import sys
     import packc
-    from conftest import EX3, EX3_INPUT, ex3_model, ex3_tool
-    program = packc.Program(packc.compile(EX3))
-    run = program.start(record_calls=True)
-    run.resume()
-    run.resume(turn=EX3_INPUT)
-    # Answer two of the four parallel branches, out of order; two stay outstanding.
-    calls = {c.branch: c for c in run.pending}
-    run.answer(calls[2], output=ex3_tool(calls[2]))
-    run.answer(calls[0], output=ex3_model(calls[0]))
+    from conftest import EX3, ex3_half_answered
+    run = ex3_half_answered(packc.Program(packc.compile(EX3)))
     open(sys.argv[1], "wb").write(run.snapshot())
     print(sorted(c.id for c in run.pending))
     """
@@ -110,13 +103,7 @@ def test_a_snapshot_restored_in_a_fresh_interpreter_finishes_identically(
     tmp_path: Path, ex3_program: packc.Program
 ) -> None:
     # The same run, uninterrupted, but with the branches answered in the same order.
-    run = ex3_program.start(record_calls=True)
-    run.resume()
-    run.resume(turn=EX3_INPUT)
-    calls = {c.branch: c for c in run.pending}
-    run.answer(calls[2], output=ex3_tool(calls[2]))
-    run.answer(calls[0], output=ex3_model(calls[0]))
-    expected = finish(run)
+    expected = finish(ex3_half_answered(ex3_program))
 
     saved = tmp_path / "run.snapshot"
     outstanding = json.loads(python(SNAPSHOT_SIDE, str(saved)))

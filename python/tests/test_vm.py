@@ -263,9 +263,9 @@ def test_a_call_read_after_its_answer_says_so(ex2_program: packc.Program) -> Non
 
 def test_every_error_kind_has_its_class() -> None:
     for kind, cls in packc.RUN_ERRORS.items():
-        err = packc._errors.run_error(kind, "m")  # type: ignore[attr-defined]
+        err = packc._errors.run_error(kind, "m")
         assert type(err) is cls and err.kind == kind and err.message == "m"
-    unknown = packc._errors.run_error("new_kind", "m")  # type: ignore[attr-defined]
+    unknown = packc._errors.run_error("new_kind", "m")
     assert type(unknown) is packc.RunError and unknown.kind == "new_kind"
 
 

@@ -85,11 +85,7 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
     }
     let mut prompts = BTreeMap::new();
     for p in &info.prompts {
-        let n = if t.chance(95) {
-            t.range(2, 16)
-        } else {
-            t.range(0, 1)
-        } as usize;
+        let n = t.count(95, (2, 16), (0, 1));
         let mut answers: Vec<Value> = (0..n).map(|_| model_answer(t, &info)).collect();
         if t.chance(4) {
             // A model that keeps asking for tools: runs into `max_rounds`, an agent
@@ -117,32 +113,15 @@ pub fn generate(pack_tape: &[u32], run_tape: &[u32]) -> Generated {
     let mut tools = BTreeMap::new();
     for name in info.tools.iter().chain(&info.members) {
         let n = if t.chance(96) { t.range(1, 8) } else { 0 } as usize;
-        let answers = (0..n)
-            .map(|_| {
-                if t.chance(6) {
-                    json!({"error": "tool failed"})
-                } else {
-                    json!({"output": output_value(t, 0)})
-                }
-            })
-            .collect();
-        tools.insert(name.clone(), answers);
+        tools.insert(name.clone(), answers(t, n, 6, "tool failed"));
     }
     // A tool no one offers: its answer must never be taken.
     tools.insert("ghost".into(), vec![json!({"output": "ghost answer"})]);
     let mut extensions = BTreeMap::new();
     if info.extensions {
         for kind in EXTENSIONS {
-            let answers = (0..t.range(0, 6))
-                .map(|_| {
-                    if t.chance(10) {
-                        json!({"error": "extension failed"})
-                    } else {
-                        json!({"output": output_value(t, 0)})
-                    }
-                })
-                .collect();
-            extensions.insert(kind.to_owned(), answers);
+            let n = t.range(0, 6) as usize;
+            extensions.insert(kind.to_owned(), answers(t, n, 10, "extension failed"));
         }
     }
     let mut clock = Vec::new();
@@ -286,6 +265,20 @@ fn runtime_strings(t: &mut Tape, m: &mut Map<String, Value>) {
 
 /// A model or tool output: objects may carry an `event` (a composition state's event)
 /// and `artifacts` (artifact writes), strings may hold JSON text (the string rule).
+/// `n` answers of a tool or an extension: each an `error` with `message` at `percent`
+/// percent, else an `output`.
+fn answers(t: &mut Tape, n: usize, percent: u32, message: &str) -> Vec<Value> {
+    (0..n)
+        .map(|_| {
+            if t.chance(percent) {
+                json!({"error": message})
+            } else {
+                json!({"output": output_value(t, 0)})
+            }
+        })
+        .collect()
+}
+
 fn output_value(t: &mut Tape, depth: u32) -> Value {
     match t.weighted(&[20, 60, 8, 12]) {
         0 => scalar(t),
@@ -386,11 +379,7 @@ fn pack(t: &mut Tape) -> (Value, Info) {
         n_comps = 1;
     }
     let comp_keys: Vec<String> = (0..n_comps).map(|i| format!("c{i}")).collect();
-    let n_states = if t.chance(10) {
-        t.range(5, 10)
-    } else {
-        t.range(1, 4)
-    } as usize;
+    let n_states = t.count(10, (5, 10), (1, 4));
     let state_keys: Vec<String> = (0..n_states).map(|i| format!("w{i}")).collect();
     let members: Vec<String> = if t.chance(30) {
         let mut m: Vec<String> = prompt_keys
@@ -975,11 +964,7 @@ fn leaf(t: &mut Tape, ctx: &CompCtx, id: &str, kind: usize, visible: &[Root]) ->
 }
 
 fn composition(t: &mut Tape, ctx: &CompCtx) -> Value {
-    let n = if t.chance(10) {
-        t.range(6, 10)
-    } else {
-        t.range(1, 5)
-    } as usize;
+    let n = t.count(10, (6, 10), (1, 5));
     let ids: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
     let mut steps = Vec::new();
     let mut visible = vec![Root {

@@ -36,6 +36,17 @@ impl<'a> Tape<'a> {
         lo + self.below((hi - lo + 1) as usize) as u64
     }
 
+    /// A count: in `then` (inclusive bounds) with `percent` percent chance, else in
+    /// `otherwise`.
+    pub fn count(&mut self, percent: u32, then: (u64, u64), otherwise: (u64, u64)) -> usize {
+        let (lo, hi) = if self.chance(percent) {
+            then
+        } else {
+            otherwise
+        };
+        self.range(lo, hi) as usize
+    }
+
     /// True with probability `percent` / 100 (a zero entry is false).
     pub fn chance(&mut self, percent: u32) -> bool {
         let v = self.next() % 100;

@@ -47,6 +47,18 @@ fn python_verdict(what: &str, bytes: &[u8]) -> Verdict {
 }
 
 /// Both readers give `expected` for `bytes`.
+/// [`agree`] on the sample with `text` written into `field` at its marker.
+fn agree_field(
+    marked: &Marked,
+    (field, marker): (&str, &str),
+    text: &str,
+    expected: Result<(), &str>,
+    python: bool,
+) {
+    let what = format!("{field} = {text}");
+    agree(&what, &marked.with(marker, text), expected, python);
+}
+
 fn agree(what: &str, bytes: &[u8], expected: Result<(), &str>, python: bool) {
     let expected = expected.map_err(str::to_owned);
     assert_eq!(rust_verdict(bytes), expected, "{what}: Artifact::decode");
@@ -181,12 +193,7 @@ fn allowed_and_in_lists_must_be_arrays() {
             (r#""[1]""#, Err("malformed_module")),
             ("null", Err("malformed_module")),
         ] {
-            agree(
-                &format!("{field} = {text}"),
-                &marked.with(marker, text),
-                expected,
-                python,
-            );
+            agree_field(&marked, (field, marker), text, expected, python);
         }
     }
 }
@@ -213,12 +220,7 @@ fn json_values_are_strict_and_json_documents_are_kept_as_text() {
             } else {
                 text.to_owned()
             };
-            agree(
-                &format!("{field} = {text}"),
-                &marked.with(marker, &text),
-                Err(name),
-                python,
-            );
+            agree_field(&marked, (field, marker), &text, Err(name), python);
         }
     }
     for (field, marker) in TEXT_FIELDS {
@@ -231,12 +233,7 @@ fn json_values_are_strict_and_json_documents_are_kept_as_text() {
             ("01", Err("malformed_module")),
             ("1 2", Err("malformed_module")),
         ] {
-            agree(
-                &format!("{field} = {text}"),
-                &marked.with(marker, text),
-                expected,
-                python,
-            );
+            agree_field(&marked, (field, marker), text, expected, python);
         }
     }
     // Both kinds nest at most 127 levels.

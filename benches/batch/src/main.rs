@@ -71,45 +71,7 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// The whole benchmark, printed as one table.
-    Sweep {
-        /// Rows in the input.
-        #[arg(long, default_value_t = 20_000)]
-        rows: usize,
-        /// Rows in flight for `packc batch`, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "100,1000,5000")]
-        in_flight: Vec<usize>,
-        /// Latency of each mock call, in milliseconds.
-        #[arg(long, default_value_t = 50)]
-        latency_ms: u64,
-        /// The pack (or `.ppk`) to run.
-        #[arg(long)]
-        pack: PathBuf,
-        /// One `packc batch` run; `{pack}`, `{input}`, `{output}`, `{base_url}` and
-        /// `{in_flight}` are filled in.
-        #[arg(long)]
-        packc: String,
-        /// One LangGraph run, same placeholders (none: no LangGraph row).
-        #[arg(long)]
-        langgraph: Option<String>,
-        /// Rows in flight for LangGraph, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "1000")]
-        langgraph_in_flight: Vec<usize>,
-        /// How many of the rows (the first ones) LangGraph runs.
-        #[arg(long, default_value_t = 20_000)]
-        langgraph_rows: usize,
-        /// Connections of the load generator for the mock's ceiling.
-        #[arg(long, default_value_t = 5000)]
-        ceiling_connections: usize,
-        /// Seconds the mock is measured alone for.
-        #[arg(long, default_value_t = 10)]
-        ceiling_secs: u64,
-        /// Folder for rows, results and logs.
-        #[arg(long, default_value = "target/batch-bench")]
-        work: PathBuf,
-        /// Kill a run after this many seconds.
-        #[arg(long, default_value_t = 900)]
-        limit_secs: u64,
-    },
+    Sweep(sweep::Sweep),
     /// Run one command and print its wall time, CPU time and peak RSS as JSON (the
     /// sweep's way of timing a process alone).
     #[command(hide = true)]
@@ -186,34 +148,7 @@ fn main() -> anyhow::Result<()> {
             }
             None => Ok(rows::write(count, &mut std::io::stdout().lock())?),
         },
-        Command::Sweep {
-            rows,
-            in_flight,
-            latency_ms,
-            pack,
-            packc,
-            langgraph,
-            langgraph_in_flight,
-            langgraph_rows,
-            ceiling_connections,
-            ceiling_secs,
-            work,
-            limit_secs,
-        } => {
-            let sweep = sweep::Sweep {
-                rows,
-                in_flight,
-                latency: Duration::from_millis(latency_ms),
-                packc,
-                pack,
-                langgraph,
-                langgraph_in_flight,
-                langgraph_rows,
-                ceiling_connections,
-                ceiling_secs,
-                work,
-                limit: Duration::from_secs(limit_secs),
-            };
+        Command::Sweep(sweep) => {
             sweep::validate(&sweep)?;
             print!("{}", sweep::run(&sweep)?);
             Ok(())

@@ -26,34 +26,56 @@ use crate::mock::{self, Counters};
 /// Model calls per row of RFC 0010 example 2: classify, then one extractor.
 const CALLS_PER_ROW: f64 = 2.0;
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// What to run: the arguments of `batch-bench sweep`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Sweep {
     /// Rows in the input.
+    #[arg(long, default_value_t = 20_000)]
     pub rows: usize,
-    /// The numbers of rows in flight to run `packc batch` at.
+    /// Rows in flight for `packc batch`, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000")]
     pub in_flight: Vec<usize>,
-    /// The mock's latency per call.
+    /// Latency of each mock call, in milliseconds.
+    #[arg(long = "latency-ms", value_name = "LATENCY_MS", default_value = "50", value_parser = millis)]
     pub latency: Duration,
-    /// The command line of one `packc batch` run, split on whitespace; `{pack}`, `{input}`,
-    /// `{output}`, `{base_url}` and `{in_flight}` are replaced in each word.
-    pub packc: String,
     /// The pack (or `.ppk`) to run.
+    #[arg(long)]
     pub pack: PathBuf,
-    /// The command line of one LangGraph run (same placeholders), if any.
+    /// One `packc batch` run; `{pack}`, `{input}`, `{output}`, `{base_url}` and
+    /// `{in_flight}` are filled in.
+    #[arg(long)]
+    pub packc: String,
+    /// One LangGraph run, same placeholders (none: no LangGraph row).
+    #[arg(long)]
     pub langgraph: Option<String>,
-    /// The numbers of rows in flight to run LangGraph at.
+    /// Rows in flight for LangGraph, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
     pub langgraph_in_flight: Vec<usize>,
     /// How many of the rows (the first ones) LangGraph runs.
+    #[arg(long, default_value_t = 20_000)]
     pub langgraph_rows: usize,
-    /// Connections of the load generator when measuring the mock alone.
+    /// Connections of the load generator for the mock's ceiling.
+    #[arg(long, default_value_t = 5000)]
     pub ceiling_connections: usize,
     /// Seconds the mock is measured alone for (after a one-second warm-up).
+    #[arg(long, default_value_t = 10)]
     pub ceiling_secs: u64,
-    /// Where rows, results and logs go.
+    /// Folder for rows, results and logs.
+    #[arg(long, default_value = "target/batch-bench")]
     pub work: PathBuf,
-    /// A run taking longer than this is killed and reported.
+    /// Kill a run after this many seconds.
+    #[arg(long = "limit-secs", value_name = "LIMIT_SECS", default_value = "900", value_parser = seconds)]
     pub limit: Duration,
+}
+
+/// `--latency-ms`: whole milliseconds.
+fn millis(s: &str) -> Result<Duration, std::num::ParseIntError> {
+    s.parse().map(Duration::from_millis)
+}
+
+/// `--limit-secs`: whole seconds.
+fn seconds(s: &str) -> Result<Duration, std::num::ParseIntError> {
+    s.parse().map(Duration::from_secs)
 }
 
 /// One measured run.

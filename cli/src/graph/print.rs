@@ -1,14 +1,14 @@
 //! The two printers of a [`Graph`]: Graphviz `dot` and Mermaid `flowchart`. Both walk the
 //! same groups and edges, so the formats always show the same nodes.
 
-use super::{Graph, Group, Item, Shape};
+use super::{Graph, Group, Item, Node, Shape};
 
 /// Prints a Graphviz `digraph`.
 pub fn to_dot(g: &Graph) -> String {
     let mut out = format!("digraph {} {{\n", dot_str(&g.name));
     out.push_str("  compound=true;\n  node [shape=box, style=rounded];\n");
     for group in &g.groups {
-        dot_group(&mut out, group, 1);
+        print_group(&mut out, group, 1, &DOT_GROUP);
     }
     for e in &g.edges {
         let mut attrs = Vec::new();
@@ -33,40 +33,67 @@ pub fn to_dot(g: &Graph) -> String {
     out
 }
 
-fn dot_group(out: &mut String, group: &Group, depth: usize) {
+/// How one format writes a group: its opening lines, each node's line and its last line
+/// (without the indent).
+struct GroupLines {
+    open: fn(&Group) -> String,
+    node: fn(&Node) -> String,
+    close: &'static str,
+}
+
+/// Writes `group` and the groups inside it, indented two spaces a level from `depth`.
+fn print_group(out: &mut String, group: &Group, depth: usize, lines: &GroupLines) {
     let pad = "  ".repeat(depth);
-    out.push_str(&format!("{pad}subgraph cluster_{} {{\n", group.id));
-    out.push_str(&format!("{pad}  label={};\n", dot_str(&group.title)));
+    for line in (lines.open)(group).lines() {
+        out.push_str(&format!("{pad}{line}\n"));
+    }
     for item in &group.items {
         match item {
-            Item::Node(n) => {
-                let label = dot_str(&n.lines.join("\n"));
-                let shape = match n.shape {
-                    Shape::Start => ", shape=plaintext",
-                    Shape::State | Shape::Step => "",
-                    Shape::Terminal => ", peripheries=2",
-                    Shape::Branch => ", shape=diamond",
-                    Shape::Parallel => ", shape=hexagon",
-                };
-                out.push_str(&format!("{pad}  {} [label={label}{shape}];\n", n.id));
-            }
-            Item::Group(g) => dot_group(out, g, depth + 1),
+            Item::Node(n) => out.push_str(&format!("{pad}  {}\n", (lines.node)(n))),
+            Item::Group(g) => print_group(out, g, depth + 1, lines),
         }
     }
-    out.push_str(&format!("{pad}}}\n"));
+    out.push_str(&format!("{pad}{}\n", lines.close));
 }
+
+/// A group as a DOT `cluster_` subgraph, its nodes as boxes shaped by kind.
+const DOT_GROUP: GroupLines = GroupLines {
+    open: |group| {
+        format!(
+            "subgraph cluster_{} {{\n  label={};",
+            group.id,
+            dot_str(&group.title)
+        )
+    },
+    node: |n| {
+        let shape = match n.shape {
+            Shape::Start => ", shape=plaintext",
+            Shape::State | Shape::Step => "",
+            Shape::Terminal => ", peripheries=2",
+            Shape::Branch => ", shape=diamond",
+            Shape::Parallel => ", shape=hexagon",
+        };
+        format!("{} [label={}{shape}];", n.id, dot_str(&n.lines.join("\n")))
+    },
+    close: "}",
+};
 
 /// A DOT double-quoted string; a newline becomes a centered line break.
 fn dot_str(s: &str) -> String {
+    quoted(s, DOT_ESCAPES)
+}
+
+/// What a DOT double-quoted string escapes, and how.
+const DOT_ESCAPES: &[(char, &str)] = &[('"', "\\\""), ('\\', "\\\\"), ('\n', "\\n"), ('\r', "")];
+
+/// `s` in double quotes, each character of `escapes` written as its text there.
+fn quoted(s: &str, escapes: &[(char, &str)]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => {}
-            c => out.push(c),
+        match escapes.iter().find(|(e, _)| *e == c) {
+            Some((_, text)) => out.push_str(text),
+            None => out.push(c),
         }
     }
     out.push('"');
@@ -80,7 +107,7 @@ pub fn to_mermaid(g: &Graph) -> String {
         one_line(&g.name)
     );
     for group in &g.groups {
-        mermaid_group(&mut out, group, 1);
+        print_group(&mut out, group, 1, &MERMAID_GROUP);
     }
     for e in &g.edges {
         let arrow = if e.dashed { "-.->" } else { "-->" };
@@ -93,52 +120,38 @@ pub fn to_mermaid(g: &Graph) -> String {
     out
 }
 
-fn mermaid_group(out: &mut String, group: &Group, depth: usize) {
-    let pad = "  ".repeat(depth);
-    out.push_str(&format!(
-        "{pad}subgraph {}[{}]\n",
-        group.id,
-        mermaid_str(&group.title)
-    ));
-    for item in &group.items {
-        match item {
-            Item::Node(n) => {
-                let label = mermaid_str(&n.lines.join("\n"));
-                let (open, close) = match n.shape {
-                    Shape::Start => ("([", "])"),
-                    Shape::State => ("(", ")"),
-                    Shape::Terminal => ("(((", ")))"),
-                    Shape::Step => ("[", "]"),
-                    Shape::Branch => ("{", "}"),
-                    Shape::Parallel => ("{{", "}}"),
-                };
-                out.push_str(&format!("{pad}  {}{open}{label}{close}\n", n.id));
-            }
-            Item::Group(g) => mermaid_group(out, g, depth + 1),
-        }
-    }
-    out.push_str(&format!("{pad}end\n"));
-}
+/// A group as a Mermaid `subgraph`, its nodes bracketed by kind.
+const MERMAID_GROUP: GroupLines = GroupLines {
+    open: |group| format!("subgraph {}[{}]", group.id, mermaid_str(&group.title)),
+    node: |n| {
+        let (open, close) = match n.shape {
+            Shape::Start => ("([", "])"),
+            Shape::State => ("(", ")"),
+            Shape::Terminal => ("(((", ")))"),
+            Shape::Step => ("[", "]"),
+            Shape::Branch => ("{", "}"),
+            Shape::Parallel => ("{{", "}}"),
+        };
+        format!("{}{open}{}{close}", n.id, mermaid_str(&n.lines.join("\n")))
+    },
+    close: "end",
+};
 
 /// A Mermaid quoted label: entity codes for the characters Mermaid or its HTML labels
 /// would read as syntax, `<br/>` for a newline.
 fn mermaid_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '#' => out.push_str("#35;"),
-            '"' => out.push_str("#quot;"),
-            '<' => out.push_str("#lt;"),
-            '>' => out.push_str("#gt;"),
-            '\n' => out.push_str("<br/>"),
-            '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    quoted(s, MERMAID_ESCAPES)
 }
+
+/// What a Mermaid label escapes, and how.
+const MERMAID_ESCAPES: &[(char, &str)] = &[
+    ('#', "#35;"),
+    ('"', "#quot;"),
+    ('<', "#lt;"),
+    ('>', "#gt;"),
+    ('\n', "<br/>"),
+    ('\r', ""),
+];
 
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")

@@ -2,7 +2,7 @@
 //! output as text.
 //!
 //! Each test binary compiles its own copy of this module and uses part of it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -56,6 +56,26 @@ pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
 }
 
+/// Runs `packc <args>` (a shell command line's arguments) on a terminal, a pty from
+/// util-linux `script`, with its stdout sent to /dev/null, asserts that it succeeded and
+/// returns what the terminal showed. `None`, with a note, where there is no `script`.
+#[track_caller]
+pub fn on_a_terminal(args: &str) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to make a terminal");
+        return None;
+    }
+    let command = format!("{} {args} >/dev/null", env!("CARGO_BIN_EXE_packc"));
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let shown = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    Some(shown)
+}
+
 /// `packc build <pack> -o <out>`.
 pub fn build_to(pack: impl AsRef<std::ffi::OsStr>, out: impl AsRef<std::ffi::OsStr>) -> Output {
     packc()
@@ -65,6 +85,14 @@ pub fn build_to(pack: impl AsRef<std::ffi::OsStr>, out: impl AsRef<std::ffi::OsS
         .arg(out)
         .output()
         .unwrap()
+}
+
+/// Builds `pack` to `ppk`, asserting success, and returns what `packc inspect <ppk>`
+/// printed.
+#[track_caller]
+pub fn built_and_inspected(pack: &Path, ppk: &Path) -> String {
+    assert_code(&build_to(pack, ppk), 0);
+    stdout(&packc().arg("inspect").arg(ppk).output().unwrap())
 }
 
 /// `packc run <pack> --host <host>`.
@@ -77,6 +105,66 @@ pub fn run_host(pack: impl AsRef<std::ffi::OsStr>, host: impl AsRef<std::ffi::Os
         .output()
         .unwrap()
 }
+
+/// Asserts that `text` contains `needle`, showing the text when it does not.
+#[track_caller]
+pub fn assert_contains(text: impl AsRef<str>, needle: &str) {
+    let text = text.as_ref();
+    assert!(text.contains(needle), "{text}");
+}
+
+/// Asserts that `text` does not contain `needle`, showing the text when it does.
+#[track_caller]
+pub fn assert_lacks(text: impl AsRef<str>, needle: &str) {
+    let text = text.as_ref();
+    assert!(!text.contains(needle), "{text}");
+}
+
+/// `packc run --provider openai --model m --base-url <url>`: a live run against a
+/// loopback mock server, to which the test adds the pack and the rest.
+pub fn live(base_url: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = packc();
+    c.args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(base_url);
+    c
+}
+
+/// Runs [`packc`] with these arguments and returns its output. An argument is one value
+/// (`&pack`, `"check"`) or an array of values of one type (`["check", "--format", "json"]`).
+/// `packc_output!(with command; args...)` starts from another `Command` instead.
+macro_rules! packc_output {
+    (with $cmd:expr; $($t:tt)*) => {{
+        let mut c = $cmd;
+        $crate::common::packc_output!(@push c; $($t)*);
+        c.output().unwrap()
+    }};
+    (@push $c:ident;) => {};
+    (@push $c:ident; [$($a:expr),* $(,)?] $(, $($rest:tt)*)?) => {
+        $c.args([$($a),*]);
+        $crate::common::packc_output!(@push $c; $($($rest)*)?);
+    };
+    (@push $c:ident; $a:expr $(, $($rest:tt)*)?) => {
+        $c.arg($a);
+        $crate::common::packc_output!(@push $c; $($($rest)*)?);
+    };
+    ($($t:tt)*) => {{
+        let mut c = $crate::common::packc();
+        $crate::common::packc_output!(@push c; $($t)*);
+        c.output().unwrap()
+    }};
+}
+pub(crate) use packc_output;
+
+/// Runs [`live`] against `base_url` with these further arguments (as [`packc_output!`]
+/// takes them) and returns its output.
+macro_rules! live_output {
+    ($base_url:expr $(, $($t:tt)*)?) => {{
+        let mut c = $crate::common::live($base_url);
+        $crate::common::packc_output!(@push c; $($($t)*)?);
+        c.output().unwrap()
+    }};
+}
+pub(crate) use live_output;
 
 /// Asserts that the command's stderr contains `needle`, showing the stderr when not.
 #[track_caller]

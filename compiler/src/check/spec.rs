@@ -91,15 +91,7 @@ impl<'a> Graph<'a> {
             .and_then(|e| index.get(e).copied())
             .into_iter()
             .collect();
-        let agent_states = cx
-            .root
-            .get("agents")
-            .and_then(|a| a.get("members"))
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(|m| m.values())
-            .filter_map(|d| d.get("state").and_then(Value::as_str));
-        roots.extend(agent_states.filter_map(|s| index.get(s).copied()));
+        roots.extend(super::workflow::agent_states(cx.root).filter_map(|s| index.get(s).copied()));
         let mut reached = vec![false; entries.len()];
         while let Some(s) = roots.pop() {
             if !std::mem::replace(&mut reached[s], true) {
@@ -228,12 +220,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
     let declared = crate::lower::spec::declared_providers(root);
     // duplicate_provider_key, at the second occurrence.
-    let items = root
-        .get("requires")
-        .and_then(|r| r.get("providers"))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let items = crate::lower::spec::provider_items(root);
     let mut first: IndexMap<&str, usize> = IndexMap::new();
     for (i, item) in items.iter().enumerate() {
         let key = match item {

@@ -3,7 +3,7 @@
 //! transition graph (`unreachable_state`, `no_terminal_state`, `unbounded_loop`).
 
 use indexmap::IndexMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
@@ -232,15 +232,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     {
         roots.push(e);
     }
-    let agent_states = cx
-        .root
-        .get("agents")
-        .and_then(|a| a.get("members"))
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|m| m.values())
-        .filter_map(|d| d.get("state").and_then(Value::as_str));
-    roots.extend(agent_states.filter_map(|s| index.get(s).copied()));
+    roots.extend(agent_states(cx.root).filter_map(|s| index.get(s).copied()));
     let mut reached = vec![false; n];
     let mut stack = roots;
     while let Some(s) = stack.pop() {
@@ -305,6 +297,17 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
 
 /// Which nodes lie on a cycle (a self-edge counts): Tarjan's strongly connected
 /// components, iteratively so that a long chain of states cannot overflow the stack.
+/// The states agent members start in (`agents.members.*.state`): roots of the workflow
+/// graph besides its entry.
+pub(super) fn agent_states(root: &Map<String, Value>) -> impl Iterator<Item = &str> {
+    root.get("agents")
+        .and_then(|a| a.get("members"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|d| d.get("state").and_then(Value::as_str))
+}
+
 pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
     let n = edges.len();
     const UNSEEN: usize = usize::MAX;

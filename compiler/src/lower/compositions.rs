@@ -10,7 +10,7 @@ use ir_spec::{
 use serde_json::Value;
 
 use super::prompts::{offered, policy};
-use super::{members, uint32, Cx, LowerError};
+use super::{members, strings, uint32, Cx, LowerError};
 use crate::diag::join;
 use crate::syntax::{
     parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
@@ -115,10 +115,7 @@ fn lower_one(
                     let pv = cx.root.get("prompts").and_then(|ps| ps.get(task));
                     let pol = policy(pv.and_then(|pv| pv.get("tool_policy")));
                     let list = s.get("tools").or_else(|| pv.and_then(|pv| pv.get("tools")));
-                    let names: Vec<&str> = list
-                        .and_then(Value::as_array)
-                        .map(|t| t.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
+                    let names: Vec<&str> = strings(list).collect();
                     let tools = offered(cx, &names, &pol);
                     let term = s.get("termination");
                     let tool_called = match term
@@ -231,16 +228,9 @@ fn lower_one(
         )
         .unwrap_or(1)
         .max(1);
-        let evals = modifiers
-            .and_then(|m| m.get("eval"))
-            .and_then(Value::as_array)
-            .map(|e| {
-                e.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let evals = strings(modifiers.and_then(|m| m.get("eval")))
+            .map(str::to_owned)
+            .collect();
         let id = s.get("id").and_then(Value::as_str).unwrap_or("");
         out.push(Step {
             id: cx.intern(id),

@@ -171,6 +171,14 @@ fn members<'v>(
         .map(move |(k, v)| (k.as_str(), v, crate::diag::join(&base, &[k])))
 }
 
+/// The strings of an array member, skipping other items (none when it is not an array).
+fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 /// A non-negative integer member as `u64`.
 fn uint(v: Option<&Value>) -> Option<u64> {
     v.and_then(Value::as_u64).or_else(|| {

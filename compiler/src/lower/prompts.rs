@@ -6,7 +6,7 @@ use ir_spec::{
 };
 use serde_json::Value;
 
-use super::{members, uint, uint32, Cx, LowerError};
+use super::{members, strings, uint, uint32, Cx, LowerError};
 use crate::syntax::{self, expand_fragments, parse_template};
 
 /// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
@@ -41,11 +41,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             .unwrap_or_default();
         let system = template(cx, prompt, &variables);
         let policy = policy(prompt.get("tool_policy"));
-        let names: Vec<&str> = prompt
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let names: Vec<&str> = strings(prompt.get("tools")).collect();
         let tools = offered(cx, &names, &policy);
         let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
         let guards = prompt
@@ -106,16 +102,7 @@ pub(super) fn policy(v: Option<&Value>) -> ToolPolicy {
         tool_choice_none: v.get("tool_choice").and_then(Value::as_str) == Some("none"),
         max_rounds: uint32(v.get("max_rounds")),
         max_tool_calls_per_turn: uint32(v.get("max_tool_calls_per_turn")),
-        blocklist: v
-            .get("blocklist")
-            .and_then(Value::as_array)
-            .map(|b| {
-                b.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        blocklist: strings(v.get("blocklist")).map(str::to_owned).collect(),
     }
 }
 

@@ -8,16 +8,20 @@ use serde_json::Value;
 
 use super::Cx;
 
-/// The `requires.providers` entries of a pack, as written: the string shorthand is
-/// `{key, role: llm, required: true}`.
-pub(crate) fn declared_providers(root: &serde_json::Map<String, Value>) -> Vec<Provider> {
-    let items = root
-        .get("requires")
+/// The items of a pack's `requires.providers` list, as written (none when it is absent or
+/// not a list).
+pub(crate) fn provider_items(root: &serde_json::Map<String, Value>) -> &[Value] {
+    root.get("requires")
         .and_then(|r| r.get("providers"))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    items
+        .unwrap_or_default()
+}
+
+/// The `requires.providers` entries of a pack, as written: the string shorthand is
+/// `{key, role: llm, required: true}`.
+pub(crate) fn declared_providers(root: &serde_json::Map<String, Value>) -> Vec<Provider> {
+    provider_items(root)
         .iter()
         .filter_map(|item| match item {
             Value::String(key) => Some(Provider {

@@ -182,14 +182,10 @@ impl Transport {
             Ok(t) => t,
             Err(e) => {
                 return match e {
-                    ureq::Error::Timeout(_) => Attempt::Retry {
-                        error: format!(
-                            "timed out after {:?} reading the answer of {shown}",
-                            self.config.timeout
-                        ),
-                        after: None,
-                        rate_limited: false,
-                    },
+                    ureq::Error::Timeout(_) => Attempt::timed_out(format!(
+                        "timed out after {:?} reading the answer of {shown}",
+                        self.config.timeout
+                    )),
                     e => Attempt::Fatal(format!("cannot read the answer of {shown}: {e}")),
                 }
             }
@@ -217,18 +213,25 @@ pub enum Attempt {
     },
 }
 
+impl Attempt {
+    /// A timeout, `error` saying which: worth another attempt, with no `Retry-After`.
+    pub fn timed_out(error: String) -> Attempt {
+        Attempt::Retry {
+            error,
+            after: None,
+            rate_limited: false,
+        }
+    }
+}
+
 /// `timeout` is the whole call's limit (`--timeout`, a binding's `timeout_sec`), the only
 /// timeout set, so ureq's `Timeout(global)` is named by it.
 fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
     match e {
-        ureq::Error::Timeout(_) => Attempt::Retry {
-            error: format!(
-                "timed out calling {url}: no complete answer within the call timeout of {}",
-                seconds(timeout)
-            ),
-            after: None,
-            rate_limited: false,
-        },
+        ureq::Error::Timeout(_) => Attempt::timed_out(format!(
+            "timed out calling {url}: no complete answer within the call timeout of {}",
+            seconds(timeout)
+        )),
         ureq::Error::ConnectionFailed => {
             Attempt::Fatal(format!("cannot connect to {url}: connection failed"))
         }
@@ -238,11 +241,9 @@ fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             Attempt::Fatal(format!("cannot connect to {url}: connection refused"))
         }
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => Attempt::Retry {
-            error: format!("timed out calling {url}"),
-            after: None,
-            rate_limited: false,
-        },
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+            Attempt::timed_out(format!("timed out calling {url}"))
+        }
         e => Attempt::Fatal(format!("cannot call {url}: {e}")),
     }
 }

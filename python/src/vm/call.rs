@@ -12,7 +12,7 @@ use super::Run;
 use crate::convert::to_py;
 
 /// What kind of host call a view is, as `Call.kind` names it. New kinds of call are
-/// added here (and in `packc/__init__.pyi`'s `CallKind`).
+/// added here (and in `packc/_packc.pyi`'s `CallKind`).
 fn kind_of(view: &CallView<'_>) -> &'static str {
     if view.is_model() {
         "model"

@@ -20,7 +20,7 @@ use super::{did_you_mean, is_ident, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 use crate::paths::OpenError;
 use crate::vocab::{is_extension_kind, Kind};
-use order::{check_bindings, check_depends_on, Comp};
+use order::{check_bindings, check_depends_on, Comp, Step};
 use shape::{expect_array, expect_object, expect_str, optional_str, schema, What};
 
 const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
@@ -125,7 +125,8 @@ fn check_step(
         shape::step_members(cx, kind, obj, ptr);
     }
     optional_str(cx, obj, ptr, "description");
-    check_depends_on(cx, c, obj, ptr, index, nested);
+    let step = Step { obj, ptr, index };
+    check_depends_on(cx, c, step, nested);
     shape::modifiers(cx, obj, ptr);
     let Some(kind) = kind else { return };
     match kind {
@@ -156,8 +157,8 @@ fn check_step(
             }
             check_bindings(cx, c, obj.get("args"), &join(ptr, &["args"]), index);
         }
-        Kind::Branch => check_branch(cx, c, obj, ptr, index),
-        Kind::Parallel => check_parallel(cx, c, obj, ptr, index),
+        Kind::Branch => check_branch(cx, c, step),
+        Kind::Parallel => check_parallel(cx, c, step),
         Kind::Extension => {
             check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
         }
@@ -369,13 +370,8 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
     }
 }
 
-fn check_branch(
-    cx: &mut Cx<'_, '_>,
-    c: &mut Comp<'_>,
-    obj: &Map<String, Value>,
-    ptr: &str,
-    index: usize,
-) {
+fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
+    let Step { obj, ptr, index } = step;
     match obj.get("predicate") {
         None => cx.push(
             schema(ptr, "branch step without `predicate`")
@@ -389,16 +385,11 @@ fn check_branch(
                 .help("name the step to run when the predicate is true"),
         );
     }
-    order::check_targets(cx, c, obj, ptr, index);
+    order::check_targets(cx, c, step);
 }
 
-fn check_parallel(
-    cx: &mut Cx<'_, '_>,
-    c: &mut Comp<'_>,
-    obj: &Map<String, Value>,
-    ptr: &str,
-    index: usize,
-) {
+fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
+    let Step { obj, ptr, index } = step;
     let bptr = join(ptr, &["branches"]);
     match obj.get("branches") {
         None => cx.push(

@@ -20,6 +20,15 @@ pub(super) struct TopStep {
     pub(super) kind: Option<Kind>,
 }
 
+/// A step object being checked: its members, its pointer, and its index among the
+/// composition's top-level steps (a step of a parallel branch has its parallel step's).
+#[derive(Clone, Copy)]
+pub(super) struct Step<'a> {
+    pub(super) obj: &'a Map<String, Value>,
+    pub(super) ptr: &'a str,
+    pub(super) index: usize,
+}
+
 /// The step names of one composition.
 pub(super) struct Comp<'p> {
     pub(super) top: FxHashMap<&'p str, TopStep>,
@@ -139,13 +148,8 @@ pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr
 }
 
 /// A branch's `then` / `else`: top-level steps later than the branch.
-pub(super) fn check_targets(
-    cx: &mut Cx<'_, '_>,
-    c: &mut Comp<'_>,
-    obj: &Map<String, Value>,
-    ptr: &str,
-    index: usize,
-) {
+pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
+    let Step { obj, ptr, index } = step;
     for key in ["then", "else"] {
         let Some(target) = obj.get(key) else { continue };
         let tptr = join(ptr, &[key]);
@@ -177,11 +181,10 @@ pub(super) fn check_targets(
 pub(super) fn check_depends_on(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
-    obj: &Map<String, Value>,
-    ptr: &str,
-    index: usize,
+    step: Step<'_>,
     nested: bool,
 ) {
+    let Step { obj, ptr, index } = step;
     let Some(deps) = obj.get("depends_on") else {
         return;
     };

@@ -231,16 +231,19 @@ mod tests {
     use serde_json::json;
     use std::time::{Duration, Instant};
 
+    /// The bindings of a `--tools` file with this text, relative to the working folder.
+    fn bindings(yaml: &str) -> ToolBindings {
+        ToolBindings::parse(yaml, Path::new(".")).unwrap()
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_command_gets_a_clean_environment() {
-        let b = ToolBindings::parse(
+        let b = bindings(
             r#"tools:
   env: {command: [sh, -c, 'cat >/dev/null; env | cut -d= -f1 | sort | tr "\n" " " | sed "s/^/\"/; s/ $/\"/"'], env: {MODE: test}}
 "#,
-            Path::new("."),
-        )
-        .unwrap();
+        );
         let names = b
             .call("env", &json!({}), &TransportConfig::default())
             .unwrap();
@@ -263,11 +266,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_background_child_holding_stdout_does_not_outlast_the_timeout() {
-        let b = ToolBindings::parse(
+        let b = bindings(
             "tools:\n  bg: {command: [sh, -c, \"sleep 30 & echo '{}'\"], timeout_sec: 1}\n",
-            Path::new("."),
-        )
-        .unwrap();
+        );
         let started = Instant::now();
         let r = b.call("bg", &json!({}), &TransportConfig::default());
         let took = started.elapsed();
@@ -318,11 +319,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_gigabyte_of_output_is_output_too_large() {
-        let b = ToolBindings::parse(
+        let b = bindings(
             "tools:\n  big: {command: [sh, -c, 'head -c 1000000000 /dev/zero'], timeout_sec: 60}\n",
-            Path::new("."),
-        )
-        .unwrap();
+        );
         let started = Instant::now();
         let e = b
             .call("big", &json!({}), &TransportConfig::default())
@@ -334,11 +333,7 @@ mod tests {
 
     #[test]
     fn a_tools_error_text_is_redacted_of_its_env_values() {
-        let b = ToolBindings::parse(
-            "tools:\n  leak: {command: [sh, -c, 'echo \"token is $TOKEN\" >&2; exit 1'], env: {TOKEN: tok-5ecret-value}}\n",
-            Path::new("."),
-        )
-        .unwrap();
+        let b = bindings("tools:\n  leak: {command: [sh, -c, 'echo \"token is $TOKEN\" >&2; exit 1'], env: {TOKEN: tok-5ecret-value}}\n");
         let e = b
             .call("leak", &json!({}), &TransportConfig::default())
             .unwrap_err();
@@ -347,11 +342,7 @@ mod tests {
 
     #[test]
     fn commands_answer_errors_and_time_out() {
-        let b = ToolBindings::parse(
-            "tools:\n  echo: {command: [sh, -c, cat]}\n  fail: {command: [sh, -c, 'echo broken >&2; exit 3']}\n  text: {command: [sh, -c, 'echo hello']}\n  slow: {command: [sh, -c, 'sleep 5'], timeout_sec: 0.2}\n",
-            Path::new("."),
-        )
-        .unwrap();
+        let b = bindings("tools:\n  echo: {command: [sh, -c, cat]}\n  fail: {command: [sh, -c, 'echo broken >&2; exit 3']}\n  text: {command: [sh, -c, 'echo hello']}\n  slow: {command: [sh, -c, 'sleep 5'], timeout_sec: 0.2}\n");
         let t = TransportConfig::default();
         assert_eq!(
             b.call("echo", &json!({"q": [1, 2]}), &t),

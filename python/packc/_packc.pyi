@@ -1,4 +1,7 @@
-"""Type stubs of ``packc`` (the native ``packc._packc`` and the Python half)."""
+"""Type stubs of ``packc._packc``, the native half of ``packc``.
+
+The Python half (``packc/_errors.py``, ``packc/_drivers.py``) carries its own types.
+"""
 
 import os
 from typing import (
@@ -272,85 +275,3 @@ class Batch:
     def cancel(self) -> None: ...
     @property
     def progress(self) -> Dict[str, int]: ...
-
-# Errors (packc/_errors.py).
-
-class PackcError(Exception): ...
-
-class CompileError(PackcError):
-    report: str
-    diagnostics: List[Diagnostic]
-    def __init__(self, report: str, diagnostics: List[Any]) -> None: ...
-
-class ArtifactError(PackcError, ValueError): ...
-class SnapshotError(PackcError, ValueError): ...
-
-class RunError(PackcError):
-    kind: str
-    message: str
-    def __init__(self, message: str, kind: Optional[str] = None) -> None: ...
-
-class HostError(RunError): ...
-class UnresolvedBinding(RunError): ...
-class RunTypeError(RunError): ...
-class InvalidEvent(RunError): ...
-class TerminalState(RunError): ...
-class MaxVisitsExceeded(RunError): ...
-class BudgetExhausted(RunError): ...
-class AgentStepLimit(RunError): ...
-class InvalidVariable(RunError): ...
-class NoOutput(RunError): ...
-class LimitExceeded(RunError): ...
-class ProtocolError(RunError): ...
-class InvalidTarget(ProtocolError): ...
-class InvalidModule(RunError): ...
-class InternalError(RunError): ...
-
-RUN_ERRORS: Dict[str, Type[RunError]]
-
-# Drivers (packc/_drivers.py).
-
-class Answer:
-    """A host function's answer, when it is more than an output value."""
-
-    output: Json
-    event: Optional[str]
-    tool_calls: Optional[List[Any]]
-    error: Optional[str]
-    def __init__(
-        self,
-        output: Json = None,
-        *,
-        event: Optional[str] = None,
-        tool_calls: Optional[Iterable[Any]] = None,
-        error: Optional[str] = None,
-    ) -> None: ...
-
-class CallFailed(Exception):
-    """Raised by a host function: the call fails with this message."""
-
-def drive(
-    run: Run,
-    *,
-    model: Optional[Callable[[Call], Any]] = None,
-    tool: Optional[Callable[[Call], Any]] = None,
-    guard: Optional[Callable[[Call], Any]] = None,
-    extension: Optional[Callable[[Call], Any]] = None,
-    input: Json = None,
-    script: Optional[Iterable[Mapping[str, Any]]] = None,
-    clock: Optional[Callable[[], int]] = None,
-) -> Outcome:
-    """Runs ``run`` to the end with plain host functions."""
-
-async def drive_async(
-    run: Run,
-    *,
-    model: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
-    tool: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
-    guard: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
-    extension: Optional[Callable[[Call], Union[Any, Awaitable[Any]]]] = None,
-    input: Json = None,
-    script: Optional[Iterable[Mapping[str, Any]]] = None,
-    clock: Optional[Callable[[], int]] = None,
-) -> Outcome:
-    """Runs ``run`` to the end, issuing every outstanding call at once."""
