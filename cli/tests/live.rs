@@ -671,3 +671,51 @@ fn an_extension_step_without_a_binding_is_refused_before_any_request() {
     assert!(stderr.contains("acme.rerank"), "{stderr}");
     assert!(server.received().is_empty(), "no request may be made");
 }
+
+#[test]
+fn a_host_validator_that_gives_no_verdict_is_a_warning_line() {
+    let server = MockServer::start(|_, req| match req.path.as_str() {
+        "/guard" => Reply::status(500, "overloaded"),
+        _ => Reply::text("hello there"),
+    });
+    let dir = scratch("toxic-failing");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let url = format!("http://127.0.0.1:{}/guard", server.port());
+    let bindings = write(
+        &dir,
+        "tools.yaml",
+        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
+    );
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#, "--tools"])
+        .arg(&bindings)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The run goes on, failing closed, and says so.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, "Let's keep this civil.");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    let [line] = &warnings[..] else {
+        panic!("{stderr}")
+    };
+    assert!(
+        line.starts_with(&format!(
+            "warning: host validator `toxicity` at `main` (http {url}) gave no verdict: "
+        )),
+        "{stderr}"
+    );
+    assert!(line.contains("500"), "{stderr}");
+    assert!(
+        line.ends_with("; failing closed: the answer is replaced by the validator's message"),
+        "{stderr}"
+    );
+}

@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use packc_compiler::Options;
 use packc_host::live::TransportConfig;
-use packc_host::live::{Ended, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, ToolBindings};
+use packc_host::live::{
+    Ended, GuardFailure, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, Observer, ToolBindings,
+};
 use packc_host::mock::{MockServer, Reply};
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
-use packc_vm::{Answer, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, GuardEffect, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 const HEAD: &str =
@@ -911,23 +913,55 @@ fn a_host_validator_bound_to_http_is_called_and_enforced() {
     assert_eq!(guard_bodies(&server).len(), 2);
 }
 
+/// Keeps the host validator failures a live run reports.
+#[derive(Default)]
+struct GuardFailures(Vec<GuardFailure>);
+
+impl Observer for GuardFailures {
+    fn guard_failed(&mut self, failure: &GuardFailure) {
+        self.0.push(failure.clone());
+    }
+}
+
+/// [`drive`], keeping the host validator failures reported.
+fn drive_observed(
+    program: &Arc<Program>,
+    target: &str,
+    input: Value,
+    config: LiveConfig,
+) -> (LiveRun, Run, Vec<GuardFailure>) {
+    let target = Target::parse(program.module(), target).unwrap();
+    let mut run = Run::new(program.clone(), target, RunOptions::default()).unwrap();
+    let mut seen = GuardFailures::default();
+    let script = [ScriptItem::Turn(input)];
+    let live = LiveHost::new(config).drive(&mut run, &script, &mut seen);
+    (live, run, seen.0)
+}
+
 #[test]
-fn a_failing_guard_endpoint_fails_closed() {
+fn a_failing_guard_endpoint_fails_closed_and_is_reported() {
     type GuardReply = fn(&Value) -> Reply;
-    let cases: [(&str, GuardReply); 3] = [
-        ("a 500", |_| Reply::status(500, "overloaded")),
-        ("a body that is not JSON", |_| Reply::status(200, "yes")),
-        ("an answer without `pass`", |_| {
-            Reply::json(json!({"verdict": "fine"}))
-        }),
+    let cases: [(&str, GuardReply, &str); 3] = [
+        ("a 500", |_| Reply::status(500, "overloaded"), "500"),
+        (
+            "a body that is not JSON",
+            |_| Reply::status(200, "yes"),
+            "not JSON",
+        ),
+        (
+            "an answer without `pass`",
+            |_| Reply::json(json!({"verdict": "fine"})),
+            r#"it answered {"verdict":"fine"}, not {"pass": true|false}"#,
+        ),
     ];
-    for (what, answer) in cases {
+    for (what, answer, error) in cases {
         let server = rude_model(answer);
         let dir = scratch("guard-http-failing", GUARDED);
         let p = program(&dir);
         let cfg = guarded(&dir, &server, &guard_url(&server));
         // Even a harmless answer is replaced: the validator could not clear it.
-        let (live, run) = drive(&p, "composition:c", json!({"text": "be nice"}), cfg);
+        let (live, run, failures) =
+            drive_observed(&p, "composition:c", json!({"text": "be nice"}), cfg);
         assert_eq!(output(&live), "Let's keep this civil.", "{what}");
         assert_eq!(
             run.trace_lines(),
@@ -936,6 +970,21 @@ fn a_failing_guard_endpoint_fails_closed() {
         );
         // Not retried: one guard request per verdict.
         assert_eq!(guard_bodies(&server).len(), 1, "{what}");
+        let [f] = &failures[..] else {
+            panic!("{what}: {failures:?}")
+        };
+        assert_eq!(
+            (f.validator.as_str(), f.at.as_str(), f.effect),
+            ("toxicity", "reply", GuardEffect::Replaced),
+            "{what}"
+        );
+        assert_eq!(f.binding, format!("http {}", guard_url(&server)), "{what}");
+        assert!(f.error.contains(error), "{what}: {f}");
+        assert!(
+            f.to_string()
+                .ends_with("failing closed: the answer is replaced by the validator's message"),
+            "{f}"
+        );
     }
     // Nothing listens on the guard's port.
     let server = rude_model(|_| unreachable!());
@@ -944,13 +993,33 @@ fn a_failing_guard_endpoint_fails_closed() {
     drop(closed);
     let dir = scratch("guard-http-refused", GUARDED);
     let cfg = guarded(&dir, &server, &format!("http://127.0.0.1:{port}/guard"));
-    let (live, _) = drive(
+    let (live, _, failures) = drive_observed(
         &program(&dir),
         "composition:c",
         json!({"text": "be nice"}),
         cfg,
     );
     assert_eq!(output(&live), "Let's keep this civil.");
+    assert_eq!(failures.len(), 1);
+    assert!(
+        failures[0].error.contains("connection refused"),
+        "{failures:?}"
+    );
+    // A verdict, passing or failing, is no failure of the call.
+    let server = rude_model(|body| {
+        let text = body["text"].as_str().unwrap_or("");
+        Reply::json(json!({"pass": !text.contains("fool")}))
+    });
+    let cfg = guarded(&dir, &server, &guard_url(&server));
+    for input in ["be rude", "be nice"] {
+        let (_, _, failures) = drive_observed(
+            &program(&dir),
+            "composition:c",
+            json!({"text": input}),
+            cfg.clone(),
+        );
+        assert!(failures.is_empty(), "{failures:?}");
+    }
 }
 
 #[test]
@@ -988,7 +1057,9 @@ fn a_structured_answer_a_guard_endpoint_fails_is_blocked_and_retried() {
         _ => Reply::text(r#"{"score": 7}"#),
     });
     let cfg = guarded(&dir, &server, &guard_url(&server));
-    let (live, _) = drive(&p, "composition:s", json!({"text": "x"}), cfg);
+    let (live, _, failures) = drive_observed(&p, "composition:s", json!({"text": "x"}), cfg);
+    assert_eq!(failures.len(), 2, "one per attempt: {failures:?}");
+    assert_eq!(failures[0].effect, GuardEffect::Blocked);
     match &live.ended {
         Ended::Failed(e) => {
             assert_eq!(e.kind.as_str(), "guardrail_blocked", "{e}");

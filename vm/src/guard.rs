@@ -235,6 +235,36 @@ impl GuardAction {
     }
 }
 
+/// What a failing verdict of a host validator does to the run (`later-versions.md` §4):
+/// the same as a triggered built-in validator that replaces. A failed or malformed
+/// answer to a `guard` call counts as a failing verdict (fail closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardEffect {
+    /// An input check (`direction: input`): the model is not called and the output is
+    /// the validator's message.
+    InputReplaced,
+    /// A text answer is replaced by the validator's message.
+    Replaced,
+    /// A structured answer (an `output_schema`, or a JSON answer) fails the attempt with
+    /// `guardrail_blocked`, which a `retry` modifier retries.
+    Blocked,
+}
+
+impl GuardEffect {
+    /// What the run does, in words: "the answer is replaced by the validator's message".
+    pub fn describe(self) -> &'static str {
+        match self {
+            GuardEffect::InputReplaced => {
+                "the model is not called and the output is the validator's message"
+            }
+            GuardEffect::Replaced => "the answer is replaced by the validator's message",
+            GuardEffect::Blocked => {
+                "the structured answer is blocked with guardrail_blocked (a retry modifier asks again)"
+            }
+        }
+    }
+}
+
 /// Judges `text` by built-in guard `g` (a host guard passes here: the host judges it).
 pub(crate) fn judge(g: &Guard, m: &Matcher, text: &str) -> Verdict {
     let trigger = |t: bool| if t { Verdict::Replace } else { Verdict::Pass };
