@@ -3,11 +3,12 @@
 //!
 //! [`Matcher`]s are built once per [`Program`](crate::Program): banned-word lists become
 //! [`Words`] (a packed multi-substring searcher, and the list as one case-insensitive regex),
-//! `regex` patterns and `json_schema` schemas are compiled. [`judge`] then reads the text
-//! once per built-in guard and allocates nothing. The lane applies the verdicts (truncate,
+//! `regex` patterns become a [`Pattern`] (compiled, with a literal fast path) and
+//! `json_schema` schemas are compiled. [`judge`] then reads the text once per built-in
+//! guard and allocates nothing. The lane applies the verdicts (truncate,
 //! replace, block) and records them (`lane::guard_chain`).
 
-use aho_corasick::packed;
+use aho_corasick::{packed, AhoCorasick};
 use ir_spec::{Check, Guard};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -19,7 +20,7 @@ pub(crate) enum Matcher {
     /// `BannedWords`: the word list.
     Words(Box<Words>),
     /// `Regex`: the compiled pattern.
-    Regex(Regex),
+    Regex(Box<Pattern>),
     /// `JsonSchema`: the compiled schema.
     Schema(Box<jsonschema::Validator>),
     /// A pattern or schema that does not compile (only in a hand-made artifact: the
@@ -37,6 +38,91 @@ impl std::fmt::Debug for Matcher {
             Matcher::Broken => "Broken",
         })
     }
+}
+
+/// A `regex` validator's pattern, compiled.
+///
+/// The definition is [`Pattern::regex`]. A pattern that matches exactly a finite set of
+/// strings and asserts nothing about where (no `^`, `$`, `\b`: an alternation of
+/// literals, a literal with a small class or an optional part, case-insensitive or not,
+/// groups and all) is also compiled to those strings: it matches a text exactly when one of
+/// them occurs in it, which a multi-substring search answers without the regex engine's
+/// per-search set-up (about 800 instructions on a 200-character answer, against a few
+/// dozen when the literal is near the start).
+pub(crate) struct Pattern {
+    /// The definition.
+    regex: Regex,
+    /// The strings the pattern matches, all of them, when it is such a pattern.
+    literals: Option<Literals>,
+}
+
+/// The strings a literal-only pattern matches.
+enum Literals {
+    /// One of them is empty: every text matches.
+    Always,
+    /// At most [`MAX_FINDERS`]: one SIMD substring search each, which costs less than
+    /// a packed searcher's set-up on an answer of a few hundred characters.
+    Each(Box<[memchr::memmem::Finder<'static>]>),
+    /// More: a packed (Teddy) searcher, when it takes them.
+    Few(packed::Searcher),
+    /// Any number.
+    Many(AhoCorasick),
+}
+
+impl Pattern {
+    fn new(pattern: &str) -> Option<Pattern> {
+        let regex = Regex::new(pattern).ok()?;
+        let literals = literal_set(pattern).and_then(|set| {
+            if set.iter().any(|l| l.is_empty()) {
+                return Some(Literals::Always);
+            }
+            if set.len() <= MAX_FINDERS {
+                let finders = set
+                    .iter()
+                    .map(|l| memchr::memmem::Finder::new(l).into_owned());
+                return Some(Literals::Each(finders.collect()));
+            }
+            match packed::Searcher::new(set.iter()) {
+                Some(few) => Some(Literals::Few(few)),
+                None => AhoCorasick::new(&set).ok().map(Literals::Many),
+            }
+        });
+        Some(Pattern { regex, literals })
+    }
+
+    /// Whether the pattern matches somewhere in `text`.
+    fn is_match(&self, text: &str) -> bool {
+        match &self.literals {
+            Some(Literals::Always) => true,
+            Some(Literals::Each(finders)) => {
+                let text = text.as_bytes();
+                finders.iter().any(|f| f.find(text).is_some())
+            }
+            Some(Literals::Few(few)) => few.find(text).is_some(),
+            Some(Literals::Many(ac)) => ac.is_match(text),
+            None => self.regex.is_match(text),
+        }
+    }
+}
+
+/// The most literals searched for one by one ([`Literals::Each`]).
+const MAX_FINDERS: usize = 3;
+
+/// Every string `pattern` matches, when that is a finite set of at most a few hundred and
+/// the pattern has no look-around assertion (which the literal extraction takes for the
+/// empty string); `None` otherwise. The parser is `regex`'s, with its defaults.
+fn literal_set(pattern: &str) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::literal::Extractor;
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    if !hir.properties().look_set().is_empty() {
+        return None;
+    }
+    let seq = Extractor::new().extract(&hir);
+    if !seq.is_exact() {
+        return None;
+    }
+    let literals = seq.literals()?;
+    Some(literals.iter().map(|l| l.as_bytes().to_vec()).collect())
 }
 
 /// A banned-word list, compiled.
@@ -195,7 +281,9 @@ pub(crate) fn compile(g: &Guard) -> Matcher {
             word_boundary,
         } => Words::new(words, *word_boundary)
             .map_or(Matcher::Broken, |w| Matcher::Words(Box::new(w))),
-        Check::Regex { pattern, .. } => Regex::new(pattern).map_or(Matcher::Broken, Matcher::Regex),
+        Check::Regex { pattern, .. } => {
+            Pattern::new(pattern).map_or(Matcher::Broken, |p| Matcher::Regex(Box::new(p)))
+        }
         Check::JsonSchema(schema) => jsonschema::validator_for(&schema.parse())
             .map_or(Matcher::Broken, |v| Matcher::Schema(Box::new(v))),
         _ => Matcher::Plain,
@@ -284,7 +372,13 @@ pub(crate) fn judge(g: &Guard, m: &Matcher, text: &str) -> Verdict {
                 // Fewer bytes than the limit: fewer characters too, nothing to count.
                 let max = usize::try_from(*max).unwrap_or(usize::MAX);
                 if text.len() > max {
-                    if let Some((cut, _)) = text.char_indices().nth(max) {
+                    // An ASCII prefix of `max` bytes is `max` characters: no counting.
+                    let cut = if text.as_bytes()[..max].is_ascii() {
+                        Some(max)
+                    } else {
+                        text.char_indices().nth(max).map(|(cut, _)| cut)
+                    };
+                    if let Some(cut) = cut {
                         return if over_tokens(&text[..cut]) {
                             Verdict::Replace
                         } else {
@@ -456,6 +550,96 @@ mod tests {
             let found = Words::new(&list, word_boundary).unwrap().occur_in(&text);
             proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", list, text);
         }
+    }
+
+    #[test]
+    fn literal_patterns_skip_the_regex_engine() {
+        let set = |p: &str| {
+            literal_set(p).map(|s| {
+                s.into_iter()
+                    .map(|l| String::from_utf8(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let pattern = |p: &str| Pattern::new(p).unwrap();
+        assert_eq!(
+            set(r#""(type|summary)""#).unwrap(),
+            [r#""type""#, r#""summary""#]
+        );
+        assert_eq!(set("colou?r").unwrap(), ["colour", "color"]);
+        // o, O times k, K and the Kelvin sign.
+        assert_eq!(set("(?i)ok").unwrap().len(), 6);
+        // Where a match may be, or how long it is, is not a finite set of strings.
+        for p in [r"^a", r"a$", r"\bword\b", r"(?m)^a", "a+", "[a-z]x", "."] {
+            assert_eq!(set(p), None, "{p}");
+            assert!(pattern(p).literals.is_none(), "{p}");
+        }
+        assert!(matches!(pattern("a?").literals, Some(Literals::Always)));
+        assert!(pattern("a?").is_match("zzz"));
+        let kind = |p: &str| match pattern(p).literals {
+            Some(Literals::Each(_)) => "each",
+            Some(Literals::Few(_)) => "few",
+            Some(Literals::Many(_)) => "many",
+            _ => "regex",
+        };
+        assert_eq!(kind("refund"), "each");
+        assert_eq!(kind(r#""(type|summary)""#), "each");
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_eq!(kind("(?i)ok"), "few");
+        }
+        // More strings than a packed searcher takes.
+        let many =
+            "(?i)abc|def|ghi|jlm|nop|qrt|uvw|xyz|bcd|efg|hij|lmn|opq|rtu|vwx|yza|cde|fgh|ijl|mno";
+        assert_eq!(literal_set(many).map(|s| s.len()), Some(160));
+        assert_eq!(kind(many), "many");
+        // `(?i)` folds as Unicode does: the Kelvin sign is a `k`.
+        assert!(pattern("(?i)kill").is_match("\u{212a}ILL"));
+        assert!(!pattern("kill").is_match("KILL"));
+    }
+
+    /// Patterns made of literals, classes, optional parts, alternations, `(?i)` and
+    /// anchors (which keep the regex).
+    fn pattern_case() -> impl Strategy<Value = (String, String)> {
+        let atom = prop_oneof![
+            "[abK]{1,3}",
+            Just("[ab]".to_owned()),
+            Just("\\.".to_owned()),
+            Just("é".to_owned()),
+            Just("(?:a|bb)".to_owned()),
+            Just("(b|\u{212a})?".to_owned()),
+        ];
+        let flag = prop::sample::select(vec!["", "(?i)", "^", "\\b", "(?i)^"]);
+        let end = prop::sample::select(vec!["", "$", "\\b"]);
+        let alt = proptest::collection::vec(proptest::collection::vec(atom, 1..4), 1..4);
+        let text = "[abkABK. é\u{212a}]{0,12}";
+        (flag, alt, end, text).prop_map(|(flag, alt, end, text)| {
+            let alt: Vec<String> = alt.into_iter().map(|a| a.concat()).collect();
+            (format!("{flag}(?:{}){end}", alt.join("|")), text)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// A pattern's literal fast path agrees with the regex on any text.
+        #[test]
+        fn literal_patterns_agree_with_the_regex((pattern, text) in pattern_case()) {
+            let reference = Regex::new(&pattern).unwrap();
+            let found = Pattern::new(&pattern).unwrap().is_match(&text);
+            proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", pattern, text);
+        }
+    }
+
+    #[test]
+    fn long_ascii_answers_are_cut_without_counting() {
+        let chars = |n| Check::MaxLength {
+            max_characters: Some(n),
+            max_tokens: None,
+        };
+        assert_eq!(verdict(chars(3), "abcd"), Verdict::Truncate(3));
+        assert_eq!(verdict(chars(3), "abcé"), Verdict::Truncate(3));
+        assert_eq!(verdict(chars(3), "abéd"), Verdict::Truncate(4));
+        assert_eq!(verdict(chars(0), "a"), Verdict::Truncate(0));
     }
 
     #[test]
