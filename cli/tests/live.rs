@@ -719,3 +719,53 @@ fn a_host_validator_that_gives_no_verdict_is_a_warning_line() {
         "{stderr}"
     );
 }
+
+/// The same warning when the run goes one turn at a time (`--interactive`).
+#[test]
+fn an_interactive_run_warns_of_a_host_validator_that_gives_no_verdict() {
+    use std::io::Write;
+    let server = MockServer::start(|_, req| match req.path.as_str() {
+        "/guard" => Reply::json(serde_json::json!({"verdict": "fine"})),
+        _ => Reply::text("hello there"),
+    });
+    let dir = scratch("toxic-interactive");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let url = format!("http://127.0.0.1:{}/guard", server.port());
+    let bindings = write(
+        &dir,
+        "tools.yaml",
+        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
+    );
+    let mut child = packc()
+        .args([
+            "run",
+            "--interactive",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ])
+        .arg("--base-url")
+        .arg(server.base_url())
+        .arg(&pack)
+        .arg("--tools")
+        .arg(&bindings)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning: host validator `toxicity` at `main` (http {url}) gave no verdict: it answered {{\"verdict\":\"fine\"}}, not {{\"pass\": true|false}}; failing closed: the answer is replaced by the validator's message"
+        )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Let's keep this civil."), "{stdout}");
+}
