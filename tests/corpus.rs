@@ -1,6 +1,7 @@
 //! Every pack of `../shared/corpus` is accepted or rejected exactly as the `packc` column
 //! of its MANIFEST says: the verdict, and the set of (kind, pointer) of its errors and of
-//! its warnings. One test per file; skipped cleanly when `../shared` is absent.
+//! its warnings. One test per file; skipped cleanly when `../shared` is absent. Each pack's
+//! host validators (the list `packc check` prints) are pinned too: [`HOST_VALIDATORS`].
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,10 +15,9 @@ fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for packc_suite::CorpusPack { file, path, entry } in packc_suite::corpus() {
-        let expected = entry["packc"].clone();
         let name = file.replace(['/', '-', '.'], "_");
         trials.push(Trial::test(format!("corpus::{name}"), move || {
-            run(&path, &expected)
+            run(&file, &path, &entry)
         }));
     }
     libtest_mimic::run(&args, trials).exit();
@@ -123,6 +123,86 @@ const EXTRA_WARNINGS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The host validators of each pack (pointer, type): every enabled validator whose type is
+/// not built in (`shared/semantics/later-versions.md` §4), which a live run refuses to start
+/// without a binding. A pack not listed has none.
+///
+/// Every validator the MANIFEST lists among the types unknown to the reference registry
+/// (`types_unknown_to_reference_registry`) must be here: a type the reference runtime cannot
+/// judge is not one packc judges itself. Besides those:
+/// - `toxicity` (add-evals complete example): the reference registry serves it with a
+///   handler of its own, but §4 makes it no built-in, so the host judges it.
+/// - `pii_leakge` (PromptKit's `guardrail-bad-type`): the misspelling is the point of the
+///   pack; packc cannot tell it from a custom type, so it is a host validator like any other
+///   and a live run without a `guards:` binding for it refuses to start, naming it.
+/// - `required_phrase` (transparency obligation): listed although the pack is rejected,
+///   as `packc check` lists it beside the errors.
+const HOST_VALIDATORS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "omnia/samples-customer-support",
+        &[("/prompts/billing/validators/0", "pii_detection")],
+    ),
+    (
+        "promptkit/guardrail-bad-type",
+        &[("/prompts/chat/validators/0", "pii_leakge")],
+    ),
+    (
+        "promptpack-langchainjs/validation-demo",
+        &[
+            ("/prompts/responder/validators/1", "pii_detection"),
+            ("/prompts/responder/validators/2", "sentiment"),
+        ],
+    ),
+    (
+        "promptpack-spec-later/v1.8.1-examples--transparency-obligation-with-controls",
+        &[("/prompts/support/validators/0", "required_phrase")],
+    ),
+    (
+        "promptpack-spec/add-evals--complete-example",
+        &[("/prompts/support/validators/0", "toxicity")],
+    ),
+    (
+        "promptpack-spec/examples--complete-customer-support-system",
+        &[("/prompts/billing/validators/0", "pii_detection")],
+    ),
+    (
+        "promptpack-spec/examples--document-review-pipeline-with-evals",
+        &[("/prompts/risk_analyzer/validators/0", "pii_detection")],
+    ),
+];
+
+/// The pack's host validators against [`HOST_VALIDATORS`] and the MANIFEST's unknown types.
+fn host_validator_problems(file: &str, value: &Value, entry: &Value) -> Vec<String> {
+    let found = packc_compiler::validators::host_validators(value);
+    let want: Vec<(String, String)> = HOST_VALIDATORS
+        .iter()
+        .filter(|(name, _)| file.starts_with(&format!("{name}.pack.")))
+        .flat_map(|(_, list)| list.iter())
+        .map(|(ptr, ty)| (ptr.to_string(), ty.to_string()))
+        .collect();
+    let mut problems = Vec::new();
+    if found != want {
+        problems.push(format!("host validators {found:?}, expected {want:?}"));
+    }
+    // `validator pii_detection @prompts/billing`: the type and its prompt.
+    let unknown = entry["types_unknown_to_reference_registry"].as_array();
+    for text in unknown.into_iter().flatten().filter_map(Value::as_str) {
+        let Some((ty, prompt)) = text
+            .strip_prefix("validator ")
+            .and_then(|t| t.split_once(" @prompts/"))
+        else {
+            continue;
+        };
+        let at = format!("/prompts/{prompt}/validators/");
+        if !found.iter().any(|(p, t)| t == ty && p.starts_with(&at)) {
+            problems.push(format!(
+                "the MANIFEST's unknown validator type `{ty}` of prompt `{prompt}` is not a host validator"
+            ));
+        }
+    }
+    problems
+}
+
 fn expected_set(v: &Value) -> Found {
     v.as_array()
         .into_iter()
@@ -136,7 +216,8 @@ fn expected_set(v: &Value) -> Found {
         .collect()
 }
 
-fn run(path: &PathBuf, expected: &Value) -> Result<(), Failed> {
+fn run(file: &str, path: &PathBuf, entry: &Value) -> Result<(), Failed> {
+    let expected = &entry["packc"];
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let options = Options {
         base_dir: path.parent().map(Path::to_path_buf),
@@ -186,16 +267,19 @@ fn run(path: &PathBuf, expected: &Value) -> Result<(), Failed> {
         problems.push(format!("errors {errors:?}, expected {want_errors:?}"));
     }
     let mut want_warnings = expected_set(&expected["warnings"]);
-    let file = path.to_string_lossy();
+    let full = path.to_string_lossy();
     for (name, kind, at) in EXTRA_WARNINGS
         .iter()
-        .filter(|(name, ..)| file.contains(name))
+        .filter(|(name, ..)| full.contains(name))
     {
         let _ = name;
         want_warnings.insert((kind.to_string(), at.to_string()));
     }
     if warnings != want_warnings {
         problems.push(format!("warnings {warnings:?}, expected {want_warnings:?}"));
+    }
+    if let Some(loaded) = &checked.loaded {
+        problems.extend(host_validator_problems(file, &loaded.value, entry));
     }
     if problems.is_empty() {
         Ok(())

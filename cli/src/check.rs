@@ -134,9 +134,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
-        if d.format == Format::Human {
-            print_host_validators(&src, &checked);
-        }
+        print_host_validators(&src, &checked, d.format)?;
         let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
         warnings += w;
@@ -202,25 +200,68 @@ pub fn check_file(path: &Path, options: &Options) -> Result<(Checked, Vec<u8>)> 
 
 /// Lists the pack's host validators (validator types that are not built in): a live
 /// run refuses to start unless each is bound under `guards:` (`later-versions.md` §4).
-/// Information only: never counted as a warning.
-fn print_host_validators(src: &RenderSource<'_>, checked: &Checked) {
+/// Information only: never counted as a warning. The human format prints one `info:`
+/// line each; `--format json` one line per pack that has any, after its diagnostics:
+/// `{"file", "host_validators": [{"type", "pointer", "line", "column"}]}`.
+fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Format) -> Result<()> {
     let Some(loaded) = &checked.loaded else {
-        return;
+        return Ok(());
     };
-    for (ptr, ty) in packc_compiler::validators::host_validators(&loaded.value) {
-        let place = match loaded.spans.locate(&ptr) {
-            Some(span) => {
-                let (line, col) = src.line_col(span.start);
-                format!("{}:{line}:{col}", src.name)
-            }
-            None => src.name.to_owned(),
-        };
-        eprintln!(
-            "info: {place}: host validator `{}` ({}): the host judges it; a live run needs it bound under `guards:` in its --tools file",
-            render::escape_control(&ty),
-            render::escape_control(&ptr)
-        );
+    let found = packc_compiler::validators::host_validators(&loaded.value);
+    if found.is_empty() {
+        return Ok(());
     }
+    // A clean JSON pack is checked without a span index (`check_bytes`): index it now.
+    let reindexed;
+    let spans = match loaded.spans.get("") {
+        Some(_) => &loaded.spans,
+        None => {
+            reindexed = packc_compiler::load::load_str(
+                src.text,
+                &Limits {
+                    max_source_bytes: src.text.len(),
+                    ..Limits::default()
+                },
+            )
+            .ok()
+            .filter(|l| l.value == loaded.value)
+            .map(|l| l.spans);
+            reindexed.as_ref().unwrap_or(&loaded.spans)
+        }
+    };
+    let position = |ptr: &str| spans.locate(ptr).map(|s| src.line_col(s.start));
+    match format {
+        Format::Human => {
+            for (ptr, ty) in &found {
+                let place = match position(ptr) {
+                    Some((line, col)) => format!("{}:{line}:{col}", src.name),
+                    None => src.name.to_owned(),
+                };
+                eprintln!(
+                    "info: {place}: host validator `{}` ({}): the host judges it; a live run needs it bound under `guards:` in its --tools file",
+                    render::escape_control(ty),
+                    render::escape_control(ptr)
+                );
+            }
+        }
+        Format::Json => {
+            let list: Vec<_> = found
+                .iter()
+                .map(|(ptr, ty)| {
+                    let pos = position(ptr);
+                    serde_json::json!({
+                        "type": ty,
+                        "pointer": ptr,
+                        "line": pos.map(|p| p.0),
+                        "column": pos.map(|p| p.1),
+                    })
+                })
+                .collect();
+            let line = serde_json::json!({"file": src.name, "host_validators": list});
+            writeln!(std::io::stdout().lock(), "{line}")?;
+        }
+    }
+    Ok(())
 }
 
 /// Print one file's diagnostics in the chosen format; the human format stops after `max`

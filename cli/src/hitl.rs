@@ -277,6 +277,9 @@ impl Host for Blocking {
         if let (Some(key), packc_vm::Answer::Error(e)) = (call.tool(), &answer) {
             eprintln!("warning: tool `{key}` failed: {e}");
         }
+        if let Some(failure) = self.host.guard_failure(call, &answer) {
+            eprintln!("warning: {failure}");
+        }
         answer
     }
 

@@ -478,6 +478,13 @@ impl Observer for Status {
         eprintln!("warning: {error}");
     }
 
+    /// Likewise a host validator that gave no verdict: the run failed closed, so its
+    /// output may be a validator's message although nothing judged the answer.
+    fn guard_failed(&mut self, failure: &packc_host::live::GuardFailure) {
+        self.clear();
+        eprintln!("warning: {failure}");
+    }
+
     fn update(&mut self, run: &Run, stats: &Stats) {
         if !self.on
             || self

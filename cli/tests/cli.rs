@@ -667,6 +667,70 @@ fn check_lists_host_validators_without_counting_them() {
 }
 
 #[test]
+fn check_json_lists_host_validators_per_file() {
+    let yaml = write_temp(
+        "guarded-json.pack.yaml",
+        include_bytes!("packs/check_lists_host_validators_without_counting_them.yaml"),
+    );
+    // A clean JSON pack is checked without a span index: its validators are still located.
+    let json = write_temp(
+        "guarded.pack.json",
+        br#"{
+  "id": "g", "name": "G", "version": "1.0.0",
+  "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+  "prompts": {
+    "chat": {
+      "id": "chat", "name": "Chat", "version": "1.0.0", "system_template": "Hi.",
+      "validators": [
+        {"type": "pii_detection"},
+        {"type": "max_length", "params": {"max_characters": 10}}
+      ]
+    }
+  }
+}
+"#,
+    );
+    let plain = write_temp("plain.pack.yaml", b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\n");
+    let out = packc()
+        .args(["check", "--format", "json"])
+        .args([&yaml, &plain, &json])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // One line per pack that has host validators, none for the plain pack.
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let expect = |file: &std::path::Path, ty: &str, index: u64, line: u64, column: u64| {
+        serde_json::json!({
+            "file": file.display().to_string(),
+            "host_validators": [{
+                "type": ty,
+                "pointer": format!("/prompts/chat/validators/{index}"),
+                "line": line,
+                "column": column,
+            }],
+        })
+    };
+    assert_eq!(lines[0], expect(&yaml, "toxicity", 1, 13, 9), "{stdout}");
+    assert_eq!(
+        lines[1],
+        expect(&json, "pii_detection", 0, 8, 9),
+        "{stdout}"
+    );
+    // The human format locates the clean JSON pack's validator too.
+    let out = packc().arg("check").arg(&json).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("guarded.pack.json:8:9: host validator `pii_detection`"),
+        "{text}"
+    );
+}
+
+#[test]
 fn graph_and_inspect_show_extension_steps() {
     let pack = write_temp(
         "ext.pack.yaml",

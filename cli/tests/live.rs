@@ -566,3 +566,101 @@ fn an_extension_step_without_a_binding_is_refused_before_any_request() {
     assert_contains(&stderr, "acme.rerank");
     assert!(server.received().is_empty(), "no request may be made");
 }
+
+#[test]
+fn a_host_validator_that_gives_no_verdict_is_a_warning_line() {
+    let server = MockServer::start(|_, req| match req.path.as_str() {
+        "/guard" => Reply::status(500, "overloaded"),
+        _ => Reply::text("hello there"),
+    });
+    let dir = scratch("toxic-failing");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let url = format!("http://127.0.0.1:{}/guard", server.port());
+    let bindings = write(
+        &dir,
+        "tools.yaml",
+        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
+    );
+    let out = packc()
+        .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .arg(&pack)
+        .args(["--input", r#""hi""#, "--tools"])
+        .arg(&bindings)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The run goes on, failing closed, and says so.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, "Let's keep this civil.");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    let [line] = &warnings[..] else {
+        panic!("{stderr}")
+    };
+    assert!(
+        line.starts_with(&format!(
+            "warning: host validator `toxicity` at `main` (http {url}) gave no verdict: "
+        )),
+        "{stderr}"
+    );
+    assert!(line.contains("500"), "{stderr}");
+    assert!(
+        line.ends_with("; failing closed: the answer is replaced by the validator's message"),
+        "{stderr}"
+    );
+}
+
+/// The same warning when the run goes one turn at a time (`--interactive`).
+#[test]
+fn an_interactive_run_warns_of_a_host_validator_that_gives_no_verdict() {
+    use std::io::Write;
+    let server = MockServer::start(|_, req| match req.path.as_str() {
+        "/guard" => Reply::json(serde_json::json!({"verdict": "fine"})),
+        _ => Reply::text("hello there"),
+    });
+    let dir = scratch("toxic-interactive");
+    let pack = dir.join("civil.pack.yaml");
+    std::fs::write(&pack, TOXIC_PACK).unwrap();
+    let url = format!("http://127.0.0.1:{}/guard", server.port());
+    let bindings = write(
+        &dir,
+        "tools.yaml",
+        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
+    );
+    let mut child = packc()
+        .args([
+            "run",
+            "--interactive",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ])
+        .arg("--base-url")
+        .arg(server.base_url())
+        .arg(&pack)
+        .arg("--tools")
+        .arg(&bindings)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning: host validator `toxicity` at `main` (http {url}) gave no verdict: it answered {{\"verdict\":\"fine\"}}, not {{\"pass\": true|false}}; failing closed: the answer is replaced by the validator's message"
+        )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Let's keep this civil."), "{stdout}");
+}

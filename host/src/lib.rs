@@ -41,8 +41,9 @@ pub use yaml::to_yaml;
 
 #[cfg(feature = "live")]
 pub use live::{
-    Binding, BindingsError, Ended, GuardHandler, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint,
-    Observer, Redactor, ReplyError, Stats, TimeoutError, ToolBindings, Transport, TransportConfig,
+    Binding, BindingsError, Ended, GuardFailure, GuardHandler, Job, LiveConfig, LiveHost, LiveRun,
+    ModelEndpoint, Observer, Redactor, ReplyError, Stats, TimeoutError, ToolBindings, Transport,
+    TransportConfig,
 };
 #[cfg(feature = "live")]
 pub use record::{to_case, CaseSpec, RecordError, Recording};

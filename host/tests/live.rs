@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use packc_compiler::Options;
 use packc_host::live::TransportConfig;
-use packc_host::live::{Ended, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, ToolBindings};
+use packc_host::live::{
+    Ended, GuardFailure, Job, LiveConfig, LiveHost, LiveRun, ModelEndpoint, Observer, ToolBindings,
+};
 use packc_host::mock::{MockServer, Reply};
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
-use packc_vm::{Answer, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, GuardEffect, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 const HEAD: &str =
@@ -814,4 +816,299 @@ compositions:
         &json!("your key is [redacted], keep it safe")
     );
     assert!(!recorded_text(&live).contains("sk-secret"));
+}
+
+/// A prompt with a `toxicity` host validator, in a text step (`c`) and in a structured
+/// step with `retry` (`s`).
+const GUARDED: &str = r#"
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: "Answer: {{input}}"
+    validators:
+      - type: toxicity
+        params: {threshold: 0.5}
+        message: Let's keep this civil.
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: reply, kind: prompt, prompt_task: chat, input: "${input.text}"}
+  s:
+    version: 1
+    steps:
+      - id: score
+        kind: prompt
+        prompt_task: chat
+        input: "${input.text}"
+        output_schema: "schemas/answer.json"
+        modifiers:
+          retry: {max_attempts: 2}
+"#;
+
+/// The model of `server` with `toxicity` bound to `guard_url` over HTTP.
+fn guarded(dir: &std::path::Path, server: &MockServer, guard_url: &str) -> LiveConfig {
+    let mut cfg = bound(
+        dir,
+        &format!("guards:\n  toxicity: {{http: '{guard_url}', timeout_sec: 5}}\n"),
+    );
+    cfg.model = config(Some(server)).model;
+    cfg
+}
+
+/// A model that answers "you fool" when asked to be rude, else "hello there"; `guard`
+/// answers the POSTs to `/guard`.
+fn rude_model(guard: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> MockServer {
+    MockServer::start(move |_, req| match req.path.as_str() {
+        "/guard" => guard(&req.body),
+        _ => {
+            let asked = req.body["messages"][1]["content"].as_str().unwrap_or("");
+            Reply::text(if asked.contains("rude") {
+                "you fool"
+            } else {
+                "hello there"
+            })
+        }
+    })
+}
+
+fn guard_url(server: &MockServer) -> String {
+    format!("http://127.0.0.1:{}/guard", server.port())
+}
+
+fn guard_bodies(server: &MockServer) -> Vec<Value> {
+    let got = server.received().into_iter();
+    got.filter(|r| r.path == "/guard").map(|r| r.body).collect()
+}
+
+#[test]
+fn a_host_validator_bound_to_http_is_called_and_enforced() {
+    let server = rude_model(|body| {
+        let text = body["text"].as_str().unwrap_or("");
+        Reply::json(json!({"pass": !text.contains("fool")}))
+    });
+    let dir = scratch("guard-http", GUARDED);
+    let p = program(&dir);
+    let cfg = guarded(&dir, &server, &guard_url(&server));
+    let (live, run) = drive(&p, "composition:c", json!({"text": "be rude"}), cfg.clone());
+    assert_eq!(output(&live), "Let's keep this civil.");
+    assert_eq!(
+        run.trace_lines(),
+        ["step reply", "guardrail toxicity reply"]
+    );
+    assert_eq!(
+        guard_bodies(&server),
+        [json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": "you fool"})]
+    );
+    // A passing verdict leaves the answer as it is.
+    let (live, run) = drive(&p, "composition:c", json!({"text": "be nice"}), cfg);
+    assert_eq!(output(&live), "hello there");
+    assert_eq!(run.trace_lines(), ["step reply"]);
+    assert_eq!(guard_bodies(&server).len(), 2);
+}
+
+/// Keeps the host validator failures a live run reports.
+#[derive(Default)]
+struct GuardFailures(Vec<GuardFailure>);
+
+impl Observer for GuardFailures {
+    fn guard_failed(&mut self, failure: &GuardFailure) {
+        self.0.push(failure.clone());
+    }
+}
+
+/// [`drive`], keeping the host validator failures reported.
+fn drive_observed(
+    program: &Arc<Program>,
+    target: &str,
+    input: Value,
+    config: LiveConfig,
+) -> (LiveRun, Run, Vec<GuardFailure>) {
+    let target = Target::parse(program.module(), target).unwrap();
+    let mut run = Run::new(program.clone(), target, RunOptions::default()).unwrap();
+    let mut seen = GuardFailures::default();
+    let script = [ScriptItem::Turn(input)];
+    let live = LiveHost::new(config).drive(&mut run, &script, &mut seen);
+    (live, run, seen.0)
+}
+
+#[test]
+fn a_failing_guard_endpoint_fails_closed_and_is_reported() {
+    type GuardReply = fn(&Value) -> Reply;
+    let cases: [(&str, GuardReply, &str); 3] = [
+        ("a 500", |_| Reply::status(500, "overloaded"), "500"),
+        (
+            "a body that is not JSON",
+            |_| Reply::status(200, "yes"),
+            "not JSON",
+        ),
+        (
+            "an answer without `pass`",
+            |_| Reply::json(json!({"verdict": "fine"})),
+            r#"it answered {"verdict":"fine"}, not {"pass": true|false}"#,
+        ),
+    ];
+    for (what, answer, error) in cases {
+        let server = rude_model(answer);
+        let dir = scratch("guard-http-failing", GUARDED);
+        let p = program(&dir);
+        let cfg = guarded(&dir, &server, &guard_url(&server));
+        // Even a harmless answer is replaced: the validator could not clear it.
+        let (live, run, failures) =
+            drive_observed(&p, "composition:c", json!({"text": "be nice"}), cfg);
+        assert_eq!(output(&live), "Let's keep this civil.", "{what}");
+        assert_eq!(
+            run.trace_lines(),
+            ["step reply", "guardrail toxicity reply"],
+            "{what}"
+        );
+        // Not retried: one guard request per verdict.
+        assert_eq!(guard_bodies(&server).len(), 1, "{what}");
+        let [f] = &failures[..] else {
+            panic!("{what}: {failures:?}")
+        };
+        assert_eq!(
+            (f.validator.as_str(), f.at.as_str(), f.effect),
+            ("toxicity", "reply", GuardEffect::Replaced),
+            "{what}"
+        );
+        assert_eq!(f.binding, format!("http {}", guard_url(&server)), "{what}");
+        assert!(f.error.contains(error), "{what}: {f}");
+        assert!(
+            f.to_string()
+                .ends_with("failing closed: the answer is replaced by the validator's message"),
+            "{f}"
+        );
+    }
+    // Nothing listens on the guard's port.
+    let server = rude_model(|_| unreachable!());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let dir = scratch("guard-http-refused", GUARDED);
+    let cfg = guarded(&dir, &server, &format!("http://127.0.0.1:{port}/guard"));
+    let (live, _, failures) = drive_observed(
+        &program(&dir),
+        "composition:c",
+        json!({"text": "be nice"}),
+        cfg,
+    );
+    assert_eq!(output(&live), "Let's keep this civil.");
+    assert_eq!(failures.len(), 1);
+    assert!(
+        failures[0].error.contains("connection refused"),
+        "{failures:?}"
+    );
+    // A verdict, passing or failing, is no failure of the call.
+    let server = rude_model(|body| {
+        let text = body["text"].as_str().unwrap_or("");
+        Reply::json(json!({"pass": !text.contains("fool")}))
+    });
+    let cfg = guarded(&dir, &server, &guard_url(&server));
+    for input in ["be rude", "be nice"] {
+        let (_, _, failures) = drive_observed(
+            &program(&dir),
+            "composition:c",
+            json!({"text": input}),
+            cfg.clone(),
+        );
+        assert!(failures.is_empty(), "{failures:?}");
+    }
+}
+
+#[test]
+fn a_structured_answer_a_guard_endpoint_fails_is_blocked_and_retried() {
+    let guard_calls = Arc::new(AtomicUsize::new(0));
+    let seen = guard_calls.clone();
+    let server = MockServer::start(move |_, req| match req.path.as_str() {
+        // The first verdict fails the answer, the second clears it.
+        "/guard" => Reply::json(json!({"pass": seen.fetch_add(1, Ordering::SeqCst) > 0})),
+        _ => Reply::text(r#"{"score": 7}"#),
+    });
+    let dir = scratch("guard-http-structured", GUARDED);
+    let p = program(&dir);
+    let cfg = guarded(&dir, &server, &guard_url(&server));
+    let (live, run) = drive(&p, "composition:s", json!({"text": "x"}), cfg);
+    // Never rewritten: the attempt fails with `guardrail_blocked`, and `retry` asks again.
+    assert_eq!(output(&live), &json!({"score": 7}));
+    assert_eq!(live.stats.model_calls, 2);
+    assert_eq!(
+        guard_bodies(&server),
+        [
+            json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": r#"{"score":7}"#}),
+            json!({"type": "toxicity", "params": {"threshold": 0.5}, "text": r#"{"score":7}"#}),
+        ]
+    );
+    assert!(
+        run.trace_lines()
+            .contains(&"guardrail toxicity score".to_owned()),
+        "{:?}",
+        run.trace_lines()
+    );
+    // A guard endpoint that always fails blocks every attempt: the run fails.
+    let server = MockServer::start(|_, req| match req.path.as_str() {
+        "/guard" => Reply::status(503, "down"),
+        _ => Reply::text(r#"{"score": 7}"#),
+    });
+    let cfg = guarded(&dir, &server, &guard_url(&server));
+    let (live, _, failures) = drive_observed(&p, "composition:s", json!({"text": "x"}), cfg);
+    assert_eq!(failures.len(), 2, "one per attempt: {failures:?}");
+    assert_eq!(failures[0].effect, GuardEffect::Blocked);
+    match &live.ended {
+        Ended::Failed(e) => {
+            assert_eq!(e.kind.as_str(), "guardrail_blocked", "{e}");
+            assert!(e.message.contains("toxicity"), "{e}");
+        }
+        other => panic!("the run did not fail: {other:?}"),
+    }
+    assert_eq!(guard_bodies(&server).len(), 2);
+}
+
+/// An extension step served over HTTP, after a prompt step.
+const EXTENDED: &str = r#"
+$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Answer: {{input}}"}
+compositions:
+  main:
+    version: 1
+    steps:
+      - {id: ask, kind: prompt, prompt_task: p, input: "${input.text}"}
+      - {id: rerank, kind: acme.rerank, input: "${ask.output}", top_k: 3}
+    output: rerank
+"#;
+
+#[test]
+fn an_extension_step_bound_to_http_is_called_and_its_failure_reported() {
+    let server = rude_model(|_| unreachable!());
+    let ext = MockServer::start(|n, req| match n {
+        0 => Reply::json(json!({"ranked": [req.body["input"]], "k": req.body["params"]["top_k"]})),
+        _ => Reply::status(500, "reranker down"),
+    });
+    let dir = scratch("ext-http", EXTENDED);
+    let mut cfg = bound(
+        &dir,
+        &format!(
+            "extensions:\n  acme.rerank: {{http: 'http://127.0.0.1:{}/rerank'}}\n",
+            ext.port()
+        ),
+    );
+    cfg.model = config(Some(&server)).model;
+    let p = program(&dir);
+    let (live, run) = drive(&p, "composition:main", json!({"text": "hi"}), cfg.clone());
+    assert_eq!(output(&live), &json!({"ranked": ["hello there"], "k": 3}));
+    assert_eq!(run.trace_lines(), ["step ask", "step rerank"]);
+    let got = ext.received();
+    assert_eq!(got[0].path, "/rerank");
+    assert_eq!(
+        got[0].body,
+        json!({"kind": "acme.rerank", "params": {"top_k": 3}, "input": "hello there"})
+    );
+    // A failing endpoint fails the step as a host error naming the kind.
+    let (live, _) = drive(&p, "composition:main", json!({"text": "hi"}), cfg);
+    let message = failure(&live);
+    assert!(message.contains("extension `acme.rerank`"), "{message}");
+    assert!(message.contains("500"), "{message}");
 }

@@ -2,12 +2,14 @@
 //! (`later-versions.md` §4).
 //!
 //! [`Matcher`]s are built once per [`Program`](crate::Program): banned-word lists become
-//! [`Words`] (a packed multi-substring searcher, and the list as one case-insensitive regex),
-//! `regex` patterns and `json_schema` schemas are compiled. [`judge`] then reads the text
-//! once per built-in guard and allocates nothing. The lane applies the verdicts (truncate,
+//! [`Words`] (an ASCII search by the words' rarest bytes or a packed multi-substring
+//! searcher, and the list as one case-insensitive regex),
+//! `regex` patterns become a [`Pattern`] (compiled, with a literal fast path) and
+//! `json_schema` schemas are compiled. [`judge`] then reads the text once per built-in
+//! guard and allocates nothing. The lane applies the verdicts (truncate,
 //! replace, block) and records them (`lane::guard_chain`).
 
-use aho_corasick::packed;
+use aho_corasick::{packed, AhoCorasick};
 use ir_spec::{Check, Guard};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -19,7 +21,7 @@ pub(crate) enum Matcher {
     /// `BannedWords`: the word list.
     Words(Box<Words>),
     /// `Regex`: the compiled pattern.
-    Regex(Regex),
+    Regex(Box<Pattern>),
     /// `JsonSchema`: the compiled schema.
     Schema(Box<jsonschema::Validator>),
     /// A pattern or schema that does not compile (only in a hand-made artifact: the
@@ -39,15 +41,100 @@ impl std::fmt::Debug for Matcher {
     }
 }
 
+/// A `regex` validator's pattern, compiled.
+///
+/// The definition is [`Pattern::regex`]. A pattern that matches exactly a finite set of
+/// strings and asserts nothing about where (no `^`, `$`, `\b`: an alternation of
+/// literals, a literal with a small class or an optional part, case-insensitive or not,
+/// groups and all) is also compiled to those strings: it matches a text exactly when one of
+/// them occurs in it, which a multi-substring search answers without the regex engine's
+/// per-search set-up (about 800 instructions on a 200-character answer, against a few
+/// dozen when the literal is near the start).
+pub(crate) struct Pattern {
+    /// The definition.
+    regex: Regex,
+    /// The strings the pattern matches, all of them, when it is such a pattern.
+    literals: Option<Literals>,
+}
+
+/// The strings a literal-only pattern matches.
+enum Literals {
+    /// One of them is empty: every text matches.
+    Always,
+    /// At most [`MAX_FINDERS`]: one SIMD substring search each, which costs less than
+    /// a packed searcher's set-up on an answer of a few hundred characters.
+    Each(Box<[memchr::memmem::Finder<'static>]>),
+    /// More: a packed (Teddy) searcher, when it takes them.
+    Few(packed::Searcher),
+    /// Any number.
+    Many(AhoCorasick),
+}
+
+impl Pattern {
+    fn new(pattern: &str) -> Option<Pattern> {
+        let regex = Regex::new(pattern).ok()?;
+        let literals = literal_set(pattern).and_then(|set| {
+            if set.iter().any(|l| l.is_empty()) {
+                return Some(Literals::Always);
+            }
+            if set.len() <= MAX_FINDERS {
+                let finders = set
+                    .iter()
+                    .map(|l| memchr::memmem::Finder::new(l).into_owned());
+                return Some(Literals::Each(finders.collect()));
+            }
+            match packed::Searcher::new(set.iter()) {
+                Some(few) => Some(Literals::Few(few)),
+                None => AhoCorasick::new(&set).ok().map(Literals::Many),
+            }
+        });
+        Some(Pattern { regex, literals })
+    }
+
+    /// Whether the pattern matches somewhere in `text`.
+    fn is_match(&self, text: &str) -> bool {
+        match &self.literals {
+            Some(Literals::Always) => true,
+            Some(Literals::Each(finders)) => {
+                let text = text.as_bytes();
+                finders.iter().any(|f| f.find(text).is_some())
+            }
+            Some(Literals::Few(few)) => few.find(text).is_some(),
+            Some(Literals::Many(ac)) => ac.is_match(text),
+            None => self.regex.is_match(text),
+        }
+    }
+}
+
+/// The most literals searched for one by one ([`Literals::Each`]).
+const MAX_FINDERS: usize = 3;
+
+/// Every string `pattern` matches, when that is a finite set of at most a few hundred and
+/// the pattern has no look-around assertion (which the literal extraction takes for the
+/// empty string); `None` otherwise. The parser is `regex`'s, with its defaults.
+fn literal_set(pattern: &str) -> Option<Vec<Vec<u8>>> {
+    use regex_syntax::hir::literal::Extractor;
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    if !hir.properties().look_set().is_empty() {
+        return None;
+    }
+    let seq = Extractor::new().extract(&hir);
+    if !seq.is_exact() {
+        return None;
+    }
+    let literals = seq.literals()?;
+    Some(literals.iter().map(|l| l.as_bytes().to_vec()).collect())
+}
+
 /// A banned-word list, compiled.
 ///
 /// The definition is [`Words::regex`]: the words as one case-insensitive (Unicode simple
 /// case folding) alternation, at Unicode half word boundaries when `word_boundary` holds.
 /// When every word is ASCII, an ASCII text (nearly every answer) is searched without it:
-/// the text is lowercased a chunk at a time into a buffer on the stack, the words are
-/// looked for there all at once (`aho_corasick::packed`: Teddy, SIMD), and at each
-/// position where one starts, every word that starts there has its neighbours tested for
-/// word bytes. On ASCII text that is the same test: ASCII letters fold only to each other
+/// the text is lowercased a chunk at a time into a buffer on the stack, the places where a
+/// word may be are found there all at once ([`Search`]: the words' rarest bytes by
+/// `memchr`, or `aho_corasick::packed`'s Teddy, SIMD both), and at each such place every
+/// word that occurs there has its neighbours tested for word bytes. On ASCII text that is the same test: ASCII letters fold only to each other
 /// among ASCII bytes, and the ASCII word characters are `[0-9A-Za-z_]`. A text with any
 /// other byte goes to the regex, since some non-ASCII letters fold to ASCII ones (`K`,
 /// the Kelvin sign, to `k`).
@@ -55,8 +142,9 @@ pub(crate) struct Words {
     /// The definition, for texts and word lists the ASCII search does not cover.
     regex: Regex,
     /// The ASCII search, when every word is ASCII, non-empty and at most
-    /// [`MAX_ASCII_WORD`] bytes long, and the packed searcher takes the list (it needs
-    /// SIMD on x86-64 or aarch64 and a list of at most a few dozen words).
+    /// [`MAX_ASCII_WORD`] bytes long, and [`Search`] takes the list (the rarest bytes of
+    /// at most three distinct values, or else the packed searcher, which needs SIMD on
+    /// x86-64 or aarch64 and a list of at most a few dozen words).
     ascii: Option<AsciiWords>,
     /// `match_mode: word_boundary`.
     word_boundary: bool,
@@ -64,12 +152,56 @@ pub(crate) struct Words {
 
 /// The ASCII search of a banned-word list.
 struct AsciiWords {
-    /// Finds the leftmost position where a word starts.
-    searcher: packed::Searcher,
+    /// Finds where a word may be.
+    search: Search,
     /// The words, ASCII-lowercased.
     words: Vec<Box<[u8]>>,
     /// The longest word's length in bytes.
     longest: usize,
+}
+
+/// How [`AsciiWords`] finds the places to test.
+enum Search {
+    /// The words' rarest bytes (by `memchr`'s byte frequency ranking), when they are at
+    /// most three distinct bytes: `memchr` finds each of them in the chunk and every word
+    /// whose rarest byte it is is tested around it. On a short list this skips most of
+    /// the text at SIMD speed with far less set-up than the packed searcher.
+    Rare {
+        /// The distinct rarest bytes (one to three; the rest repeat the first).
+        needles: [u8; 3],
+        /// How many of `needles` are distinct.
+        count: usize,
+        /// For each word, the offset of its rarest byte.
+        at: Vec<usize>,
+    },
+    /// A packed (Teddy) searcher for the leftmost position where a word starts.
+    Packed(packed::Searcher),
+}
+
+impl Search {
+    fn new(words: &[Box<[u8]>]) -> Option<Search> {
+        let at: Vec<usize> = words
+            .iter()
+            .map(|w| memchr::arch::all::packedpair::Pair::new(w).map_or(0, |p| p.index1().into()))
+            .collect();
+        let mut needles = Vec::with_capacity(3);
+        for (w, &i) in words.iter().zip(&at) {
+            if !needles.contains(&w[i]) {
+                needles.push(w[i]);
+            }
+        }
+        if needles.len() <= 3 {
+            let count = needles.len();
+            let first = needles[0];
+            needles.resize(3, first);
+            return Some(Search::Rare {
+                needles: [needles[0], needles[1], needles[2]],
+                count,
+                at,
+            });
+        }
+        packed::Searcher::new(words.iter()).map(Search::Packed)
+    }
 }
 
 /// Bytes of text lowercased at a time by the ASCII search.
@@ -91,10 +223,10 @@ impl Words {
                 .iter()
                 .map(|w| w.to_ascii_lowercase().into_bytes().into_boxed_slice())
                 .collect();
-            let searcher = packed::Searcher::new(words.iter())?;
+            let search = Search::new(&words)?;
             let longest = words.iter().map(|w| w.len()).max().unwrap_or(0);
             Some(AsciiWords {
-                searcher,
+                search,
                 words,
                 longest,
             })
@@ -133,22 +265,47 @@ impl AsciiWords {
             if !high.is_ascii() {
                 return None;
             }
-            let mut from = 0;
-            while let Some(m) = self.searcher.find_in(&*chunk, (from..chunk.len()).into()) {
-                if !word_boundary {
-                    return Some(true);
+            let chunk = &*chunk;
+            // Whether word `w` occurs at `at` in the chunk (bounded, when it must be).
+            let occurs = |at: usize, w: &[u8]| {
+                chunk[at..].starts_with(w)
+                    && (!word_boundary || bounded(text, start + at, start + at + w.len()))
+            };
+            let found = match &self.search {
+                Search::Rare { needles, count, at } => {
+                    // Every word whose rarest byte is the one at `p`, placed around it.
+                    let around = |p: usize| {
+                        self.words
+                            .iter()
+                            .zip(at)
+                            .any(|(w, &i)| w[i] == chunk[p] && p >= i && occurs(p - i, w))
+                    };
+                    let [a, b, c] = *needles;
+                    match count {
+                        1 => memchr::memchr_iter(a, chunk).any(around),
+                        2 => memchr::memchr2_iter(a, b, chunk).any(around),
+                        _ => memchr::memchr3_iter(a, b, c, chunk).any(around),
+                    }
                 }
-                // The leftmost-first match is one of the words that start here: test them
-                // all, since a shorter or later one may be bounded where it is not.
-                let at = m.start();
-                let here = &chunk[at..];
-                let bounded_here = |w: &[u8]| {
-                    here.starts_with(w) && bounded(text, start + at, start + at + w.len())
-                };
-                if self.words.iter().any(|w| bounded_here(w)) {
-                    return Some(true);
+                Search::Packed(searcher) => {
+                    let mut from = 0;
+                    let mut found = false;
+                    while let Some(m) = searcher.find_in(chunk, (from..chunk.len()).into()) {
+                        // The leftmost-first match is one of the words that start here:
+                        // test them all, since a shorter or later one may be bounded
+                        // where it is not.
+                        let at = m.start();
+                        if self.words.iter().any(|w| occurs(at, w)) {
+                            found = true;
+                            break;
+                        }
+                        from = at + 1;
+                    }
+                    found
                 }
-                from = at + 1;
+            };
+            if found {
+                return Some(true);
             }
             if end == text.len() {
                 return Some(false);
@@ -195,7 +352,9 @@ pub(crate) fn compile(g: &Guard) -> Matcher {
             word_boundary,
         } => Words::new(words, *word_boundary)
             .map_or(Matcher::Broken, |w| Matcher::Words(Box::new(w))),
-        Check::Regex { pattern, .. } => Regex::new(pattern).map_or(Matcher::Broken, Matcher::Regex),
+        Check::Regex { pattern, .. } => {
+            Pattern::new(pattern).map_or(Matcher::Broken, |p| Matcher::Regex(Box::new(p)))
+        }
         Check::JsonSchema(schema) => jsonschema::validator_for(&schema.parse())
             .map_or(Matcher::Broken, |v| Matcher::Schema(Box::new(v))),
         _ => Matcher::Plain,
@@ -235,6 +394,36 @@ impl GuardAction {
     }
 }
 
+/// What a failing verdict of a host validator does to the run (`later-versions.md` §4):
+/// the same as a triggered built-in validator that replaces. A failed or malformed
+/// answer to a `guard` call counts as a failing verdict (fail closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardEffect {
+    /// An input check (`direction: input`): the model is not called and the output is
+    /// the validator's message.
+    InputReplaced,
+    /// A text answer is replaced by the validator's message.
+    Replaced,
+    /// A structured answer (an `output_schema`, or a JSON answer) fails the attempt with
+    /// `guardrail_blocked`, which a `retry` modifier retries.
+    Blocked,
+}
+
+impl GuardEffect {
+    /// What the run does, in words: "the answer is replaced by the validator's message".
+    pub fn describe(self) -> &'static str {
+        match self {
+            GuardEffect::InputReplaced => {
+                "the model is not called and the output is the validator's message"
+            }
+            GuardEffect::Replaced => "the answer is replaced by the validator's message",
+            GuardEffect::Blocked => {
+                "the structured answer is blocked with guardrail_blocked (a retry modifier asks again)"
+            }
+        }
+    }
+}
+
 /// Judges `text` by built-in guard `g` (a host guard passes here: the host judges it).
 pub(crate) fn judge(g: &Guard, m: &Matcher, text: &str) -> Verdict {
     let trigger = |t: bool| if t { Verdict::Replace } else { Verdict::Pass };
@@ -254,7 +443,13 @@ pub(crate) fn judge(g: &Guard, m: &Matcher, text: &str) -> Verdict {
                 // Fewer bytes than the limit: fewer characters too, nothing to count.
                 let max = usize::try_from(*max).unwrap_or(usize::MAX);
                 if text.len() > max {
-                    if let Some((cut, _)) = text.char_indices().nth(max) {
+                    // An ASCII prefix of `max` bytes is `max` characters: no counting.
+                    let cut = if text.as_bytes()[..max].is_ascii() {
+                        Some(max)
+                    } else {
+                        text.char_indices().nth(max).map(|(cut, _)| cut)
+                    };
+                    if let Some(cut) = cut {
                         return if over_tokens(&text[..cut]) {
                             Verdict::Replace
                         } else {
@@ -372,6 +567,34 @@ mod tests {
         assert_eq!(verdict(words(&["kill"], true), "é kill"), Verdict::Replace);
     }
 
+    #[test]
+    fn short_lists_search_by_rare_bytes_long_ones_by_teddy() {
+        let kind = |list: &[&str]| {
+            let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            match Words::new(&list, true).unwrap().ascii.map(|a| a.search) {
+                Some(Search::Rare { count, .. }) => format!("rare {count}"),
+                Some(Search::Packed(_)) => "packed".to_owned(),
+                None => "regex".to_owned(),
+            }
+        };
+        assert_eq!(kind(&["lawsuit", "refund", "password"]), "rare 2");
+        let long = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_eq!(kind(&long), "packed");
+        }
+        let words = |list: &[&str]| words(list, true);
+        assert_eq!(verdict(words(&long), "an echo."), Verdict::Replace);
+        assert_eq!(verdict(words(&long), "echoes"), Verdict::Pass);
+        assert_eq!(
+            verdict(words(&["lawsuit", "refund"]), "A Refund, please"),
+            Verdict::Replace
+        );
+        assert_eq!(
+            verdict(words(&["lawsuit", "refund"]), "refunds"),
+            Verdict::Pass
+        );
+    }
+
     /// Pieces of ASCII text: the banned words in any case, separators and word bytes.
     fn ascii_piece(list: &[String]) -> impl Strategy<Value = String> {
         let word =
@@ -407,7 +630,7 @@ mod tests {
 
     /// Banned-word lists (lowercased, as the compiler leaves them), a mode and a text.
     fn words_case() -> impl Strategy<Value = (Vec<String>, bool, String)> {
-        let list = proptest::collection::vec("[abkAB_1' .-]{1,4}|é|[ab]\u{17f}", 1..4)
+        let list = proptest::collection::vec("[abkAB_1' .-]{1,4}|é|[ab]\u{17f}", 1..7)
             .prop_map(|l| l.iter().map(|w| w.to_lowercase()).collect::<Vec<_>>());
         (list, proptest::bool::ANY).prop_flat_map(|(list, wb)| {
             let text = text(&list);
@@ -426,6 +649,96 @@ mod tests {
             let found = Words::new(&list, word_boundary).unwrap().occur_in(&text);
             proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", list, text);
         }
+    }
+
+    #[test]
+    fn literal_patterns_skip_the_regex_engine() {
+        let set = |p: &str| {
+            literal_set(p).map(|s| {
+                s.into_iter()
+                    .map(|l| String::from_utf8(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let pattern = |p: &str| Pattern::new(p).unwrap();
+        assert_eq!(
+            set(r#""(type|summary)""#).unwrap(),
+            [r#""type""#, r#""summary""#]
+        );
+        assert_eq!(set("colou?r").unwrap(), ["colour", "color"]);
+        // o, O times k, K and the Kelvin sign.
+        assert_eq!(set("(?i)ok").unwrap().len(), 6);
+        // Where a match may be, or how long it is, is not a finite set of strings.
+        for p in [r"^a", r"a$", r"\bword\b", r"(?m)^a", "a+", "[a-z]x", "."] {
+            assert_eq!(set(p), None, "{p}");
+            assert!(pattern(p).literals.is_none(), "{p}");
+        }
+        assert!(matches!(pattern("a?").literals, Some(Literals::Always)));
+        assert!(pattern("a?").is_match("zzz"));
+        let kind = |p: &str| match pattern(p).literals {
+            Some(Literals::Each(_)) => "each",
+            Some(Literals::Few(_)) => "few",
+            Some(Literals::Many(_)) => "many",
+            _ => "regex",
+        };
+        assert_eq!(kind("refund"), "each");
+        assert_eq!(kind(r#""(type|summary)""#), "each");
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_eq!(kind("(?i)ok"), "few");
+        }
+        // More strings than a packed searcher takes.
+        let many =
+            "(?i)abc|def|ghi|jlm|nop|qrt|uvw|xyz|bcd|efg|hij|lmn|opq|rtu|vwx|yza|cde|fgh|ijl|mno";
+        assert_eq!(literal_set(many).map(|s| s.len()), Some(160));
+        assert_eq!(kind(many), "many");
+        // `(?i)` folds as Unicode does: the Kelvin sign is a `k`.
+        assert!(pattern("(?i)kill").is_match("\u{212a}ILL"));
+        assert!(!pattern("kill").is_match("KILL"));
+    }
+
+    /// Patterns made of literals, classes, optional parts, alternations, `(?i)` and
+    /// anchors (which keep the regex).
+    fn pattern_case() -> impl Strategy<Value = (String, String)> {
+        let atom = prop_oneof![
+            "[abK]{1,3}",
+            Just("[ab]".to_owned()),
+            Just("\\.".to_owned()),
+            Just("é".to_owned()),
+            Just("(?:a|bb)".to_owned()),
+            Just("(b|\u{212a})?".to_owned()),
+        ];
+        let flag = prop::sample::select(vec!["", "(?i)", "^", "\\b", "(?i)^"]);
+        let end = prop::sample::select(vec!["", "$", "\\b"]);
+        let alt = proptest::collection::vec(proptest::collection::vec(atom, 1..4), 1..4);
+        let text = "[abkABK. é\u{212a}]{0,12}";
+        (flag, alt, end, text).prop_map(|(flag, alt, end, text)| {
+            let alt: Vec<String> = alt.into_iter().map(|a| a.concat()).collect();
+            (format!("{flag}(?:{}){end}", alt.join("|")), text)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// A pattern's literal fast path agrees with the regex on any text.
+        #[test]
+        fn literal_patterns_agree_with_the_regex((pattern, text) in pattern_case()) {
+            let reference = Regex::new(&pattern).unwrap();
+            let found = Pattern::new(&pattern).unwrap().is_match(&text);
+            proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", pattern, text);
+        }
+    }
+
+    #[test]
+    fn long_ascii_answers_are_cut_without_counting() {
+        let chars = |n| Check::MaxLength {
+            max_characters: Some(n),
+            max_tokens: None,
+        };
+        assert_eq!(verdict(chars(3), "abcd"), Verdict::Truncate(3));
+        assert_eq!(verdict(chars(3), "abcé"), Verdict::Truncate(3));
+        assert_eq!(verdict(chars(3), "abéd"), Verdict::Truncate(4));
+        assert_eq!(verdict(chars(0), "a"), Verdict::Truncate(0));
     }
 
     #[test]

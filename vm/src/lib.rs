@@ -119,7 +119,7 @@ pub use api::{
     ToolRequest,
 };
 pub use error::{ErrorKind, RunError};
-pub use guard::GuardAction;
+pub use guard::{GuardAction, GuardEffect};
 pub use options::RunOptions;
 pub use pred::Compiled;
 pub use program::{LoadError, Program};

@@ -68,6 +68,11 @@ pub struct GuardCall<'r> {
     /// The text to judge: a string answer (or input) as it is, another answer in
     /// compact JSON.
     pub text: Cow<'r, str>,
+    /// Where the answer was made: the step id, state name or agent member key (as in
+    /// the trace line `guardrail <type> <where>`).
+    pub at: &'r str,
+    /// What a failing verdict (or a failed call) does to the run.
+    pub effect: crate::GuardEffect,
 }
 
 /// A tool offered to a model, borrowed from the module.
@@ -182,6 +187,14 @@ impl<'r> CallView<'r> {
             ir_spec::Check::Host { params } => params,
             _ => return None,
         };
+        let structured = crate::lane::ctx::has_schema(&self.ctx, self.lane.job)
+            || !matches!(self.lane.result, Some(Ok(Value::String(_))));
+        let effect = match (input, structured) {
+            (true, _) => crate::GuardEffect::InputReplaced,
+            (false, false) => crate::GuardEffect::Replaced,
+            (false, true) => crate::GuardEffect::Blocked,
+        };
+        let at = crate::lane::ctx::at(&self.ctx, self.lane, prompt).name(&self.ctx.prog.m);
         let text = if input {
             self.ctx
                 .model_env(self.lane.job)
@@ -202,6 +215,8 @@ impl<'r> CallView<'r> {
             validator: &g.name,
             params,
             text,
+            at,
+            effect,
         })
     }
 

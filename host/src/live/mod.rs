@@ -32,6 +32,7 @@
 mod binding_check;
 mod config;
 mod exchange;
+mod guard_failure;
 mod job;
 pub mod openai;
 mod preflight;
@@ -45,12 +46,13 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use packc_vm::driver::ScriptItem;
-use packc_vm::{Answer, CallId, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
+use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Run, RunError};
 use serde_json::{json, Value};
 
 pub use binding_check::BindingReport;
 pub use config::{is_loopback, url_host, GuardFn, GuardHandler, LiveConfig, ModelEndpoint};
 pub use exchange::ModelExchange;
+pub use guard_failure::GuardFailure;
 pub use job::Job;
 pub use openai::{Function, ModelRequest, OutputSchema, ReplyError};
 pub use preflight::{
@@ -85,6 +87,9 @@ pub trait Observer {
     /// A tool call failed (already counted in [`Stats::tool_failures`]): the tool key and
     /// the error, which names the exit status and the end of the tool's stderr.
     fn tool_failed(&mut self, _key: &str, _error: &str) {}
+    /// A host validator's `guard` call failed or was not answered with a verdict: the
+    /// run failed closed (the validator counts as triggered).
+    fn guard_failed(&mut self, _failure: &GuardFailure) {}
 }
 
 /// An observer that ignores everything.
@@ -248,6 +253,24 @@ impl LiveHost {
         }
     }
 
+    /// When `answer` to host validator call `view` gave no verdict (an error, or not
+    /// `{"pass": bool}`): what failed, its binding and what the run does about it, redacted
+    /// like an error. `None` for a verdict or a call that is not a `guard` call.
+    pub fn guard_failure(&self, view: &CallView<'_>, answer: &Answer) -> Option<GuardFailure> {
+        let note = guard_failure::GuardCallNote::of(view)?;
+        self.noted_guard_failure(note, answer)
+    }
+
+    fn noted_guard_failure(
+        &self,
+        note: guard_failure::GuardCallNote,
+        answer: &Answer,
+    ) -> Option<GuardFailure> {
+        let mut failure = note.failure(answer, &self.inner.config)?;
+        failure.error = self.inner.redactor.text(&failure.error);
+        Some(failure)
+    }
+
     /// The endpoint serving provider `key`: its binding, else (for `default`) `model`.
     pub fn endpoint(&self, key: &str) -> Option<&ModelEndpoint> {
         let config = &self.inner.config;
@@ -380,6 +403,8 @@ impl LiveHost {
         let mut keys: HashMap<CallId, String> = HashMap::new();
         // The key of every tool call out, so its failure can be reported by name.
         let mut tool_keys: HashMap<CallId, String> = HashMap::new();
+        // Likewise every `guard` call out.
+        let mut guard_calls: HashMap<CallId, guard_failure::GuardCallNote> = HashMap::new();
         let mut script = script.iter();
         let mut input = Input::Start;
         let finish = |ended, stats, recording| LiveRun {
@@ -448,6 +473,9 @@ impl LiveHost {
                                 if let Some(key) = view.tool() {
                                     tool_keys.insert(view.id(), key.to_owned());
                                 }
+                                if let Some(note) = guard_failure::GuardCallNote::of(&view) {
+                                    guard_calls.insert(view.id(), note);
+                                }
                             }
                             stats.in_flight += 1;
                             // The workers outlive this loop only on interruption.
@@ -486,6 +514,11 @@ impl LiveHost {
                         if let Answer::Error(e) = &answer {
                             stats.tool_failures += 1;
                             observer.tool_failed(&key, e);
+                        }
+                    }
+                    if let Some(note) = guard_calls.remove(&id) {
+                        if let Some(failure) = self.noted_guard_failure(note, &answer) {
+                            observer.guard_failed(&failure);
                         }
                     }
                     if record {

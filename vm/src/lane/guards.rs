@@ -72,6 +72,8 @@ fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
     };
     let guards = &ctx.prog.m.prompts[prompt.index()].guards;
     let schema = has_schema(ctx, lane.job);
+    // A structured answer is never rewritten, so its text is rendered once for the chain.
+    let mut rendered: Option<String> = None;
     for (g, guard) in guards.iter().enumerate().skip(from) {
         if !guard.direction.output() {
             continue;
@@ -91,9 +93,11 @@ fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
         let m = &ctx.prog.guards[prompt.index()][g];
         let verdict = match v {
             Value::String(s) => crate::guard::judge(guard, m, s),
-            other => crate::guard::judge(guard, m, &other.to_string()),
+            other => {
+                crate::guard::judge(guard, m, rendered.get_or_insert_with(|| other.to_string()))
+            }
         };
-        if !apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
+        if verdict != Verdict::Pass && !apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
             return;
         }
     }
