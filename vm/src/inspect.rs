@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::api::{CallId, CallRecord, EvalRequest, Outcome};
-use crate::lane::state::Phase;
+use crate::job::Phase;
 use crate::run::Run;
 use crate::state::Top;
 use crate::trace::{grouped, TraceEvent};

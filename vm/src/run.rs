@@ -18,9 +18,9 @@ use serde_json::Value;
 
 use crate::api::{Input, Need, Target};
 use crate::config::Config;
+use crate::ctx::Ctx;
 use crate::error::{ErrorKind, RunError};
-use crate::lane::ctx::Ctx;
-use crate::lane::state::{set_lanes, Job, Phase};
+use crate::job::{set_lanes, Job, Phase};
 use crate::lane::{process, pump, Pumped};
 use crate::limits::Limits;
 use crate::memory::Exchange;

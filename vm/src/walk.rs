@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::Need;
+use crate::ctx::{Base, Ctx};
 use crate::error::{ErrorKind, RunError};
-use crate::lane::ctx::{Base, Ctx};
-use crate::lane::state::{set_lanes, Job, Lane, Phase};
+use crate::job::{set_lanes, Job, Lane, Phase};
 use crate::lane::{pump, Pumped};
 use crate::small::Fixed;
 use crate::trace::{EvalRec, Io, TraceEvent};

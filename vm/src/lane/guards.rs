@@ -6,11 +6,11 @@ use ir_spec::{Check, PromptId};
 use serde_json::Value;
 
 use crate::api::{Answer, CallRecord};
+use crate::ctx::{at, has_schema, Ctx};
 use crate::error::{ErrorKind, RunError};
 use crate::guard::{GuardAction, Verdict};
+use crate::job::{Call, Lane, Phase, Stage};
 use crate::lane::attempt::{failed, first_call};
-use crate::lane::ctx::{at, has_schema, Ctx};
-use crate::lane::state::{Call, Lane, Phase, Stage};
 use crate::trace::{Io, TraceEvent};
 use crate::value::string_rule;
 

@@ -21,20 +21,18 @@ pub(crate) enum Pumped {
 }
 
 mod attempt;
-pub(crate) mod ctx;
 mod guards;
-pub(crate) mod state;
 
 use ir_spec::text_form::Meter;
 use ir_spec::{Bind, StepKind, ToolRef};
 use serde_json::Value;
 
 use crate::api::{Answer, CallId};
+use crate::ctx::{extension_kind, tool_step_key, Ctx, LoopSpec};
 use crate::error::{ErrorKind, RunError};
+use crate::job::{Call, Job, Lane, Phase, Stage, TEntry, ToolResult};
 use crate::lane::attempt::{failed, first_call};
-use crate::lane::ctx::{extension_kind, tool_step_key, Ctx, LoopSpec};
 use crate::lane::guards::{guard_answer, guard_answered, input_chain};
-use crate::lane::state::{Call, Job, Lane, Phase, Stage, TEntry, ToolResult};
 use crate::program::SystemLen;
 use crate::trace::{Io, TraceEvent};
 use crate::value::{string_rule, BVal};
