@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use packc_vm::driver::next_call;
 use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
 use serde_json::json;
 
@@ -67,11 +68,7 @@ fn main() {
                 Need::Caller => turn.take().map_or(Input::Finish, Input::Turn),
                 Need::Clock => Input::Clock(0),
                 Need::Calls | Need::Wait => {
-                    let id = run
-                        .pending()
-                        .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
-                        .unwrap()
-                        .id();
+                    let id = next_call(&run).unwrap().id();
                     Input::Answer(id, answers.pop().unwrap())
                 }
             };

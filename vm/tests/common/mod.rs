@@ -30,8 +30,7 @@ pub fn program(path: &Path) -> Arc<Program> {
 
 /// The outstanding call to answer next: the lowest branch first, then the oldest.
 pub fn pick<'r>(run: &'r Run) -> Option<CallView<'r>> {
-    run.pending()
-        .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
+    packc_vm::driver::next_call(run)
 }
 
 /// Answers from per-key queues; `reverse` answers the highest parallel branch first.
@@ -67,14 +66,12 @@ impl Host for Queues {
         self.clock.get(i).copied().unwrap_or(0)
     }
     fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
-        let key = |c: &CallView<'_>| (c.branch().unwrap_or(0), c.id());
+        if !self.reverse {
+            return packc_vm::driver::lowest_branch_first(outstanding);
+        }
         let it = outstanding.iter().enumerate();
-        let found = if self.reverse {
-            it.max_by_key(|(_, c)| key(c))
-        } else {
-            it.min_by_key(|(_, c)| key(c))
-        };
-        found.map_or(0, |(i, _)| i)
+        it.max_by_key(|(_, c)| (c.branch().unwrap_or(0), c.id()))
+            .map_or(0, |(i, _)| i)
     }
 }
 
