@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use ir_spec::{Compare, Ordering, Pred, Ref, Root};
-use packc_vm::{Answer, Compiled, Program, Run, RunOptions, Target};
+use packc_vm::internals::Compiled;
+use packc_vm::{Answer, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 fn root() -> PathBuf {

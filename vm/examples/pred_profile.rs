@@ -2,7 +2,7 @@
 //! callgrind: `cargo run --release -p packc-vm --example pred_profile -- <compare|any_of> <n>`.
 
 use ir_spec::{Compare, Ordering, Pred, Ref, Root};
-use packc_vm::Compiled;
+use packc_vm::internals::Compiled;
 use serde_json::json;
 
 fn path(field: &str) -> Ref {

@@ -127,9 +127,16 @@ pub use api::{
 pub use error::{ErrorKind, RunError};
 pub use guard::GuardAction;
 pub use options::RunOptions;
-pub use pred::Compiled;
 pub use program::{LoadError, Program};
 pub use run::Run;
 pub use snapshot::SnapshotError;
 pub use trace::{At, TraceEvent};
 pub use view::{BoundInput, CallView, GuardCall, OfferedTool};
+
+/// Internals the benchmarks and profiling examples measure on their own (`benches/vm.rs`,
+/// `examples/pred_profile.rs`): not part of the embedder's API, and free to change
+/// with any release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::pred::Compiled;
+}
