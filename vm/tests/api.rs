@@ -166,28 +166,15 @@ fn a_reset_run_runs_again() {
     for _ in 0..3 {
         run.reset();
         let mut next = Input::Start;
-        let mut turned = false;
+        let mut turn = Some(json!({"text": "doc"}));
         loop {
-            next = match run.resume(next).unwrap() {
-                Need::Done => break,
-                Need::Caller if !turned => {
-                    turned = true;
-                    Input::Turn(json!({"text": "doc"}))
-                }
-                Need::Caller => Input::Finish,
-                Need::Clock => Input::Clock(0),
-                Need::Calls | Need::Wait => {
-                    let call = common::pick(&run).unwrap();
-                    let output = json!({"type": "manual", "n": call.id().0});
-                    Input::Answer(
-                        call.id(),
-                        Answer::Output {
-                            output,
-                            event: None,
-                        },
-                    )
-                }
+            let need = run.resume(next).unwrap();
+            let answer =
+                |call: &packc_vm::CallView<'_>| json!({"type": "manual", "n": call.id().0});
+            let Some(input) = common::next_input(&run, need, &mut turn, answer) else {
+                break;
             };
+            next = input;
         }
         assert_eq!(
             run.outcome().unwrap().output,

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{compile, out, prompts, tool_defs, Queues, HEAD};
+use common::{compile, out, parallel_comp, prompts, tool_defs, Queues, HEAD};
 use ir_spec::Module;
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{
@@ -131,20 +131,18 @@ fn parallel_budget_follows_issue_order() {
   engine: {{budget: {{max_tool_calls: 1}}}}
   states:
     main: {{orchestration: composition, composition: c, terminal: true}}
-compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: barrier, into: all}}
-        branches:
-          - {{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {{max_steps: 3}}}}
-          - {{id: b2, kind: tool, tool: u}}
-          - {{id: b3, kind: prompt, prompt_task: w}}
-",
+{}",
         prompts(&["a", "w"], ""),
-        tool_defs(&["t", "u"])
+        tool_defs(&["t", "u"]),
+        parallel_comp(
+            "barrier",
+            &[
+                "{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {max_steps: 3}}",
+                "{id: b2, kind: tool, tool: u}",
+                "{id: b3, kind: prompt, prompt_task: w}",
+            ],
+            &[],
+        )
     );
     let m = compile(&pack);
     let mut host = Queues::default()
@@ -182,19 +180,17 @@ workflow:
   engine: {{budget: {{max_tool_calls: 1}}}}
   states:
     main: {{orchestration: composition, composition: c, terminal: true}}
-compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: barrier, into: all}}
-        branches:
-          - {{id: b1, kind: prompt, prompt_task: a, modifiers: {{eval: [e]}}}}
-          - {{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {{max_steps: 3}}}}
-",
+{}",
         prompts(&["a", "w"], ""),
-        tool_defs(&["t"])
+        tool_defs(&["t"]),
+        parallel_comp(
+            "barrier",
+            &[
+                "{id: b1, kind: prompt, prompt_task: a, modifiers: {eval: [e]}}",
+                "{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {max_steps: 3}}",
+            ],
+            &[],
+        )
     );
     let m = compile(&pack);
     let mut host = Queues::default()
@@ -217,23 +213,7 @@ compositions:
 }
 
 fn parallel_pack() -> Module {
-    compile(&format!(
-        "{HEAD}{}{}compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: append, into: all}}
-        branches:
-          - {{id: b1, kind: agent, prompt_task: a, input: '${{input}}', tools: [t], termination: {{max_steps: 3}}}}
-          - {{id: b2, kind: tool, tool: u, args: {{q: '${{input}}'}}, modifiers: {{retry: {{max_attempts: 2}}}}}}
-          - {{id: b3, kind: prompt, prompt_task: w, input: 'n=${{input}}'}}
-      - {{id: after, kind: tool, tool: v, args: {{all: '${{p.output.all}}'}}}}
-",
-        prompts(&["a", "w"], ""),
-        tool_defs(&["t", "u", "v"])
-    ))
+    compile(&common::parallel_pack(""))
 }
 
 #[test]
@@ -280,17 +260,7 @@ fn parallel_logs_branch_by_branch_whatever_the_answer_order() {
 
 #[test]
 fn wall_clock_budget_reads_the_host_clock_before_calls() {
-    let pack = format!(
-        "{HEAD}{}workflow:
-  version: 1
-  entry: one
-  engine: {{budget: {{max_wall_time_sec: 1}}}}
-  states:
-    one: {{prompt_task: p, on_event: {{Next: two}}}}
-    two: {{prompt_task: q, terminal: true}}
-",
-        prompts(&["p", "q"], "")
-    );
+    let pack = common::two_state_pack("{max_wall_time_sec: 1}");
     let m = compile(&pack);
     let answers = |h: Queues| {
         h.with(
