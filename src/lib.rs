@@ -2,7 +2,8 @@
 //!
 //! This package exists to hold the workspace's integration tests (`tests/`) and
 //! criterion benchmarks (`benches/`); it has no library API of its own beyond the
-//! helpers below, which the tests share.
+//! helpers below, which the tests share, and the benchmarks' workloads
+//! ([`workloads`]), which the VM's profiling examples replay.
 
 use std::path::PathBuf;
 
@@ -16,6 +17,7 @@ pub fn shared_dir() -> Option<PathBuf> {
 }
 
 pub mod gen;
+pub mod workloads;
 
 /// The files directly in `dir` whose names end with `suffix`, sorted by path; none when
 /// `dir` cannot be read.

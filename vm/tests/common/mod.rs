@@ -12,20 +12,7 @@ use packc_vm::{Answer, CallView, Input, Need, Program, Run};
 
 /// Compiles the pack file at `path` into a program.
 pub fn program(path: &Path) -> Arc<Program> {
-    let bytes = std::fs::read(path).unwrap();
-    let options = packc_compiler::Options {
-        base_dir: path.parent().map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let checked = packc_compiler::check_bytes(&bytes, &options);
-    assert!(
-        !checked.has_errors(),
-        "{}: {:?}",
-        path.display(),
-        checked.diagnostics
-    );
-    let module = packc_compiler::lower(&checked, &options).unwrap();
-    Arc::new(Program::new(module).unwrap())
+    packc_suite::program(path)
 }
 
 /// The outstanding call to answer next: the lowest branch first, then the oldest.
