@@ -120,12 +120,12 @@ fn retry_counts_attempts_and_reruns_host_calls() {
     assert_eq!(r.result.expect_err("fails").kind, ErrorKind::HostError);
 }
 
-/// The example of `compositions.md` §8.1: `max_tool_calls: 1`, branch 1 an agent whose
-/// first turn asks for a tool, branch 2 a tool step, branch 3 a prompt step.
-#[test]
-fn parallel_budget_follows_issue_order() {
-    let pack = format!(
-        "{HEAD}{}{}workflow:
+/// A workflow whose one state runs composition `c`, prompts `a` and `w` and `tools` in
+/// parallel `branches` (reduced by `barrier`) under `max_tool_calls: 1`; `extra` comes
+/// before the workflow.
+fn tool_budget_pack(tools: &[&str], extra: &str, branches: &[&str]) -> String {
+    format!(
+        "{HEAD}{}{}{extra}workflow:
   version: 1
   entry: main
   engine: {{budget: {{max_tool_calls: 1}}}}
@@ -133,16 +133,23 @@ fn parallel_budget_follows_issue_order() {
     main: {{orchestration: composition, composition: c, terminal: true}}
 {}",
         prompts(&["a", "w"], ""),
-        tool_defs(&["t", "u"]),
-        parallel_comp(
-            "barrier",
-            &[
-                "{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {max_steps: 3}}",
-                "{id: b2, kind: tool, tool: u}",
-                "{id: b3, kind: prompt, prompt_task: w}",
-            ],
-            &[],
-        )
+        tool_defs(tools),
+        parallel_comp("barrier", branches, &[])
+    )
+}
+
+/// The example of `compositions.md` §8.1: `max_tool_calls: 1`, branch 1 an agent whose
+/// first turn asks for a tool, branch 2 a tool step, branch 3 a prompt step.
+#[test]
+fn parallel_budget_follows_issue_order() {
+    let pack = tool_budget_pack(
+        &["t", "u"],
+        "",
+        &[
+            "{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {max_steps: 3}}",
+            "{id: b2, kind: tool, tool: u}",
+            "{id: b3, kind: prompt, prompt_task: w}",
+        ],
     );
     let m = compile(&pack);
     let mut host = Queues::default()
@@ -172,25 +179,13 @@ fn parallel_budget_follows_issue_order() {
 /// branch fails. Found by the differential test (`tests/differential.rs`).
 #[test]
 fn completed_branch_keeps_its_eval_request_when_the_budget_ends_the_run() {
-    let pack = format!(
-        "{HEAD}{}{}evals: [{{id: e, type: llm_judge, trigger: every_turn}}]
-workflow:
-  version: 1
-  entry: main
-  engine: {{budget: {{max_tool_calls: 1}}}}
-  states:
-    main: {{orchestration: composition, composition: c, terminal: true}}
-{}",
-        prompts(&["a", "w"], ""),
-        tool_defs(&["t"]),
-        parallel_comp(
-            "barrier",
-            &[
-                "{id: b1, kind: prompt, prompt_task: a, modifiers: {eval: [e]}}",
-                "{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {max_steps: 3}}",
-            ],
-            &[],
-        )
+    let pack = tool_budget_pack(
+        &["t"],
+        "evals: [{id: e, type: llm_judge, trigger: every_turn}]\n",
+        &[
+            "{id: b1, kind: prompt, prompt_task: a, modifiers: {eval: [e]}}",
+            "{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {max_steps: 3}}",
+        ],
     );
     let m = compile(&pack);
     let mut host = Queues::default()
