@@ -467,11 +467,7 @@ pub struct Outcome {
 #[pymethods]
 impl Outcome {
     fn __repr__(&self, py: Python<'_>) -> String {
-        let out = self
-            .output
-            .bind(py)
-            .repr()
-            .map_or_else(|_| "?".into(), |r| r.to_string());
+        let out = crate::convert::repr(py, &self.output);
         match &self.state {
             Some(state) => format!("<Outcome state={state:?} output={out}>"),
             None => format!("<Outcome output={out}>"),
