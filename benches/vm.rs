@@ -21,15 +21,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
-use ir_spec::{Compare, Ordering, Pred, Ref, Root};
-use packc_vm::{Answer, Compiled, Program, Run, RunOptions, Target};
+use packc_vm::internals::Compiled;
+use packc_vm::{Answer, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-use packc_suite::program;
+use packc_suite::{program, workloads};
 
 /// The no-op host's fixed model answer (every field the example packs read).
 fn model_output() -> Value {
@@ -177,30 +177,11 @@ fn bench_runs(c: &mut Criterion) {
     group.finish();
 }
 
-/// A 200-character model answer: JSON text, which the steps' `output_schema` parse.
-fn text_answer() -> Value {
-    let mut text = String::from(
-        r#"{"type": "research_paper", "confidence": 0.9, "title": "Deep Residual Learning", "summary": ""#,
-    );
-    while text.len() < 198 {
-        text.push('x');
-    }
-    text.push_str(r#""}"#);
-    assert_eq!(text.chars().count(), 200);
-    Value::String(text)
-}
-
 /// `examples/rfc0010-ex2.pack.yaml` with three built-in validators on each prompt, none
-/// of which triggers on [`text_answer`]: a banned-word list, a character limit, a regex.
+/// of which triggers on [`workloads::text_answer`]: a banned-word list, a character limit, a regex.
 fn guarded_ex2() -> Arc<Program> {
     let source = std::fs::read_to_string(root().join("examples/rfc0010-ex2.pack.yaml")).unwrap();
-    let guards = concat!(
-        "    validators:\n",
-        "      - {type: banned_words, params: {words: [lawsuit, refund, password]}}\n",
-        "      - {type: max_length, params: {max_characters: 2000}}\n",
-        "      - {type: regex, params: {pattern: '\"(type|summary)\"'}}\n",
-    );
-    let source = source.replace("    parameters:\n", &format!("{guards}    parameters:\n"));
+    let source = workloads::guarded_ex2(&source);
     let options = packc_compiler::Options {
         base_dir: Some(root().join("examples")),
         ..Default::default()
@@ -213,12 +194,12 @@ fn guarded_ex2() -> Arc<Program> {
     Arc::new(Program::new(module).unwrap())
 }
 
-/// `vm_guard/ex2_text` and `vm_guard/ex2_guarded`: ex2 answered with [`text_answer`]
+/// `vm_guard/ex2_text` and `vm_guard/ex2_guarded`: ex2 answered with [`workloads::text_answer`]
 /// twice, without and with three validators per prompt; the difference over the two
 /// answers is the cost of three built-in validators on a 200-character answer.
 fn bench_guards(c: &mut Criterion) {
     let input = json!({"text": "A paper about residual networks.", "x": 0});
-    let text = text_answer();
+    let text = workloads::text_answer();
     let text_answers = || Answers {
         model: vec![
             Answer::Output {
@@ -250,47 +231,11 @@ fn bench_guards(c: &mut Criterion) {
     group.finish();
 }
 
-fn path(field: &str) -> Ref {
-    Ref {
-        root: Root::Input,
-        path: vec!["assess".into(), field.into()],
-    }
-}
-
 fn bench_predicates(c: &mut Criterion) {
-    let input = json!({"assess": {"type": "research_paper", "confidence": 0.9, "complexity": 3,
-                                  "flagged_terms": []}});
-    let compare = Compiled::new(&Pred::Compare {
-        path: path("type"),
-        test: Compare::Equals {
-            value: json!("research_paper"),
-            negate: false,
-        },
-    });
+    let input = workloads::pred_input();
+    let compare = Compiled::new(&workloads::compare_pred());
     // RFC 0010 example 4's predicate; every clause is false, so all three run.
-    let any_of = Compiled::new(&Pred::Any(vec![
-        Pred::Compare {
-            path: path("confidence"),
-            test: Compare::Ordered {
-                op: Ordering::Lt,
-                bound: Some(0.8),
-            },
-        },
-        Pred::Compare {
-            path: path("complexity"),
-            test: Compare::Ordered {
-                op: Ordering::Gt,
-                bound: Some(7.0),
-            },
-        },
-        Pred::Compare {
-            path: path("flagged_terms"),
-            test: Compare::Equals {
-                value: json!([]),
-                negate: true,
-            },
-        },
-    ]));
+    let any_of = Compiled::new(&workloads::any_of_pred());
     assert_eq!(compare.eval_input(&input), Ok(true));
     assert_eq!(any_of.eval_input(&input), Ok(false));
     let mut group = c.benchmark_group("vm_pred");

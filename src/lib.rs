@@ -2,7 +2,8 @@
 //!
 //! This package exists to hold the workspace's integration tests (`tests/`) and
 //! criterion benchmarks (`benches/`); it has no library API of its own beyond the
-//! helpers below, which the tests share.
+//! helpers below, which the tests share, and the benchmarks' workloads
+//! ([`workloads`]), which the VM's profiling examples replay.
 
 use std::path::PathBuf;
 
@@ -16,6 +17,7 @@ pub fn shared_dir() -> Option<PathBuf> {
 }
 
 pub mod gen;
+pub mod workloads;
 
 /// The files directly in `dir` whose names end with `suffix`, sorted by path; none when
 /// `dir` cannot be read.
@@ -121,30 +123,36 @@ pub fn corpus() -> Vec<CorpusPack> {
 
 /// Drives `run` from `Input::Start` to its end, as the benchmarks do: `input` is the
 /// first turn and `Finish` the next, the clock reads 0, and the outstanding call of the
-/// lowest branch (then the lowest id) is answered first, by `answer`.
+/// lowest branch (then the lowest id) is answered first, by `answer`. The VM's drive
+/// loop ([`packc_vm::driver::drive_from`]); the outcome stays in the run.
 pub fn drive_to_end(
     run: &mut packc_vm::Run,
     input: serde_json::Value,
-    mut answer: impl FnMut(&packc_vm::CallView<'_>) -> packc_vm::Answer,
+    answer: impl FnMut(&packc_vm::CallView<'_>) -> packc_vm::Answer,
 ) {
-    use packc_vm::{Input, Need};
-    let mut next = Input::Start;
+    use packc_vm::driver::{drive_from, Host};
+    use packc_vm::{Answer, CallView, Input};
+    struct Answers<F>(F);
+    impl<F: FnMut(&CallView<'_>) -> Answer> Host for Answers<F> {
+        fn call(&mut self, call: &CallView<'_>) -> Answer {
+            (self.0)(call)
+        }
+        fn clock(&mut self) -> u64 {
+            0
+        }
+    }
     let mut input = Some(input);
-    loop {
-        next = match run.resume(next).unwrap() {
-            Need::Done => return,
-            Need::Caller => match input.take() {
-                Some(v) => Input::Turn(v),
-                None => Input::Finish,
-            },
-            Need::Clock => Input::Clock(0),
-            Need::Calls | Need::Wait => {
-                let call = run
-                    .pending()
-                    .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
-                    .unwrap();
-                Input::Answer(call.id(), answer(&call))
-            }
-        };
+    let caller = |_: &mut _| {
+        Ok::<_, std::convert::Infallible>(input.take().map_or(Input::Finish, Input::Turn))
+    };
+    match drive_from(
+        run,
+        &mut Answers(answer),
+        Input::Start,
+        caller,
+        |_, _, _, _| Ok(()),
+    ) {
+        Ok(ended) => ended.expect("the run ends"),
+        Err(never) => match never {},
     }
 }

@@ -27,8 +27,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use packc_host::live::{Job, LiveHost};
-use packc_vm::driver::{Host, ScriptItem};
-use packc_vm::{CallView, Input, Need, OwnedOutcome, Program, Run, RunError};
+use packc_vm::driver::{drive_from, Host, ScriptItem};
+use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError};
 
 use crate::result::why;
 use serde_json::Value;
@@ -43,9 +43,10 @@ pub enum Stop {
     Caller,
 }
 
-/// Drives `run` with `host` through `script`. `first` is the input that starts (or
-/// continues) it. When the script is used up and the run asks for the caller: with
-/// `pause`, returns [`Stop::Caller`]; without, finishes the run.
+/// Drives `run` with `host` through `script`: the VM's drive loop
+/// ([`drive_from`]), started (or continued) with `first`. When the script is used up
+/// and the run asks for the caller: with `pause`, returns [`Stop::Caller`] (the caller
+/// stops the loop, so that a person can answer later); without, finishes the run.
 pub fn drive(
     run: &mut Run,
     host: &mut dyn Host,
@@ -53,38 +54,23 @@ pub fn drive(
     script: &[ScriptItem],
     pause: bool,
 ) -> Result<Stop, RunError> {
+    /// The script is used up and the run waits for the caller.
+    struct Paused;
     let mut script = script.iter();
-    let mut input = first;
-    loop {
-        input = match run.resume(input)? {
-            Need::Done => {
-                return match run.outcome() {
-                    Some(o) => Ok(Stop::Done(o.into_owned())),
-                    None => Err(RunError::new(
-                        packc_vm::ErrorKind::Protocol,
-                        "the run is done without an outcome",
-                    )),
-                }
-            }
-            Need::Clock => Input::Clock(host.clock()),
-            Need::Caller => match script.next() {
-                Some(ScriptItem::Turn(v)) => Input::Turn(v.clone()),
-                Some(ScriptItem::Event(e)) => Input::Event(e.clone()),
-                None if pause => return Ok(Stop::Caller),
-                None => Input::Finish,
-            },
-            Need::Calls | Need::Wait => {
-                let views: Vec<CallView<'_>> = run.pending().collect();
-                if views.is_empty() {
-                    return Err(RunError::new(
-                        packc_vm::ErrorKind::Protocol,
-                        "no outstanding call to answer",
-                    ));
-                }
-                let call = views[host.pick(&views).min(views.len() - 1)];
-                Input::Answer(call.id(), host.call(&call))
-            }
-        };
+    let caller = |_: &mut _| match script.next() {
+        None if pause => Err(Paused),
+        item => Ok(ScriptItem::input(item)),
+    };
+    match drive_from(run, host, first, caller, |_, _, _, _| Ok(())) {
+        Ok(Ok(())) => match run.outcome() {
+            Some(o) => Ok(Stop::Done(o.into_owned())),
+            None => Err(RunError::new(
+                packc_vm::ErrorKind::Internal,
+                "the run is done without an outcome",
+            )),
+        },
+        Ok(Err(e)) => Err(e),
+        Err(Paused) => Ok(Stop::Caller),
     }
 }
 

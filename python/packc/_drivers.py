@@ -158,10 +158,9 @@ def drive(
         elif need == Need.CALLER:
             need = _caller(run, items)
         else:
-            pending = run.pending
-            if not pending:
+            call = run.next_call
+            if call is None:
                 raise ProtocolError("the run waits, but no call is outstanding")
-            call = min(pending, key=lambda c: (c.branch or 0, c.id))
             fn = _handler(call, handlers)
             try:
                 result = fn(call)

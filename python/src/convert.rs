@@ -14,6 +14,13 @@ use serde_json::{Map, Number, Value};
 /// is far lower.
 const MAX_DEPTH: usize = 512;
 
+/// `repr(obj)` for a `__repr__` of ours, or `?` when it raises.
+pub fn repr(py: Python<'_>, obj: &Py<PyAny>) -> String {
+    obj.bind(py)
+        .repr()
+        .map_or_else(|_| "?".into(), |r| r.to_string())
+}
+
 /// A JSON value as a new Python object.
 pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {

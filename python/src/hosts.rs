@@ -98,11 +98,7 @@ pub struct LiveResult {
 #[pymethods]
 impl LiveResult {
     fn __repr__(&self, py: Python<'_>) -> String {
-        let out = self
-            .output
-            .bind(py)
-            .repr()
-            .map_or_else(|_| "?".into(), |r| r.to_string());
+        let out = crate::convert::repr(py, &self.output);
         format!(
             "<LiveResult state={} output={out} ({} model call(s), {} tool call(s))>",
             self.state.as_deref().unwrap_or("None"),

@@ -333,6 +333,18 @@ impl Run {
         Run::calls_of(slf, |r| r.pending().collect())
     }
 
+    /// The outstanding call a host answering one call at a time answers next: the
+    /// lowest parallel branch's, then the oldest (the VM's default pick,
+    /// `packc_vm::driver::next_call`, as the conformance runner does); `None` when no
+    /// call is outstanding.
+    #[getter]
+    fn next_call(slf: &Bound<'_, Self>) -> PyResult<Option<Py<Call>>> {
+        Ok(Run::calls_of(slf, |r| {
+            packc_vm::driver::next_call(r).into_iter().collect()
+        })?
+        .pop())
+    }
+
     /// The calls issued by the last resume (those `Need.CALLS` announced).
     #[getter]
     fn issued(slf: &Bound<'_, Self>) -> PyResult<Vec<Py<Call>>> {
@@ -455,11 +467,7 @@ pub struct Outcome {
 #[pymethods]
 impl Outcome {
     fn __repr__(&self, py: Python<'_>) -> String {
-        let out = self
-            .output
-            .bind(py)
-            .repr()
-            .map_or_else(|_| "?".into(), |r| r.to_string());
+        let out = crate::convert::repr(py, &self.output);
         match &self.state {
             Some(state) => format!("<Outcome state={state:?} output={out}>"),
             None => format!("<Outcome output={out}>"),

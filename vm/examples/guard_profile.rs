@@ -16,36 +16,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
-use serde_json::{json, Value};
-
-/// The three validators of the `vm_guard/ex2_guarded` bench row, none of which triggers
-/// on [`text_answer`].
-const GUARDS: &str = concat!(
-    "    validators:\n",
-    "      - {type: banned_words, params: {words: [lawsuit, refund, password]}}\n",
-    "      - {type: max_length, params: {max_characters: 2000}}\n",
-    "      - {type: regex, params: {pattern: '\"(type|summary)\"'}}\n",
-);
-
-/// A 200-character model answer: JSON text, which the steps' `output_schema` parse.
-fn text_answer() -> Value {
-    let mut text = String::from(
-        r#"{"type": "research_paper", "confidence": 0.9, "title": "Deep Residual Learning", "summary": ""#,
-    );
-    while text.len() < 198 {
-        text.push('x');
-    }
-    text.push_str(r#""}"#);
-    Value::String(text)
-}
+use packc_suite::workloads;
+use packc_vm::{Answer, Program, Run, RunOptions, Target};
+use serde_json::json;
 
 fn program(guarded: bool) -> Arc<Program> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let path = root.join("examples/rfc0010-ex2.pack.yaml");
     let mut source = std::fs::read_to_string(&path).expect("readable pack");
     if guarded {
-        source = source.replace("    parameters:\n", &format!("{GUARDS}    parameters:\n"));
+        source = workloads::guarded_ex2(&source);
     }
     let options = packc_compiler::Options {
         base_dir: path.parent().map(Path::to_path_buf),
@@ -72,7 +52,7 @@ fn main() {
         .map_or(1, |n| n.parse().expect("a number of runs"));
     let program = program(guarded);
     let input = json!({"text": "A paper about residual networks.", "x": 0});
-    let text = text_answer();
+    let text = workloads::text_answer();
     // Every answer and input is built before the runs.
     let mut answers: Vec<Vec<Answer>> = (0..runs)
         .map(|_| {
@@ -89,20 +69,9 @@ fn main() {
     let mut done = Vec::with_capacity(runs);
     for r in 0..runs {
         let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
-        let mut next = Input::Start;
-        let mut turn = Some(std::mem::take(&mut inputs[r]));
         let answers = &mut answers[r];
-        loop {
-            next = match run.resume(next).unwrap() {
-                Need::Done => break,
-                Need::Caller => turn.take().map_or(Input::Finish, Input::Turn),
-                Need::Clock => Input::Clock(0),
-                Need::Calls | Need::Wait => {
-                    let id = run.pending().next().unwrap().id();
-                    Input::Answer(id, answers.pop().unwrap())
-                }
-            };
-        }
+        let turn = std::mem::take(&mut inputs[r]);
+        packc_suite::drive_to_end(&mut run, turn, |_| answers.pop().unwrap());
         assert!(run.outcome().is_some(), "runs to its end");
         assert!(run
             .trace_lines()

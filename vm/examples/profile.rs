@@ -4,9 +4,8 @@
 //! the text calls build).
 
 use std::path::Path;
-use std::sync::Arc;
 
-use packc_vm::{Answer, Input, Need, Program, Run, RunOptions, Target};
+use packc_vm::{Answer, Run, RunOptions, Target};
 use serde_json::json;
 
 fn main() {
@@ -15,15 +14,7 @@ fn main() {
     let runs: usize = args
         .next()
         .map_or(1, |n| n.parse().expect("a number of runs"));
-    let path = Path::new(&path);
-    let bytes = std::fs::read(path).expect("readable pack");
-    let options = packc_compiler::Options {
-        base_dir: path.parent().map(Path::to_path_buf),
-        ..Default::default()
-    };
-    let checked = packc_compiler::check_bytes(&bytes, &options);
-    let module = packc_compiler::lower(&checked, &options).expect("lowers");
-    let program = Arc::new(Program::new(module).expect("valid"));
+    let program = packc_suite::program(Path::new(&path));
     let model = json!({"type": "research_paper", "x": 1, "confidence": 0.9, "complexity": 3,
                        "flagged_terms": [], "risk": 0.2});
     let input = json!({"text": "A paper about residual networks.", "x": 0});
@@ -58,24 +49,9 @@ fn main() {
     let mut done = Vec::with_capacity(runs);
     for r in 0..runs {
         let mut run = Run::new(program.clone(), Target::Workflow, options.clone()).unwrap();
-        let mut next = Input::Start;
-        let mut turn = Some(std::mem::take(&mut inputs[r]));
         let answers = &mut answers[r];
-        loop {
-            next = match run.resume(next).unwrap() {
-                Need::Done => break,
-                Need::Caller => turn.take().map_or(Input::Finish, Input::Turn),
-                Need::Clock => Input::Clock(0),
-                Need::Calls | Need::Wait => {
-                    let id = run
-                        .pending()
-                        .min_by_key(|c| (c.branch().unwrap_or(0), c.id()))
-                        .unwrap()
-                        .id();
-                    Input::Answer(id, answers.pop().unwrap())
-                }
-            };
-        }
+        let turn = std::mem::take(&mut inputs[r]);
+        packc_suite::drive_to_end(&mut run, turn, |_| answers.pop().unwrap());
         done.push(run);
     }
     std::hint::black_box(&done);

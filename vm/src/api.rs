@@ -160,7 +160,7 @@ pub struct ToolRequest {
     pub args: Value,
 }
 
-/// A call as the run records it when [`RunOptions::record_calls`] is on, for `calls`
+/// A call as the run records it when [`RunOptions::record_calls`](crate::RunOptions::record_calls) is on, for `calls`
 /// (`compositions.md` §12): in walk order, parallel branches one after another.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum CallRecord {

@@ -87,7 +87,7 @@ run_error_kinds! {
     /// result, a wait with no call outstanding). A bug, which no test can trigger: report
     /// it with the pack and the host's inputs.
     Internal = "internal", "-";
-    /// The embedder named a target the module does not have ([`Target::parse`]
+    /// The embedder named a target the module does not have ([`Target::parse`](crate::Target::parse)
     /// (crate::Target::parse), [`Run::new`](crate::Run::new)), or one of the wrong shape.
     InvalidTarget = "invalid_target", "vm/tests/api.rs::an_unknown_target_is_invalid_target";
     /// The module handed to [`Program::new`](crate::Program::new) is not valid (ids out

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::api::{CallId, CallRecord, EvalRequest, Outcome};
-use crate::lane::state::Phase;
+use crate::job::Phase;
 use crate::run::Run;
 use crate::state::Top;
 use crate::trace::{grouped, TraceEvent};
@@ -38,8 +38,8 @@ impl Run {
         })
     }
 
-    /// The calls the last [`Run::resume`] issued (what [`Need::Calls`] announced), in
-    /// issue order: the newest of [`Run::pending`]. After [`Need::Clock`], the calls
+    /// The calls the last [`Run::resume`] issued (what [`Need::Calls`](crate::Need::Calls) announced), in
+    /// issue order: the newest of [`Run::pending`]. After [`Need::Clock`](crate::Need::Clock), the calls
     /// issued before the request are announced by the next resume, with the rest.
     pub fn issued(&self) -> impl Iterator<Item = CallView<'_>> + '_ {
         let first = CallId(
@@ -56,12 +56,12 @@ impl Run {
         self.pending().find(|c| c.id() == id)
     }
 
-    /// How the run ended, once [`Resume`](Run::resume) returned [`Need::Done`].
+    /// How the run ended, once [`Resume`](Run::resume) returned [`Need::Done`](crate::Need::Done).
     pub fn outcome(&self) -> Option<Outcome<'_>> {
         (self.state.top == Top::Done).then(|| self.outcome_now())
     }
 
-    /// Between two turns (the last `resume` said [`Need::Caller`]): the output so far
+    /// Between two turns (the last `resume` said [`Need::Caller`](crate::Need::Caller)): the output so far
     /// and the workflow state the run waits in, shaped as an [`Outcome`]; `None` at any
     /// other time. A host that hands the caller control (a chat, an approval queue) shows
     /// this, then sends a turn, an event or `Finish`.
@@ -106,7 +106,7 @@ impl Run {
     }
 
     /// The host calls so far, in walk order (parallel branches one after another);
-    /// empty unless [`RunOptions::record_calls`] is on.
+    /// empty unless [`RunOptions::record_calls`](crate::RunOptions::record_calls) is on.
     pub fn calls(&self) -> Vec<CallRecord> {
         grouped(&self.state.io.calls).into_iter().cloned().collect()
     }

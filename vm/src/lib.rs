@@ -69,16 +69,20 @@
 //! A blocking [`driver`] runs a script of turns against a [`driver::Host`], for simple
 //! embedders and tests.
 //!
-//! Modules, each importing only those below it:
+//! Modules, each importing only those below it (`tests/imports.rs` fails on a circle):
 //! - `run`: [`Run`], its configuration and state, the host protocol; `inspect`: what a
 //!   host reads from a run; [`snapshot`]: saving and restoring one;
 //! - `workflow`: the workflow's part: transitions, budgets, artifacts, caller events
 //!   (`workflow.md`); `walk`: the composition walk (`compositions.md` §4–§10);
-//! - `lane`: the executions that issue host calls: leaf steps with retry, the model/tool
-//!   loop of agent steps and prompt states, parallel branches (`compositions.md` §6,
-//!   §8), and validators around model calls (`later-versions.md` §4);
-//! - `view`: [`CallView`] and [`BoundInput`]; `render`: `system_template` checking and
-//!   rendering (`workflow.md` §14); `memory`: artifacts and the history;
+//! - `lane`: the machine of the executions that issue host calls: leaf steps with
+//!   retry, the model/tool loop of agent steps and prompt states, parallel branches
+//!   (`compositions.md` §6, §8), and validators around model calls (`later-versions.md`
+//!   §4);
+//! - `view`: [`CallView`] and [`BoundInput`], a host's reading of a lane's call (and the
+//!   call log's record of it);
+//! - `ctx`: what the lanes read of the run; `job`: a lane's data (its job, phase and
+//!   transcript); `render`: `system_template` checking and rendering (`workflow.md`
+//!   §14); `memory`: artifacts and the history;
 //! - `pred`: compiled predicates (`compositions.md` §7); [`value`]: borrowed values,
 //!   references and bindings; `guard`: validators' matching;
 //! - `program`: [`Program`], built once per module; `config`, `options`: [`RunOptions`];
@@ -89,11 +93,13 @@
 
 mod api;
 mod config;
+mod ctx;
 pub mod driver;
 mod error;
 mod guard;
 mod hash;
 mod inspect;
+mod job;
 mod json;
 mod lane;
 pub mod limits;
@@ -121,9 +127,16 @@ pub use api::{
 pub use error::{ErrorKind, RunError};
 pub use guard::{GuardAction, GuardEffect};
 pub use options::RunOptions;
-pub use pred::Compiled;
 pub use program::{LoadError, Program};
 pub use run::Run;
 pub use snapshot::SnapshotError;
 pub use trace::{At, TraceEvent};
 pub use view::{BoundInput, CallView, GuardCall, OfferedTool};
+
+/// Internals the benchmarks and profiling examples measure on their own (`benches/vm.rs`,
+/// `examples/pred_profile.rs`): not part of the embedder's API, and free to change
+/// with any release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::pred::Compiled;
+}

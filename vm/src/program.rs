@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use ir_spec::{Budget, Module, Pred, PromptId, StepKind, ToolRef};
+use ir_spec::{Budget, Module, PromptId, StepKind, ToolRef};
 use regex::{Regex, RegexBuilder};
 
 use crate::error::{ErrorKind, RunError};
@@ -266,11 +266,5 @@ impl Program {
     /// The key of prompt `p`.
     pub(crate) fn prompt_key(&self, p: PromptId) -> &str {
         self.m.str(self.m.prompts[p.index()].key)
-    }
-
-    /// Compiles a predicate the way a program compiles its branch steps' (for tools and
-    /// benchmarks; see [`Compiled::eval_input`]).
-    pub fn compile_pred(pred: &Pred) -> Compiled {
-        Compiled::new(pred)
     }
 }

@@ -18,9 +18,9 @@ use serde_json::Value;
 
 use crate::api::{Input, Need, Target};
 use crate::config::Config;
+use crate::ctx::Ctx;
 use crate::error::{ErrorKind, RunError};
-use crate::lane::ctx::Ctx;
-use crate::lane::state::{set_lanes, Job, Phase};
+use crate::job::{set_lanes, Job, Phase};
 use crate::lane::{process, pump, Pumped};
 use crate::limits::Limits;
 use crate::memory::Exchange;
@@ -396,16 +396,7 @@ impl Run {
     }
 
     pub(crate) fn scope(&self) -> Scope<'_> {
-        Scope {
-            m: &self.prog.m,
-            comp: self
-                .state
-                .walk
-                .id
-                .map(|c| &self.prog.m.compositions[c.index()]),
-            input: &self.state.input,
-            slots: &self.state.walk.slots,
-        }
+        self.state.walk.scope(&self.prog.m, &self.state.input)
     }
 
     /// Appends the output of what executed last to the turn's reply, when it is a
@@ -435,16 +426,7 @@ impl Run {
     /// Moves the last output out of the composition slots, and copies the eval
     /// requests' outputs, before the slots are reused or the run ends.
     pub(crate) fn settle_slots(&mut self) {
-        let scope = Scope {
-            m: &self.prog.m,
-            comp: self
-                .state
-                .walk
-                .id
-                .map(|c| &self.prog.m.compositions[c.index()]),
-            input: &self.state.input,
-            slots: &self.state.walk.slots,
-        };
+        let scope = self.state.walk.scope(&self.prog.m, &self.state.input);
         for (_, e) in &mut self.state.io.evals {
             if e.output.is_none() && Some(e.comp) == self.state.walk.id {
                 e.output = Some(scope.step(e.step).map_or(Value::Null, VRef::to_value));

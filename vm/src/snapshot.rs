@@ -35,7 +35,7 @@ use ir_spec::{CompId, StepId};
 use crate::api::Target;
 use crate::config::Config;
 use crate::hash::fnv;
-use crate::lane::state::{Call, Job, Lane, Phase, TEntry};
+use crate::job::{Call, Job, Lane, Phase, TEntry};
 use crate::options::RunOptions;
 use crate::program::Program;
 use crate::run::Run;

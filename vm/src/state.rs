@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::api::Target;
 use crate::config::Config;
-use crate::lane::ctx::Base;
-use crate::lane::state::Lane;
+use crate::ctx::Base;
+use crate::job::Lane;
 use crate::program::Program;
 use crate::trace::Io;
 use crate::walk::Walk;

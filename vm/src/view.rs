@@ -9,8 +9,8 @@ use ir_spec::{OutputSchema, StepKind, ToolRef};
 use serde_json::{json, Value};
 
 use crate::api::{CallId, CallRecord};
-use crate::lane::ctx::Ctx;
-use crate::lane::state::{Call, Job, Lane, TEntry, ToolResult};
+use crate::ctx::Ctx;
+use crate::job::{Call, Job, Lane, TEntry, ToolResult};
 use crate::value::{BVal, VRef};
 
 /// One outstanding host call (`workflow.md` §1), borrowed from the run.

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::Need;
+use crate::ctx::{Base, Ctx};
 use crate::error::{ErrorKind, RunError};
-use crate::lane::ctx::{Base, Ctx};
-use crate::lane::state::{set_lanes, Job, Lane, Phase};
+use crate::job::{set_lanes, Job, Lane, Phase};
 use crate::lane::{pump, Pumped};
 use crate::small::Fixed;
 use crate::trace::{EvalRec, Io, TraceEvent};
@@ -87,6 +87,17 @@ impl Walk {
         lanes.clear();
     }
 
+    /// The composition input and this walk's output slots, as references resolve them.
+    #[inline]
+    pub fn scope<'a>(&'a self, m: &'a ir_spec::Module, input: &'a Value) -> Scope<'a> {
+        Scope {
+            m,
+            comp: self.id.map(|c| &m.compositions[c.index()]),
+            input,
+            slots: &self.slots,
+        }
+    }
+
     /// Walks the composition until a step waits for the host, or the walk ends.
     pub fn advance(
         &mut self,
@@ -162,12 +173,7 @@ impl Walk {
                     let pred = prog.preds[cid.index()][sid.index()]
                         .as_ref()
                         .ok_or_else(|| internal("a branch step without a predicate"))?;
-                    let scope = Scope {
-                        m: &prog.m,
-                        comp: Some(comp),
-                        input: base.input,
-                        slots: &walk.slots,
-                    };
+                    let scope = walk.scope(&prog.m, base.input);
                     let target = if pred.eval(&scope)? {
                         Some(*then)
                     } else {
@@ -216,19 +222,9 @@ fn finish_step(
 ) -> Result<(), RunError> {
     walk.active = None;
     let step = &comp.steps[sid.index()];
-    let mut first_err = None;
     match &step.kind {
-        StepKind::Parallel { branches, .. } => {
-            for (lane, b) in lanes.iter_mut().zip(branches) {
-                match lane.result.take() {
-                    Some(Ok(v)) => store_branch(comp, cid, *b, lane.branch, v, walk, io),
-                    Some(Err(e)) => {
-                        first_err.get_or_insert(e);
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(e) = first_err {
+        StepKind::Parallel { .. } => {
+            if let Some(e) = store_completed_branches(comp, cid, sid, walk, lanes, io) {
                 return Err(e);
             }
             walk.slots[sid.index()] = Some(Value::Null);
@@ -263,9 +259,11 @@ fn store_branch(
     }
 }
 
-/// A run-wide failure (`budget_exhausted`, `limit_exceeded`) ended the run during step
-/// `sid`: if it is a parallel step, its branches that completed still store their
-/// outputs and make their eval requests, as they do when a sibling branch fails.
+/// Stores the outputs of parallel step `sid`'s branches that completed and makes their
+/// eval requests; returns the first branch's failure, in declaration order. When every
+/// lane is done, that ends the step; when a run-wide failure (`budget_exhausted`,
+/// `limit_exceeded`) ended the run during the step, the branches that completed still
+/// store their outputs, as they do when a sibling branch fails (`compositions.md` §9.2).
 fn store_completed_branches(
     comp: &ir_spec::Composition,
     cid: CompId,
@@ -273,15 +271,21 @@ fn store_completed_branches(
     walk: &mut Walk,
     lanes: &mut [Lane],
     io: &mut Io,
-) {
+) -> Option<RunError> {
     let StepKind::Parallel { branches, .. } = &comp.steps[sid.index()].kind else {
-        return;
+        return None;
     };
+    let mut first_err = None;
     for (lane, b) in lanes.iter_mut().zip(branches) {
-        if let Some(Ok(v)) = lane.result.take_if(|r| r.is_ok()) {
-            store_branch(comp, cid, *b, lane.branch, v, walk, io);
+        match lane.result.take() {
+            Some(Ok(v)) => store_branch(comp, cid, *b, lane.branch, v, walk, io),
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {}
         }
     }
+    first_err
 }
 
 /// The eval requests of one completion of `step`: one record, whatever the number of

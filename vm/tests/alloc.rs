@@ -16,7 +16,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use packc_vm::{Answer, Input, Need, Run, RunOptions, Target};
+use packc_vm::{Input, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
 struct Counting;
@@ -88,7 +88,7 @@ fn drive(run: &mut Run, input: &Value) -> (u64, u64, usize) {
     let tool = json!({"ok": true});
     let mut total = 0;
     let mut next = Input::Start;
-    let mut turned = false;
+    let mut turn = Some(input.clone());
     let mut worst = 0;
     let mut answers = 0;
     loop {
@@ -99,30 +99,17 @@ fn drive(run: &mut Run, input: &Value) -> (u64, u64, usize) {
             answers += 1;
             worst = worst.max(n);
         }
-        next = match need {
-            Need::Done => break,
-            Need::Caller if !turned => {
-                turned = true;
-                Input::Turn(input.clone())
-            }
-            Need::Caller => Input::Finish,
-            Need::Clock => Input::Clock(0),
-            Need::Calls | Need::Wait => {
-                let call = common::pick(run).unwrap();
-                let output = if call.is_model() {
-                    model.clone()
-                } else {
-                    tool.clone()
-                };
-                Input::Answer(
-                    call.id(),
-                    Answer::Output {
-                        output,
-                        event: None,
-                    },
-                )
+        let answer = |call: &packc_vm::CallView<'_>| {
+            if call.is_model() {
+                model.clone()
+            } else {
+                tool.clone()
             }
         };
+        let Some(input) = common::next_input(run, need, &mut turn, answer) else {
+            break;
+        };
+        next = input;
     }
     (total, worst, answers)
 }

@@ -166,28 +166,15 @@ fn a_reset_run_runs_again() {
     for _ in 0..3 {
         run.reset();
         let mut next = Input::Start;
-        let mut turned = false;
+        let mut turn = Some(json!({"text": "doc"}));
         loop {
-            next = match run.resume(next).unwrap() {
-                Need::Done => break,
-                Need::Caller if !turned => {
-                    turned = true;
-                    Input::Turn(json!({"text": "doc"}))
-                }
-                Need::Caller => Input::Finish,
-                Need::Clock => Input::Clock(0),
-                Need::Calls | Need::Wait => {
-                    let call = common::pick(&run).unwrap();
-                    let output = json!({"type": "manual", "n": call.id().0});
-                    Input::Answer(
-                        call.id(),
-                        Answer::Output {
-                            output,
-                            event: None,
-                        },
-                    )
-                }
+            let need = run.resume(next).unwrap();
+            let answer =
+                |call: &packc_vm::CallView<'_>| json!({"type": "manual", "n": call.id().0});
+            let Some(input) = common::next_input(&run, need, &mut turn, answer) else {
+                break;
             };
+            next = input;
         }
         assert_eq!(
             run.outcome().unwrap().output,
@@ -270,4 +257,66 @@ fn a_program_loads_from_artifact_bytes_once_verified() {
         packc_vm::Program::load(&cut, &limits),
         Err(packc_vm::LoadError::Artifact(_))
     ));
+}
+
+/// `driver::next_call` is the default pick without collecting: the lowest branch still
+/// waiting, whatever order the others were answered in; `None` with nothing outstanding.
+#[test]
+fn next_call_is_the_default_pick() {
+    use packc_vm::driver::{lowest_branch_first, next_call};
+    let program = common::program(&root().join("examples/rfc0010-ex3.pack.yaml"));
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    assert!(next_call(&run).is_none());
+    assert_eq!(
+        run.resume(Input::Turn(json!({"text": "doc"}))).unwrap(),
+        Need::Calls
+    );
+    let mut seen = Vec::new();
+    while run.pending().count() > 1 {
+        let pending: Vec<_> = run.pending().collect();
+        let next = next_call(&run).unwrap();
+        assert_eq!(next.id(), pending[lowest_branch_first(&pending)].id());
+        seen.push(next.branch());
+        // Answer the highest branch, so the lowest stays next.
+        let last = *pending.iter().max_by_key(|c| c.branch()).unwrap();
+        let input = Input::Answer(last.id(), answer(&last));
+        run.resume(input).unwrap();
+    }
+    assert_eq!(seen, [Some(0), Some(0), Some(0)]);
+}
+
+/// `driver::drive_from` continues a run from any input and stops when the caller does;
+/// the outcome stays in the run.
+#[test]
+fn drive_from_continues_a_run_and_the_caller_may_stop_it() {
+    use packc_vm::driver::drive_from;
+    let program = common::program(&root().join("examples/rfc0010-ex2.pack.yaml"));
+    let mut host = common::Queues::default()
+        .with("doc_classifier", vec![out(json!({"type": "manual"}))])
+        .with("general_doc_extractor", vec![out(json!({"summary": "s"}))]);
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    // The caller stops the drive at the first turn: nothing was handed in.
+    let stopped = drive_from(
+        &mut run,
+        &mut host,
+        Input::Start,
+        |_| Err("stop"),
+        |_, _, _, _| Ok(()),
+    );
+    assert_eq!(stopped, Err("stop"));
+    assert!(run.outcome().is_none() && run.pending().count() == 0);
+    // Continued with the turn the caller would have given, then finished.
+    let first = Input::Turn(json!({"text": "doc"}));
+    let caller = |_: &mut _| Ok::<_, &str>(Input::Finish);
+    let ended = drive_from(&mut run, &mut host, first, caller, |_, _, _, _| Ok(()));
+    assert_eq!(ended, Ok(Ok(())));
+    assert_eq!(run.outcome().unwrap().output, &json!({"summary": "s"}));
+}
+
+fn out(output: Value) -> Answer {
+    Answer::Output {
+        output,
+        event: None,
+    }
 }

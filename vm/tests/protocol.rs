@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{compile, out, prompts, tool_defs, Queues, HEAD};
+use common::{compile, out, parallel_comp, prompts, tool_defs, Queues, HEAD};
 use packc_vm::driver::{drive, drive_with, Host, ScriptItem};
 use packc_vm::{
     Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, Program, Run, RunError,
@@ -272,17 +272,7 @@ fn two_turns_and_an_event_of_example_2() {
 
 #[test]
 fn clock_readings_of_a_wall_time_budget() {
-    let program = program(&format!(
-        "{HEAD}{}workflow:
-  version: 1
-  entry: one
-  engine: {{budget: {{max_wall_time_sec: 60}}}}
-  states:
-    one: {{prompt_task: p, on_event: {{Next: two}}}}
-    two: {{prompt_task: q, terminal: true}}
-",
-        prompts(&["p", "q"], "")
-    ));
+    let program = program(&common::two_state_pack("{max_wall_time_sec: 60}"));
     let host = Queues::default()
         .with(
             "p",
@@ -308,18 +298,16 @@ fn clock_readings_of_a_wall_time_budget() {
 /// Inputs after a run error are `protocol` errors, and the failed run stays as it was.
 #[test]
 fn a_failed_run_stays_failed() {
+    let comp = parallel_comp(
+        "append",
+        &[
+            "{id: b1, kind: tool, tool: u, modifiers: {retry: {max_attempts: 2}}}",
+            "{id: b2, kind: prompt, prompt_task: w, input: '${input}'}",
+        ],
+        &[],
+    );
     let program = program(&format!(
-        "{HEAD}{}{}compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: append, into: all}}
-        branches:
-          - {{id: b1, kind: tool, tool: u, modifiers: {{retry: {{max_attempts: 2}}}}}}
-          - {{id: b2, kind: prompt, prompt_task: w, input: '${{input}}'}}
-",
+        "{HEAD}{}{}{comp}",
         prompts(&["w"], ""),
         tool_defs(&["u"])
     ));

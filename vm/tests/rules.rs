@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{compile, out, prompts, tool_defs, Queues, HEAD};
+use common::{compile, out, parallel_comp, prompts, tool_defs, Queues, HEAD};
 use ir_spec::Module;
 use packc_vm::driver::{drive, ScriptItem};
 use packc_vm::{
@@ -120,31 +120,36 @@ fn retry_counts_attempts_and_reruns_host_calls() {
     assert_eq!(r.result.expect_err("fails").kind, ErrorKind::HostError);
 }
 
-/// The example of `compositions.md` §8.1: `max_tool_calls: 1`, branch 1 an agent whose
-/// first turn asks for a tool, branch 2 a tool step, branch 3 a prompt step.
-#[test]
-fn parallel_budget_follows_issue_order() {
-    let pack = format!(
-        "{HEAD}{}{}workflow:
+/// A workflow whose one state runs composition `c`, prompts `a` and `w` and `tools` in
+/// parallel `branches` (reduced by `barrier`) under `max_tool_calls: 1`; `extra` comes
+/// before the workflow.
+fn tool_budget_pack(tools: &[&str], extra: &str, branches: &[&str]) -> String {
+    format!(
+        "{HEAD}{}{}{extra}workflow:
   version: 1
   entry: main
   engine: {{budget: {{max_tool_calls: 1}}}}
   states:
     main: {{orchestration: composition, composition: c, terminal: true}}
-compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: barrier, into: all}}
-        branches:
-          - {{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {{max_steps: 3}}}}
-          - {{id: b2, kind: tool, tool: u}}
-          - {{id: b3, kind: prompt, prompt_task: w}}
-",
+{}",
         prompts(&["a", "w"], ""),
-        tool_defs(&["t", "u"])
+        tool_defs(tools),
+        parallel_comp("barrier", branches, &[])
+    )
+}
+
+/// The example of `compositions.md` §8.1: `max_tool_calls: 1`, branch 1 an agent whose
+/// first turn asks for a tool, branch 2 a tool step, branch 3 a prompt step.
+#[test]
+fn parallel_budget_follows_issue_order() {
+    let pack = tool_budget_pack(
+        &["t", "u"],
+        "",
+        &[
+            "{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {max_steps: 3}}",
+            "{id: b2, kind: tool, tool: u}",
+            "{id: b3, kind: prompt, prompt_task: w}",
+        ],
     );
     let m = compile(&pack);
     let mut host = Queues::default()
@@ -174,27 +179,13 @@ compositions:
 /// branch fails. Found by the differential test (`tests/differential.rs`).
 #[test]
 fn completed_branch_keeps_its_eval_request_when_the_budget_ends_the_run() {
-    let pack = format!(
-        "{HEAD}{}{}evals: [{{id: e, type: llm_judge, trigger: every_turn}}]
-workflow:
-  version: 1
-  entry: main
-  engine: {{budget: {{max_tool_calls: 1}}}}
-  states:
-    main: {{orchestration: composition, composition: c, terminal: true}}
-compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: barrier, into: all}}
-        branches:
-          - {{id: b1, kind: prompt, prompt_task: a, modifiers: {{eval: [e]}}}}
-          - {{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {{max_steps: 3}}}}
-",
-        prompts(&["a", "w"], ""),
-        tool_defs(&["t"])
+    let pack = tool_budget_pack(
+        &["t"],
+        "evals: [{id: e, type: llm_judge, trigger: every_turn}]\n",
+        &[
+            "{id: b1, kind: prompt, prompt_task: a, modifiers: {eval: [e]}}",
+            "{id: b2, kind: agent, prompt_task: w, tools: [t], termination: {max_steps: 3}}",
+        ],
     );
     let m = compile(&pack);
     let mut host = Queues::default()
@@ -217,23 +208,7 @@ compositions:
 }
 
 fn parallel_pack() -> Module {
-    compile(&format!(
-        "{HEAD}{}{}compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: append, into: all}}
-        branches:
-          - {{id: b1, kind: agent, prompt_task: a, input: '${{input}}', tools: [t], termination: {{max_steps: 3}}}}
-          - {{id: b2, kind: tool, tool: u, args: {{q: '${{input}}'}}, modifiers: {{retry: {{max_attempts: 2}}}}}}
-          - {{id: b3, kind: prompt, prompt_task: w, input: 'n=${{input}}'}}
-      - {{id: after, kind: tool, tool: v, args: {{all: '${{p.output.all}}'}}}}
-",
-        prompts(&["a", "w"], ""),
-        tool_defs(&["t", "u", "v"])
-    ))
+    compile(&common::parallel_pack(""))
 }
 
 #[test]
@@ -280,17 +255,7 @@ fn parallel_logs_branch_by_branch_whatever_the_answer_order() {
 
 #[test]
 fn wall_clock_budget_reads_the_host_clock_before_calls() {
-    let pack = format!(
-        "{HEAD}{}workflow:
-  version: 1
-  entry: one
-  engine: {{budget: {{max_wall_time_sec: 1}}}}
-  states:
-    one: {{prompt_task: p, on_event: {{Next: two}}}}
-    two: {{prompt_task: q, terminal: true}}
-",
-        prompts(&["p", "q"], "")
-    );
+    let pack = common::two_state_pack("{max_wall_time_sec: 1}");
     let m = compile(&pack);
     let answers = |h: Queues| {
         h.with(

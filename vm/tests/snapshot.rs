@@ -22,7 +22,7 @@ fn suspended_runs_are_small_and_resume_identically() {
         let program = common::program(&root.join(format!("examples/{name}.pack.yaml")));
         let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
         let mut next = Input::Start;
-        let mut turned = false;
+        let mut turn = Some(input.clone());
         // The JSON text of the values the run holds: the input, then each answer.
         let mut values = input.to_string().len();
         let mut largest = 0;
@@ -40,31 +40,19 @@ fn suspended_runs_are_small_and_resume_identically() {
                 // Continue on the restored run: it must behave as the original.
                 run = Run::restore(program.clone(), &bytes).unwrap();
             }
-            next = match need {
-                Need::Done => break,
-                Need::Caller if !turned => {
-                    turned = true;
-                    Input::Turn(input.clone())
-                }
-                Need::Caller => Input::Finish,
-                Need::Clock => Input::Clock(0),
-                Need::Calls | Need::Wait => {
-                    let call = common::pick(&run).unwrap();
-                    let output: Value = if call.is_model() {
-                        model.clone()
-                    } else {
-                        tool.clone()
-                    };
-                    values += output.to_string().len();
-                    Input::Answer(
-                        call.id(),
-                        Answer::Output {
-                            output,
-                            event: None,
-                        },
-                    )
-                }
+            let answer = |call: &packc_vm::CallView<'_>| {
+                let output = if call.is_model() {
+                    model.clone()
+                } else {
+                    tool.clone()
+                };
+                values += output.to_string().len();
+                output
             };
+            let Some(input) = common::next_input(&run, need, &mut turn, answer) else {
+                break;
+            };
+            next = input;
         }
         let out = run.outcome().unwrap();
         assert_eq!(out.state, Some("main"), "{name}");
@@ -380,26 +368,7 @@ proptest! {
 }
 
 fn parallel_pack() -> Module {
-    compile_in(
-        &format!(
-            "{HEAD}{}{}compositions:
-  c:
-    version: 1
-    steps:
-      - id: p
-        kind: parallel
-        reduce: {{strategy: append, into: all}}
-        branches:
-          - {{id: b1, kind: agent, prompt_task: a, input: '${{input}}', tools: [t], termination: {{max_steps: 3}}}}
-          - {{id: b2, kind: tool, tool: u, args: {{q: '${{input}}'}}, modifiers: {{retry: {{max_attempts: 2}}}}}}
-          - {{id: b3, kind: prompt, prompt_task: w, input: 'n=${{input}}'}}
-      - {{id: after, kind: tool, tool: v, args: {{all: '${{p.output.all}}'}}}}
-",
-            prompts(&["a", "w"], " For {{who}}."),
-            tool_defs(&["t", "u", "v"])
-        ),
-        None,
-    )
+    compile_in(&common::parallel_pack(" For {{who}}."), None)
 }
 
 /// A workflow with events, a wall-clock budget, a tool loop and a parallel state.

@@ -6,7 +6,7 @@ use packc_vm::{CallId, CallView};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
+use serde_json::json;
 
 use super::Run;
 use crate::convert::to_py;
@@ -76,6 +76,16 @@ impl Call {
             ))
         })?;
         f(&view)
+    }
+
+    /// What `read` finds in this call's view, as a new Python object (`None` when it
+    /// finds nothing).
+    fn json_of<'py>(
+        &self,
+        py: Python<'py>,
+        read: impl FnOnce(&CallView<'_>) -> Option<serde_json::Value>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.with_view(py, |view| read(view).map(|v| to_py(py, &v)).transpose())
     }
 }
 
@@ -151,19 +161,14 @@ impl Call {
     /// The tools offered to a model call: `{"key", "name", "description",
     /// "parameters"}` dicts (`parameters` is `None` for an agent member).
     #[getter]
-    fn offered_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn offered_tools<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         self.with_view(py, |view| {
             view.offered_tools()
                 .map(|t| {
-                    let d = PyDict::new(py);
-                    d.set_item("key", t.key)?;
-                    d.set_item("name", t.name)?;
-                    d.set_item("description", t.description)?;
-                    match t.parameters {
-                        Some(p) => d.set_item("parameters", to_py(py, &p.parse())?)?,
-                        None => d.set_item("parameters", py.None())?,
-                    }
-                    Ok(d)
+                    let parameters = t.parameters.map(|p| p.parse());
+                    let d = json!({"key": t.key, "name": t.name, "description": t.description,
+                                   "parameters": parameters});
+                    to_py(py, &d)
                 })
                 .collect()
         })
@@ -172,19 +177,11 @@ impl Call {
     /// A composition step's output schema, `{"name", "schema"}` (`schema` is `None`
     /// when the file was not embedded); `None` when the step declares none.
     #[getter]
-    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.with_view(py, |view| {
-            view.output_schema()
-                .map(|s| {
-                    let d = PyDict::new(py);
-                    d.set_item("name", &s.name)?;
-                    match &s.schema {
-                        Some(j) => d.set_item("schema", to_py(py, &j.parse())?)?,
-                        None => d.set_item("schema", py.None())?,
-                    }
-                    Ok(d)
-                })
-                .transpose()
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.json_of(py, |view| {
+            let s = view.output_schema()?;
+            let schema = s.schema.as_ref().map(|j| j.parse());
+            Some(json!({"name": s.name, "schema": schema}))
         })
     }
 
@@ -198,17 +195,10 @@ impl Call {
     /// written, its params, the text to judge); answer with the output `{"pass": bool}`.
     /// `None` for other calls.
     #[getter]
-    fn guard<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.with_view(py, |view| {
-            view.guard()
-                .map(|g| {
-                    let d = PyDict::new(py);
-                    d.set_item("type", g.validator)?;
-                    d.set_item("params", to_py(py, &g.params.parse())?)?;
-                    d.set_item("text", g.text.as_ref())?;
-                    Ok(d)
-                })
-                .transpose()
+    fn guard<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.json_of(py, |view| {
+            let g = view.guard()?;
+            Some(json!({"type": g.validator, "params": g.params.parse(), "text": g.text}))
         })
     }
 
@@ -216,25 +206,17 @@ impl Call {
     /// other members); its resolved input is `input`, and the answer's output is the
     /// step's output. `None` for other calls.
     #[getter]
-    fn extension<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.with_view(py, |view| {
-            view.extension()
-                .map(|(kind, params)| {
-                    let d = PyDict::new(py);
-                    d.set_item("kind", kind)?;
-                    d.set_item("params", to_py(py, &params.parse())?)?;
-                    Ok(d)
-                })
-                .transpose()
+    fn extension<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.json_of(py, |view| {
+            let (kind, params) = view.extension()?;
+            Some(json!({"kind": kind, "params": params.parse()}))
         })
     }
 
     /// A model call's prompt `parameters` (temperature, …); `None` for a tool call.
     #[getter]
     fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.with_view(py, |view| {
-            view.parameters().map(|p| to_py(py, &p.parse())).transpose()
-        })
+        self.json_of(py, |view| view.parameters().map(|p| p.parse()))
     }
 
     fn __repr__(&self) -> String {

@@ -3,9 +3,9 @@
 
 use ir_spec::StepKind;
 
+use crate::ctx::Ctx;
 use crate::error::{ErrorKind, RunError};
-use crate::lane::ctx::Ctx;
-use crate::lane::state::{Call, Job, Lane, Phase, Stage};
+use crate::job::{Call, Job, Lane, Phase, Stage};
 use crate::trace::{Io, TraceEvent};
 
 /// The first call of an attempt of `job`.

@@ -2,15 +2,15 @@
 //! chain before the call, the output chain over the answer held in the lane, and the
 //! answers to host validators' `guard` calls.
 
-use ir_spec::{Check, PromptId};
+use ir_spec::{Check, Guard, PromptId};
 use serde_json::Value;
 
 use crate::api::{Answer, CallRecord};
+use crate::ctx::{at, has_schema, Ctx};
 use crate::error::{ErrorKind, RunError};
 use crate::guard::{GuardAction, Verdict};
+use crate::job::{Call, Lane, Phase, Stage};
 use crate::lane::attempt::{failed, first_call};
-use crate::lane::ctx::{at, has_schema, Ctx};
-use crate::lane::state::{Call, Lane, Phase, Stage};
 use crate::trace::{Io, TraceEvent};
 use crate::value::string_rule;
 
@@ -82,12 +82,7 @@ fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
         if v.is_null() {
             break;
         }
-        if let Check::Host { .. } = guard.check {
-            let call = Call::Guard {
-                guard: g as u32,
-                input: false,
-            };
-            lane.phase = Phase::Issue(Stage::Budget, call);
+        if issue_host_guard(&mut lane.phase, g, guard, false) {
             return;
         }
         let m = &ctx.prog.guards[prompt.index()][g];
@@ -102,6 +97,20 @@ fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
         }
     }
     finish_answer(ctx, lane, schema);
+}
+
+/// A host validator's check is a `guard` call: when guard `g` is one, the lane issues
+/// it (on the call's input or on the answer) and the chain waits; `false` otherwise.
+fn issue_host_guard(phase: &mut Phase, g: usize, guard: &Guard, input: bool) -> bool {
+    let Check::Host { .. } = guard.check else {
+        return false;
+    };
+    let call = Call::Guard {
+        guard: g as u32,
+        input,
+    };
+    *phase = Phase::Issue(Stage::Budget, call);
+    true
 }
 
 /// The chain is over: the held answer is the lane's output.
@@ -196,12 +205,7 @@ pub(crate) fn input_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usi
             if !guard.direction.input() {
                 continue;
             }
-            if let Check::Host { .. } = guard.check {
-                let call = Call::Guard {
-                    guard: g as u32,
-                    input: true,
-                };
-                lane.phase = Phase::Issue(Stage::Budget, call);
+            if issue_host_guard(&mut lane.phase, g, guard, true) {
                 return;
             }
             let m = &ctx.prog.guards[prompt.index()][g];

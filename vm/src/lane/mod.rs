@@ -21,20 +21,18 @@ pub(crate) enum Pumped {
 }
 
 mod attempt;
-pub(crate) mod ctx;
 mod guards;
-pub(crate) mod state;
 
 use ir_spec::text_form::Meter;
-use ir_spec::{Bind, StepKind, ToolRef};
+use ir_spec::{Bind, StepId, StepKind, ToolRef};
 use serde_json::Value;
 
 use crate::api::{Answer, CallId};
+use crate::ctx::{extension_kind, tool_step_key, Ctx, LoopSpec};
 use crate::error::{ErrorKind, RunError};
+use crate::job::{Call, Job, Lane, Phase, Stage, TEntry, ToolResult};
 use crate::lane::attempt::{failed, first_call};
-use crate::lane::ctx::{extension_kind, tool_step_key, Ctx, LoopSpec};
 use crate::lane::guards::{guard_answer, guard_answered, input_chain};
-use crate::lane::state::{Call, Job, Lane, Phase, Stage, TEntry, ToolResult};
 use crate::program::SystemLen;
 use crate::trace::{Io, TraceEvent};
 use crate::value::{string_rule, BVal};
@@ -92,15 +90,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             }
         };
         if let Some(r) = scope.first_unresolved(bind) {
-            let step = ctx.cid.map_or("", |c| {
-                ctx.prog
-                    .m
-                    .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
-            });
-            let what = match ctx.step_kind(s) {
-                StepKind::Tool { .. } => "args",
-                _ => "input",
-            };
+            let (what, step) = bound_name(ctx, s);
             let e = RunError::new(
                 ErrorKind::UnresolvedBinding,
                 format!(
@@ -116,15 +106,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
             let mut m = Meter::new(ctx.config.limits.max_built_bytes);
             BVal::Bind(bind, scope).write_text(&mut m);
             if m.over() {
-                let what = match ctx.step_kind(s) {
-                    StepKind::Tool { .. } => "args",
-                    _ => "input",
-                };
-                let step = ctx.cid.map_or("", |c| {
-                    ctx.prog
-                        .m
-                        .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
-                });
+                let (what, step) = bound_name(ctx, s);
                 return built_past_limit(ctx, lane, io, format!("the {what} of step `{step}`"));
             }
             input_len = Some(m.len());
@@ -175,6 +157,22 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         }
     }
     lane.phase = Phase::Issue(Stage::Budget, first_call(ctx, lane.job));
+}
+
+/// What leaf step `s`'s bound value is called in messages (`args` of a tool step, the
+/// `input` of the others), and the step's id.
+#[cold]
+fn bound_name<'a>(ctx: &Ctx<'a>, s: StepId) -> (&'static str, &'a str) {
+    let what = match ctx.step_kind(s) {
+        StepKind::Tool { .. } => "args",
+        _ => "input",
+    };
+    let step = ctx.cid.map_or("", |c| {
+        ctx.prog
+            .m
+            .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
+    });
+    (what, step)
 }
 
 /// `what` would build more than `max_built_bytes`: the run fails (run-wide, as past any
@@ -249,8 +247,9 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
     Ok(false)
 }
 
-fn host_error(m: String) -> RunError {
-    RunError::new(ErrorKind::HostError, m)
+/// The host's answer fails the lane's call with `host_error` `m` (a `retry` may ask again).
+fn host_failed(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, m: String) {
+    failed(ctx, lane, io, RunError::new(ErrorKind::HostError, m));
 }
 
 /// Processes the answer to the call `call` lane was waiting for. Every other lane is
@@ -302,75 +301,37 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 }
                 Answer::Error(e) => {
                     let key = ctx.prog.prompt_key(prompt);
-                    failed(
-                        ctx,
-                        lane,
-                        io,
-                        host_error(format!("model call `{key}` failed: {e}")),
-                    );
+                    host_failed(ctx, lane, io, format!("model call `{key}` failed: {e}"));
                 }
                 Answer::ToolCalls(_) => {
                     let key = ctx.prog.prompt_key(prompt);
-                    failed(
+                    host_failed(
                         ctx,
                         lane,
                         io,
-                        host_error(format!("prompt step answered `{key}` with tool calls")),
+                        format!("prompt step answered `{key}` with tool calls"),
                     );
                 }
             }
         }
-        (Call::Extension, _) => match answer {
+        (Call::Extension | Call::ToolStep, _) => match answer {
             Answer::Output { output, .. } => lane.done(Ok(output), None),
-            Answer::Error(e) => {
-                let kind = extension_kind(ctx, lane.job);
-                failed(
-                    ctx,
-                    lane,
-                    io,
-                    host_error(format!("extension call `{kind}` failed: {e}")),
-                );
-            }
-            Answer::ToolCalls(_) => {
-                let kind = extension_kind(ctx, lane.job);
-                failed(
-                    ctx,
-                    lane,
-                    io,
-                    host_error(format!("extension `{kind}` answered with tool calls")),
-                );
-            }
-        },
-        (Call::ToolStep, _) => match answer {
-            Answer::Output { output, .. } => lane.done(Ok(output), None),
-            Answer::Error(e) => {
-                let key = tool_step_key(ctx, lane.job);
-                failed(
-                    ctx,
-                    lane,
-                    io,
-                    host_error(format!("tool call `{key}` failed: {e}")),
-                );
-            }
-            Answer::ToolCalls(_) => {
-                let key = tool_step_key(ctx, lane.job);
-                failed(
-                    ctx,
-                    lane,
-                    io,
-                    host_error(format!("tool `{key}` answered with tool calls")),
-                );
+            refused => {
+                let (what, key) = match call {
+                    Call::Extension => ("extension", extension_kind(ctx, lane.job)),
+                    _ => ("tool", tool_step_key(ctx, lane.job)),
+                };
+                let m = match refused {
+                    Answer::Error(e) => format!("{what} call `{key}` failed: {e}"),
+                    _ => format!("{what} `{key}` answered with tool calls"),
+                };
+                host_failed(ctx, lane, io, m);
             }
         },
         (Call::Model, Some(spec)) => match answer {
             Answer::Error(e) => {
                 let key = ctx.prog.prompt_key(spec.prompt);
-                failed(
-                    ctx,
-                    lane,
-                    io,
-                    host_error(format!("model call `{key}` failed: {e}")),
-                );
+                host_failed(ctx, lane, io, format!("model call `{key}` failed: {e}"));
             }
             Answer::Output { output, event } => {
                 if !ctx.prog.guards[spec.prompt.index()].is_empty() {
@@ -383,11 +344,11 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
             }
             Answer::ToolCalls(reqs) if reqs.is_empty() => {
                 let key = ctx.prog.prompt_key(spec.prompt);
-                failed(
+                host_failed(
                     ctx,
                     lane,
                     io,
-                    host_error(format!("model call `{key}`: empty `tool_calls`")),
+                    format!("model call `{key}`: empty `tool_calls`"),
                 );
             }
             Answer::ToolCalls(reqs) => {

@@ -5,7 +5,7 @@ use ir_spec::{CompId, Composition, PromptId, StateId, StepId, StepKind, ToolId, 
 use serde_json::{Map, Value};
 
 use crate::config::Config;
-use crate::lane::state::{Job, Lane};
+use crate::job::{Job, Lane};
 use crate::memory::{Artifact, Exchange};
 use crate::program::Program;
 use crate::render::Env;
