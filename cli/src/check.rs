@@ -211,24 +211,7 @@ fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Form
     if found.is_empty() {
         return Ok(());
     }
-    // A clean JSON pack is checked without a span index (`check_bytes`): index it now.
-    let reindexed;
-    let spans = match loaded.spans.get("") {
-        Some(_) => &loaded.spans,
-        None => {
-            reindexed = packc_compiler::load::load_str(
-                src.text,
-                &Limits {
-                    max_source_bytes: src.text.len(),
-                    ..Limits::default()
-                },
-            )
-            .ok()
-            .filter(|l| l.value == loaded.value)
-            .map(|l| l.spans);
-            reindexed.as_ref().unwrap_or(&loaded.spans)
-        }
-    };
+    let spans = &loaded.spans;
     let position = |ptr: &str| spans.locate(ptr).map(|s| src.line_col(s.start));
     match format {
         Format::Human => {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 mod common;
 use common::{
     assert_code, assert_contains, assert_lacks, build_to, built_and_inspected, on_a_terminal,
-    packc_output, repo, run_host, scratch, stderr, write,
+    packc, packc_output, repo, run_host, scratch, stderr, write,
 };
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {

@@ -187,14 +187,14 @@ impl<'r> CallView<'r> {
             ir_spec::Check::Host { params } => params,
             _ => return None,
         };
-        let structured = crate::lane::ctx::has_schema(&self.ctx, self.lane.job)
+        let structured = crate::ctx::has_schema(&self.ctx, self.lane.job)
             || !matches!(self.lane.result, Some(Ok(Value::String(_))));
         let effect = match (input, structured) {
             (true, _) => crate::GuardEffect::InputReplaced,
             (false, false) => crate::GuardEffect::Replaced,
             (false, true) => crate::GuardEffect::Blocked,
         };
-        let at = crate::lane::ctx::at(&self.ctx, self.lane, prompt).name(&self.ctx.prog.m);
+        let at = crate::ctx::at(&self.ctx, self.lane, prompt).name(&self.ctx.prog.m);
         let text = if input {
             self.ctx
                 .model_env(self.lane.job)
