@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Check that the type listings of `ppk_dump.py` are those of FORMAT.md §2.3–§2.6.
+"""Check that the type listings `ppk_dump.py` decodes by are those of FORMAT.md §2.3–§2.6.
 
-`ppk_dump.py` transcribes each struct table (fields, types, in order) and each enum table
-(variant indices, names, fields) of FORMAT.md by hand. This script reads the tables back
+`ppk_types.py` (the tables `ppk_dump.py` decodes by) transcribes each struct table (fields,
+types, in order) and each enum table (variant indices, names, fields) of FORMAT.md by hand. This script reads the tables back
 out of the document and compares, so that an edit to one without the other is caught.
 
 Usage: check_format_tables.py [FORMAT.md]   (default: the FORMAT.md beside tools/)
@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 
-import ppk_dump  # noqa: E402
+import ppk_types  # noqa: E402
 
 
 def type_name(t):
@@ -49,7 +49,7 @@ def table_rows(doc, name, kind, header):
 
 def check(doc):
     problems = []
-    for name, fields in ppk_dump.STRUCTS.items():
+    for name, fields in ppk_types.STRUCTS.items():
         rows = table_rows(doc, name, "struct", "#")
         if rows is None:
             problems.append(f"struct {name}: no table in FORMAT.md")
@@ -58,7 +58,7 @@ def check(doc):
         want = [(str(i + 1), f, type_name(t)) for i, (f, t) in enumerate(fields)]
         if got != want:
             problems.append(f"struct {name}: FORMAT.md {got}, ppk_dump {want}")
-    for name, variants in ppk_dump.ENUMS.items():
+    for name, variants in ppk_types.ENUMS.items():
         want = [(str(i), v) for i, (v, _) in enumerate(variants)]
         if all(f is None for _, f in variants):
             m = re.search(r"\*\*`" + name + r"`\*\* \(enum, no fields\):(.*?)\n\n", doc, re.S)
@@ -93,7 +93,7 @@ def main(argv):
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:
-        n = len(ppk_dump.STRUCTS) + len(ppk_dump.ENUMS)
+        n = len(ppk_types.STRUCTS) + len(ppk_types.ENUMS)
         print(f"{n} types: ppk_dump.py and FORMAT.md agree")
     return 1 if problems else 0
 
