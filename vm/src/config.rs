@@ -23,6 +23,8 @@ pub(crate) struct Config {
 
 impl Config {
     /// The configuration of a run under `options` with the pack's `budget`.
+    // Inlined so that `Run::new` builds this part in place rather than copying it.
+    #[inline]
     pub fn new(options: &RunOptions, budget: Option<Budget>) -> Config {
         Config {
             record_calls: options.record_calls,

@@ -156,6 +156,8 @@ pub(crate) type Tag = Option<(u32, u32)>;
 
 impl Io {
     /// The log of a new run, with room for `trace` entries and `evals` eval requests.
+    // Inlined so that `Run::new` builds this part in place rather than copying it.
+    #[inline]
     pub fn new(trace: usize, evals: usize) -> Io {
         Io {
             trace: Vec::with_capacity(trace),

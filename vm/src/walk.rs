@@ -53,6 +53,8 @@ fn internal(m: &str) -> RunError {
 
 impl Walk {
     /// The walk of a new run: `n` slots, for the program's largest composition.
+    // Inlined so that `Run::new` builds this part in place rather than copying it.
+    #[inline]
     pub fn new(n: usize) -> Walk {
         let mut slots = Vec::with_capacity(n);
         slots.resize_with(n, || None);

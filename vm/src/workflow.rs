@@ -99,6 +99,8 @@ fn no_workflow() -> RunError {
 
 impl Wf {
     /// The workflow part of a new run of `m`.
+    // Inlined so that `Run::new` builds this part in place rather than copying it.
+    #[inline]
     pub fn new(m: &Module) -> Wf {
         let n_states = m.workflow.as_ref().map_or(0, |w| w.states.len());
         let n_artifacts = m.workflow.as_ref().map_or(0, |w| w.artifacts.len());
