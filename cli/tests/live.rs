@@ -490,6 +490,20 @@ fn tool_failures_are_shown_as_they_happen() {
 /// A pack whose one prompt state has a `toxicity` host validator.
 const TOXIC_PACK: &str = include_str!("packs/toxic_pack.yaml");
 
+/// The toxic pack in a fresh folder `name`, with a tools file binding its `toxicity`
+/// validator to `server`'s `/guard`: (pack, tools file, the guard's URL).
+fn toxic_pack_guarded_over_http(name: &str, server: &MockServer) -> (PathBuf, PathBuf, String) {
+    let dir = scratch(name);
+    let pack = write(&dir, "civil.pack.yaml", TOXIC_PACK);
+    let url = format!("http://127.0.0.1:{}/guard", server.port());
+    let bindings = write(
+        &dir,
+        "tools.yaml",
+        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
+    );
+    (pack, bindings, url)
+}
+
 #[test]
 fn a_host_validator_without_a_binding_is_refused_before_any_request() {
     let server = MockServer::start(|_, _| Reply::text("you fool"));
@@ -573,15 +587,7 @@ fn a_host_validator_that_gives_no_verdict_is_a_warning_line() {
         "/guard" => Reply::status(500, "overloaded"),
         _ => Reply::text("hello there"),
     });
-    let dir = scratch("toxic-failing");
-    let pack = dir.join("civil.pack.yaml");
-    std::fs::write(&pack, TOXIC_PACK).unwrap();
-    let url = format!("http://127.0.0.1:{}/guard", server.port());
-    let bindings = write(
-        &dir,
-        "tools.yaml",
-        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
-    );
+    let (pack, bindings, url) = toxic_pack_guarded_over_http("toxic-failing", &server);
     let out = packc()
         .args(["run", "--provider", "openai", "--model", "m", "--base-url"])
         .arg(server.base_url())
@@ -623,15 +629,7 @@ fn an_interactive_run_warns_of_a_host_validator_that_gives_no_verdict() {
         "/guard" => Reply::json(serde_json::json!({"verdict": "fine"})),
         _ => Reply::text("hello there"),
     });
-    let dir = scratch("toxic-interactive");
-    let pack = dir.join("civil.pack.yaml");
-    std::fs::write(&pack, TOXIC_PACK).unwrap();
-    let url = format!("http://127.0.0.1:{}/guard", server.port());
-    let bindings = write(
-        &dir,
-        "tools.yaml",
-        format!("guards:\n  toxicity: {{http: '{url}'}}\n"),
-    );
+    let (pack, bindings, url) = toxic_pack_guarded_over_http("toxic-interactive", &server);
     let mut child = packc()
         .args([
             "run",

@@ -131,11 +131,7 @@ pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options)
 }
 
 fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    if !load::json_fast::looks_like_json(text) {
-        return None;
-    }
-    let value = load::json_fast::parse(text, &options.limits)?;
+    let (text, value) = load::json_fast::parse_source(bytes, &options.limits)?;
     let mut diagnostics = Vec::new();
     run_checks(&value, options, &mut diagnostics);
     // The span index reads the JSON text itself, and only along the paths asked about

@@ -43,12 +43,8 @@ pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
     };
     // Most schema files are JSON: parse them without building spans, which nothing here
     // reads. Anything the fast parser refuses goes to the loader, whose error names it.
-    let fast = std::str::from_utf8(&bytes)
-        .ok()
-        .filter(|text| json_fast::looks_like_json(text))
-        .and_then(|text| json_fast::parse(text, &limits));
-    match fast {
-        Some(value) => Ok(value),
+    match json_fast::parse_source(&bytes, &limits) {
+        Some((_, value)) => Ok(value),
         None => load_bytes(&bytes, &limits)
             .map(|loaded| loaded.value)
             .map_err(|d| unusable(d.message)),

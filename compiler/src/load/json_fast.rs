@@ -21,6 +21,16 @@ pub fn looks_like_json(text: &str) -> bool {
         .starts_with('{')
 }
 
+/// [`parse`] for a source's bytes: its text and value when they are UTF-8 that looks like
+/// a JSON object ([`looks_like_json`]) and parses; `None` sends the caller to the loader.
+pub fn parse_source<'t>(bytes: &'t [u8], limits: &Limits) -> Option<(&'t str, Value)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if !looks_like_json(text) {
+        return None;
+    }
+    Some((text, parse(text, limits)?))
+}
+
 /// Parse strict JSON within `limits`, refusing duplicate keys. `None` when the text is not
 /// such a document; the caller then loads it the slow way for a located diagnostic.
 pub fn parse(text: &str, limits: &Limits) -> Option<Value> {
