@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
-use packc_vm::internals::Compiled;
+use packc_vm::internals::{judge_prompt, Compiled};
 use packc_vm::{Answer, Program, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -213,6 +213,12 @@ fn bench_guards(c: &mut Criterion) {
     let plain = program(&root().join("examples/rfc0010-ex2.pack.yaml"));
     let guarded = guarded_ex2();
     let mut group = c.benchmark_group("vm_guard");
+    // The three validators of a prompt on the 200-character answer, alone.
+    let answer = text.as_str().unwrap();
+    assert_eq!(judge_prompt(&guarded, 0, answer), 0);
+    group.bench_function("judge3_200", |b| {
+        b.iter(|| judge_prompt(&guarded, 0, std::hint::black_box(answer)))
+    });
     for (name, p) in [("ex2_text", &plain), ("ex2_guarded", &guarded)] {
         let run = run_prebuilt(p, input.clone(), text_answers());
         assert!(run.outcome().is_some(), "{name} runs to its end");

@@ -14,6 +14,10 @@ use ir_spec::{Check, Guard};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use scan::{Needles, Scanned};
+
+mod scan;
+
 /// A guard's compiled form.
 pub(crate) enum Matcher {
     /// Nothing to compile.
@@ -61,9 +65,15 @@ pub(crate) struct Pattern {
 enum Literals {
     /// One of them is empty: every text matches.
     Always,
-    /// At most [`MAX_FINDERS`]: one SIMD substring search each, which costs less than
-    /// a packed searcher's set-up on an answer of a few hundred characters.
-    Each(Box<[memchr::memmem::Finder<'static>]>),
+    /// At most [`MAX_RARE_LITERALS`] whose rarest bytes are at most
+    /// [`scan::MAX_NEEDLES`] distinct ones: the scan finds those bytes and the literals
+    /// are compared around them, with no set-up per search.
+    Rare {
+        /// The literals' rarest bytes.
+        needles: Needles,
+        /// Each literal, with the offset of its rarest byte.
+        literals: Box<[(Box<[u8]>, usize)]>,
+    },
     /// More: a packed (Teddy) searcher, when it takes them.
     Few(packed::Searcher),
     /// Any number.
@@ -77,11 +87,14 @@ impl Pattern {
             if set.iter().any(|l| l.is_empty()) {
                 return Some(Literals::Always);
             }
-            if set.len() <= MAX_FINDERS {
-                let finders = set
+            if set.len() <= MAX_RARE_LITERALS {
+                let literals: Box<[(Box<[u8]>, usize)]> = set
                     .iter()
-                    .map(|l| memchr::memmem::Finder::new(l).into_owned());
-                return Some(Literals::Each(finders.collect()));
+                    .map(|l| (l.clone().into_boxed_slice(), rarest(l)))
+                    .collect();
+                if let Some(needles) = Needles::new(literals.iter().map(|(l, i)| l[*i]), false) {
+                    return Some(Literals::Rare { needles, literals });
+                }
             }
             match packed::Searcher::new(set.iter()) {
                 Some(few) => Some(Literals::Few(few)),
@@ -95,9 +108,15 @@ impl Pattern {
     fn is_match(&self, text: &str) -> bool {
         match &self.literals {
             Some(Literals::Always) => true,
-            Some(Literals::Each(finders)) => {
+            Some(Literals::Rare { needles, literals }) => {
                 let text = text.as_bytes();
-                finders.iter().any(|f| f.find(text).is_some())
+                let around = |p: usize| {
+                    literals
+                        .iter()
+                        .any(|(l, i)| p >= *i && text[p - i..].starts_with(l))
+                        .then_some(())
+                };
+                matches!(needles.find(text, around), Scanned::Hit(()))
             }
             Some(Literals::Few(few)) => few.find(text).is_some(),
             Some(Literals::Many(ac)) => ac.is_match(text),
@@ -106,8 +125,8 @@ impl Pattern {
     }
 }
 
-/// The most literals searched for one by one ([`Literals::Each`]).
-const MAX_FINDERS: usize = 3;
+/// The most literals compared around their rarest bytes ([`Literals::Rare`]).
+const MAX_RARE_LITERALS: usize = 16;
 
 /// Every string `pattern` matches, when that is a finite set of at most a few hundred and
 /// the pattern has no look-around assertion (which the literal extraction takes for the
@@ -163,45 +182,36 @@ struct AsciiWords {
 /// How [`AsciiWords`] finds the places to test.
 enum Search {
     /// The words' rarest bytes (by `memchr`'s byte frequency ranking), when they are at
-    /// most three distinct bytes: `memchr` finds each of them in the chunk and every word
-    /// whose rarest byte it is is tested around it. On a short list this skips most of
-    /// the text at SIMD speed with far less set-up than the packed searcher.
+    /// most [`scan::MAX_NEEDLES`] distinct letters or bytes whatever their case: the
+    /// scan finds them in the text itself and every word whose rarest byte is there is
+    /// tested around it. On a short list this skips most of the text at SIMD speed
+    /// with no set-up and no lowercased copy.
     Rare {
-        /// The distinct rarest bytes (one to three; the rest repeat the first).
-        needles: [u8; 3],
-        /// How many of `needles` are distinct.
-        count: usize,
+        /// The rarest bytes, folded.
+        needles: Needles,
         /// For each word, the offset of its rarest byte.
         at: Vec<usize>,
     },
-    /// A packed (Teddy) searcher for the leftmost position where a word starts.
+    /// A packed (Teddy) searcher for the leftmost position where a word starts, over
+    /// the text lowercased a chunk at a time.
     Packed(packed::Searcher),
 }
 
 impl Search {
     fn new(words: &[Box<[u8]>]) -> Option<Search> {
-        let at: Vec<usize> = words
-            .iter()
-            .map(|w| memchr::arch::all::packedpair::Pair::new(w).map_or(0, |p| p.index1().into()))
-            .collect();
-        let mut needles = Vec::with_capacity(3);
-        for (w, &i) in words.iter().zip(&at) {
-            if !needles.contains(&w[i]) {
-                needles.push(w[i]);
-            }
-        }
-        if needles.len() <= 3 {
-            let count = needles.len();
-            let first = needles[0];
-            needles.resize(3, first);
-            return Some(Search::Rare {
-                needles: [needles[0], needles[1], needles[2]],
-                count,
-                at,
-            });
+        let at: Vec<usize> = words.iter().map(|w| rarest(w)).collect();
+        let rare = words.iter().zip(&at).map(|(w, &i)| w[i]);
+        if let Some(needles) = Needles::new(rare, true) {
+            return Some(Search::Rare { needles, at });
         }
         packed::Searcher::new(words.iter()).map(Search::Packed)
     }
+}
+
+/// The offset of the rarest byte of non-empty `bytes`, by `memchr`'s byte frequency
+/// ranking.
+fn rarest(bytes: &[u8]) -> usize {
+    memchr::arch::all::packedpair::Pair::new(bytes).map_or(0, |p| p.index1().into())
 }
 
 /// Bytes of text lowercased at a time by the ASCII search.
@@ -250,8 +260,56 @@ impl Words {
 }
 
 impl AsciiWords {
-    /// Whether a word occurs in `text`, or `None` when `text` is not ASCII.
+    /// Whether a word occurs in `text`, or `None` when the ASCII search cannot tell (a
+    /// non-ASCII text with no occurrence, or an occurrence next to a non-ASCII byte).
     fn occur_in(&self, text: &[u8], word_boundary: bool) -> Option<bool> {
+        match &self.search {
+            Search::Rare { needles, at } => self.around_rare(needles, at, text, word_boundary),
+            Search::Packed(searcher) => self.in_chunks(searcher, text, word_boundary),
+        }
+    }
+
+    /// [`Search::Rare`]: at each place where a word's rarest byte is (in either case),
+    /// the words whose rarest byte it is are compared with the text around it.
+    fn around_rare(
+        &self,
+        needles: &Needles,
+        at: &[usize],
+        text: &[u8],
+        word_boundary: bool,
+    ) -> Option<bool> {
+        let scanned = needles.find(text, |p| {
+            let byte = text[p] | 0x20;
+            for (w, &i) in self.words.iter().zip(at) {
+                if w[i] | 0x20 != byte || p < i {
+                    continue;
+                }
+                let (start, end) = (p - i, p - i + w.len());
+                if end > text.len() || !text[start..end].eq_ignore_ascii_case(w) {
+                    continue;
+                }
+                match word_boundary.then(|| bounded(text, start, end)) {
+                    None | Some(Some(true)) => return Some(Some(true)),
+                    Some(None) => return Some(None),
+                    Some(Some(false)) => {}
+                }
+            }
+            None
+        });
+        match scanned {
+            Scanned::Hit(found) => found,
+            Scanned::Miss { ascii } => ascii.then_some(false),
+        }
+    }
+
+    /// [`Search::Packed`]: the text lowercased a chunk at a time into a buffer on the
+    /// stack, and the searcher run over each chunk.
+    fn in_chunks(
+        &self,
+        searcher: &packed::Searcher,
+        text: &[u8],
+        word_boundary: bool,
+    ) -> Option<bool> {
         let mut buf = [0u8; CHUNK];
         let mut start = 0;
         loop {
@@ -266,46 +324,23 @@ impl AsciiWords {
                 return None;
             }
             let chunk = &*chunk;
-            // Whether word `w` occurs at `at` in the chunk (bounded, when it must be).
-            let occurs = |at: usize, w: &[u8]| {
-                chunk[at..].starts_with(w)
-                    && (!word_boundary || bounded(text, start + at, start + at + w.len()))
-            };
-            let found = match &self.search {
-                Search::Rare { needles, count, at } => {
-                    // Every word whose rarest byte is the one at `p`, placed around it.
-                    let around = |p: usize| {
-                        self.words
-                            .iter()
-                            .zip(at)
-                            .any(|(w, &i)| w[i] == chunk[p] && p >= i && occurs(p - i, w))
-                    };
-                    let [a, b, c] = *needles;
-                    match count {
-                        1 => memchr::memchr_iter(a, chunk).any(around),
-                        2 => memchr::memchr2_iter(a, b, chunk).any(around),
-                        _ => memchr::memchr3_iter(a, b, c, chunk).any(around),
+            let mut from = 0;
+            while let Some(m) = searcher.find_in(chunk, (from..chunk.len()).into()) {
+                // The leftmost-first match is one of the words that start here: test
+                // them all, since a shorter or later one may be bounded where it is not.
+                let at = m.start();
+                for w in &self.words {
+                    if !chunk[at..].starts_with(w) {
+                        continue;
+                    }
+                    let (s, e) = (start + at, start + at + w.len());
+                    match word_boundary.then(|| bounded(text, s, e)) {
+                        None | Some(Some(true)) => return Some(true),
+                        Some(None) => return None,
+                        Some(Some(false)) => {}
                     }
                 }
-                Search::Packed(searcher) => {
-                    let mut from = 0;
-                    let mut found = false;
-                    while let Some(m) = searcher.find_in(chunk, (from..chunk.len()).into()) {
-                        // The leftmost-first match is one of the words that start here:
-                        // test them all, since a shorter or later one may be bounded
-                        // where it is not.
-                        let at = m.start();
-                        if self.words.iter().any(|w| occurs(at, w)) {
-                            found = true;
-                            break;
-                        }
-                        from = at + 1;
-                    }
-                    found
-                }
-            };
-            if found {
-                return Some(true);
+                from = at + 1;
             }
             if end == text.len() {
                 return Some(false);
@@ -315,12 +350,19 @@ impl AsciiWords {
     }
 }
 
-/// Whether `text[at..end]` is neither preceded nor followed by an ASCII word byte.
-fn bounded(text: &[u8], at: usize, end: usize) -> bool {
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let before = at.checked_sub(1).is_some_and(|i| word(text[i]));
-    let after = text.get(end).is_some_and(|&b| word(b));
-    !before && !after
+/// Whether `text[at..end]` is neither preceded nor followed by an ASCII word byte;
+/// `None` when a neighbour is not ASCII (a Unicode word boundary the regex decides).
+fn bounded(text: &[u8], at: usize, end: usize) -> Option<bool> {
+    let before = at.checked_sub(1).map(|i| text[i]);
+    let after = text.get(end).copied();
+    let mut word = false;
+    for b in [before, after].into_iter().flatten() {
+        if !b.is_ascii() {
+            return None;
+        }
+        word |= b.is_ascii_alphanumeric() || b == b'_';
+    }
+    Some(!word)
 }
 
 /// The banned-word regex: `(?i)` and the escaped words as one alternation, between half
@@ -473,6 +515,19 @@ pub(crate) fn judge(g: &Guard, m: &Matcher, text: &str) -> Verdict {
         },
         Check::Host { .. } => Verdict::Pass,
     }
+}
+
+/// How many of the built-in guards of prompt `prompt` (its index in the module) trigger
+/// on `text`, each judged as the output chain judges it: the validators' own cost, with
+/// no run around them (`vm_guard/judge3_200` in `benches/vm.rs`).
+pub fn judge_prompt(program: &crate::Program, prompt: usize, text: &str) -> usize {
+    let guards = &program.m.prompts[prompt].guards;
+    let matchers = &program.guards[prompt];
+    guards
+        .iter()
+        .zip(matchers)
+        .filter(|(g, m)| judge(g, m, text) != Verdict::Pass)
+        .count()
 }
 
 /// Sentences of `text`: each `.`, `!` or `?` followed by whitespace or the end closes one,

@@ -138,5 +138,6 @@ pub use view::{BoundInput, CallView, GuardCall, OfferedTool};
 /// with any release.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::guard::judge_prompt;
     pub use crate::pred::Compiled;
 }

@@ -71,6 +71,13 @@ fn banned_words_across_chunks_and_overlaps() {
         Verdict::Pass
     );
     assert_eq!(verdict(words(&["kill"], true), "é kill"), Verdict::Replace);
+    // A word that ends a chunk of the packed search, glued to a letter past it.
+    let long = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "juliet", "kilo",
+    ];
+    let edge = format!("{}kilo\u{e9}", " ".repeat(CHUNK - 4));
+    assert_eq!(verdict(words(&long, true), &edge), Verdict::Pass);
+    assert_eq!(verdict(words(&long, false), &edge), Verdict::Replace);
 }
 
 #[test]
@@ -78,13 +85,20 @@ fn short_lists_search_by_rare_bytes_long_ones_by_teddy() {
     let kind = |list: &[&str]| {
         let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
         match Words::new(&list, true).unwrap().ascii.map(|a| a.search) {
-            Some(Search::Rare { count, .. }) => format!("rare {count}"),
+            Some(Search::Rare { needles, .. }) => format!("rare {}", needles.distinct()),
             Some(Search::Packed(_)) => "packed".to_owned(),
             None => "regex".to_owned(),
         }
     };
     assert_eq!(kind(&["lawsuit", "refund", "password"]), "rare 2");
-    let long = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    // Their rarest bytes are four letters.
+    assert_eq!(
+        kind(&["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]),
+        "rare 4"
+    );
+    let long = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "juliet", "kilo",
+    ];
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         assert_eq!(kind(&long), "packed");
     }
@@ -182,15 +196,17 @@ fn literal_patterns_skip_the_regex_engine() {
     assert!(matches!(pattern("a?").literals, Some(Literals::Always)));
     assert!(pattern("a?").is_match("zzz"));
     let kind = |p: &str| match pattern(p).literals {
-        Some(Literals::Each(_)) => "each",
+        Some(Literals::Rare { .. }) => "rare",
         Some(Literals::Few(_)) => "few",
         Some(Literals::Many(_)) => "many",
         _ => "regex",
     };
-    assert_eq!(kind("refund"), "each");
-    assert_eq!(kind(r#""(type|summary)""#), "each");
+    assert_eq!(kind("refund"), "rare");
+    assert_eq!(kind(r#""(type|summary)""#), "rare");
+    assert_eq!(kind("(?i)ok"), "rare");
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert_eq!(kind("(?i)ok"), "few");
+        // 24 strings.
+        assert_eq!(kind("(?i)abc|def|ghi"), "few");
     }
     // More strings than a packed searcher takes.
     let many =
