@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::diag::{join, DiagKind, Diagnostic};
 
 mod quick;
+mod tree;
 
 /// The v1.5 schema packc validates level-1.5 packs against, as JSON text.
 pub const SCHEMA_V1_5: &str = include_str!("../schema/promptpack.v1.5.schema.json");
@@ -59,7 +60,20 @@ impl Which {
     }
 }
 
-/// The embedded schema as a JSON value, parsed once per process.
+/// The embedded schema as a static tree, compiled into the binary: what [`quick`]
+/// walks.
+fn tree(which: Which) -> &'static tree::Node {
+    match which {
+        Which::V1_5 => &tree::V1_5,
+        Which::V1_5_1 => &tree::V1_5_1,
+        Which::V1_6 => &tree::V1_6,
+        Which::V1_8_1 => &tree::V1_8_1,
+        Which::V1_9_0 => &tree::V1_9_0,
+    }
+}
+
+/// The embedded schema as a JSON value, parsed once per process: what the compiled
+/// validator is built from, and what diagnostics name alternatives from.
 fn document(which: Which) -> &'static Value {
     static DOCUMENTS: [OnceLock<Value>; 5] = [const { OnceLock::new() }; 5];
     DOCUMENTS[which.slot()]
@@ -196,10 +210,7 @@ pub fn validate_at(pack: &Value, over: Option<SpecLevel>, out: &mut Vec<Diagnost
     // A valid pack has nothing to report: the validator, whose compilation costs more
     // than the rest of a small pack's check, is built only to describe what is wrong.
     // Once built, or for a large pack, the compiled validator is the faster walk.
-    if !compiled(which)
-        && small(pack)
-        && quick::valid(document(which), pack) == quick::Verdict::Valid
-    {
+    if !compiled(which) && small(pack) && quick::valid(tree(which), pack) == quick::Verdict::Valid {
         return;
     }
     for error in validator(which).iter_errors(pack) {
@@ -401,6 +412,29 @@ mod tests {
     }
 
     #[test]
+    fn the_static_trees_are_the_embedded_schemas() {
+        for which in [
+            Which::V1_5,
+            Which::V1_5_1,
+            Which::V1_6,
+            Which::V1_8_1,
+            Which::V1_9_0,
+        ] {
+            assert_eq!(tree(which), tree::Node::leak(document(which)), "{which:?}");
+        }
+        // A pointer into one, as `$ref`s use them.
+        let tree = tree(Which::V1_9_0);
+        let defs = tree.get("$defs").expect("the schema has definitions");
+        let tree::Node::Obj(names) = defs else {
+            panic!("`$defs` is an object")
+        };
+        let (name, def) = &names[0];
+        assert_eq!(tree.pointer(&format!("/$defs/{name}")), Some(def));
+        assert_eq!(tree.pointer("/$defs/no such definition"), None);
+        assert_eq!(tree.pointer(""), Some(tree));
+    }
+
+    #[test]
     fn minimal_pack_is_valid() {
         assert_eq!(kinds_at(&minimal()), vec![]);
     }
@@ -528,7 +562,7 @@ mod tests {
         let mut decided = [0; 3];
         for (pack, levels) in &packs {
             for &which in *levels {
-                let verdict = quick::valid(document(which), pack);
+                let verdict = quick::valid(tree(which), pack);
                 let valid = validator(which).is_valid(pack);
                 decided[verdict as usize] += 1;
                 match verdict {
@@ -544,10 +578,7 @@ mod tests {
         let ex2 = crate::load::load_str(&ex2, &Default::default())
             .unwrap()
             .value;
-        assert_eq!(
-            quick::valid(document(Which::V1_5), &ex2),
-            quick::Verdict::Valid
-        );
+        assert_eq!(quick::valid(tree(Which::V1_5), &ex2), quick::Verdict::Valid);
     }
 
     fn collect(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {

@@ -23,7 +23,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use regex_lite::Regex;
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
+
+use super::tree::Node;
 
 /// What [`valid`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +64,7 @@ fn of(ok: bool) -> Verdict {
 
 /// Whether `instance` is valid against `schema`, the root of a schema document (its
 /// `$ref`s are resolved in it).
-pub(super) fn valid(schema: &Value, instance: &Value) -> Verdict {
+pub(super) fn valid(schema: &'static Node, instance: &Value) -> Verdict {
     Walk { root: schema }.check(schema, instance, 0)
 }
 
@@ -70,15 +72,23 @@ pub(super) fn valid(schema: &Value, instance: &Value) -> Verdict {
 /// recurse only through the instance, which the compiler's limits bound.
 const MAX_DEPTH: usize = 256;
 
-struct Walk<'s> {
-    root: &'s Value,
+/// The members of a schema object.
+type Members = &'static [(&'static str, Node)];
+
+struct Walk {
+    root: &'static Node,
 }
 
-impl<'s> Walk<'s> {
-    fn check(&self, schema: &'s Value, instance: &Value, depth: usize) -> Verdict {
+/// The member `key` of a schema object.
+fn member(members: Members, key: &str) -> Option<&'static Node> {
+    members.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+impl Walk {
+    fn check(&self, schema: &'static Node, instance: &Value, depth: usize) -> Verdict {
         let map = match schema {
-            Value::Bool(b) => return of(*b),
-            Value::Object(map) => map,
+            Node::Bool(b) => return of(*b),
+            Node::Obj(map) => *map,
             _ => return Unknown,
         };
         if depth > MAX_DEPTH {
@@ -99,9 +109,9 @@ impl<'s> Walk<'s> {
 
     fn keyword(
         &self,
-        schema: &'s Map<String, Value>,
+        schema: Members,
         key: &str,
-        value: &'s Value,
+        value: &'static Node,
         instance: &Value,
         depth: usize,
     ) -> Verdict {
@@ -118,10 +128,10 @@ impl<'s> Walk<'s> {
             },
             "type" => types(value, instance),
             "enum" => match value {
-                Value::Array(options) => {
+                Node::Arr(options) => {
                     let mut verdict = Invalid;
-                    for option in options {
-                        match equal(option, instance) {
+                    for option in *options {
+                        match equal_node(option, instance) {
                             Some(true) => return Valid,
                             Some(false) => {}
                             None => verdict = Unknown,
@@ -131,12 +141,12 @@ impl<'s> Walk<'s> {
                 }
                 _ => Unknown,
             },
-            "const" => equal(value, instance).map_or(Unknown, of),
+            "const" => equal_node(value, instance).map_or(Unknown, of),
             "properties" => match (value, instance) {
-                (Value::Object(props), Value::Object(members)) => {
+                (Node::Obj(props), Value::Object(members)) => {
                     let mut verdict = Valid;
-                    for (name, sub) in props {
-                        if let Some(member) = members.get(name) {
+                    for (name, sub) in *props {
+                        if let Some(member) = members.get(*name) {
                             verdict = verdict.and(|| self.check(sub, member, depth + 1));
                             if verdict == Invalid {
                                 return Invalid;
@@ -145,27 +155,27 @@ impl<'s> Walk<'s> {
                     }
                     verdict
                 }
-                (Value::Object(_), _) => Valid,
+                (Node::Obj(_), _) => Valid,
                 _ => Unknown,
             },
             "additionalProperties" => {
-                if schema.contains_key("patternProperties") {
+                if member(schema, "patternProperties").is_some() {
                     return Unknown;
                 }
                 let Value::Object(members) = instance else {
                     return Valid;
                 };
-                let props = match schema.get("properties") {
-                    Some(Value::Object(p)) => Some(p),
+                let props = match member(schema, "properties") {
+                    Some(Node::Obj(p)) => Some(*p),
                     None => None,
                     Some(_) => return Unknown,
                 };
                 let mut verdict = Valid;
-                for (name, member) in members {
-                    if props.is_some_and(|p| p.contains_key(name)) {
+                for (name, instance) in members {
+                    if props.is_some_and(|p| member(p, name).is_some()) {
                         continue;
                     }
-                    verdict = verdict.and(|| self.check(value, member, depth + 1));
+                    verdict = verdict.and(|| self.check(value, instance, depth + 1));
                     if verdict == Invalid {
                         return Invalid;
                     }
@@ -173,9 +183,9 @@ impl<'s> Walk<'s> {
                 verdict
             }
             "required" => match (value, instance) {
-                (Value::Array(names), Value::Object(members)) => {
+                (Node::Arr(names), Value::Object(members)) => {
                     let mut verdict = Valid;
-                    for name in names {
+                    for name in *names {
                         match name.as_str() {
                             Some(n) if members.contains_key(n) => {}
                             Some(_) => return Invalid,
@@ -184,7 +194,7 @@ impl<'s> Walk<'s> {
                     }
                     verdict
                 }
-                (Value::Array(_), _) => Valid,
+                (Node::Arr(_), _) => Valid,
                 _ => Unknown,
             },
             "items" => match instance {
@@ -216,20 +226,22 @@ impl<'s> Walk<'s> {
                 (None, _) => Unknown,
             },
             "minimum" | "maximum" => match (value, instance) {
-                (Value::Number(limit), Value::Number(n)) => match (exact(n), exact(limit)) {
-                    (Some(n), Some(limit)) => of(if key == "minimum" {
-                        n >= limit
-                    } else {
-                        n <= limit
-                    }),
-                    _ => Unknown,
-                },
-                (Value::Number(_), _) => Valid,
+                (Node::Num(_), Value::Number(n)) => {
+                    match (exact(n), value.as_number().as_ref().and_then(exact)) {
+                        (Some(n), Some(limit)) => of(if key == "minimum" {
+                            n >= limit
+                        } else {
+                            n <= limit
+                        }),
+                        _ => Unknown,
+                    }
+                }
+                (Node::Num(_), _) => Valid,
                 _ => Unknown,
             },
             "uniqueItems" => match (value, instance) {
-                (Value::Bool(false), _) => Valid,
-                (Value::Bool(true), Value::Array(items)) => {
+                (Node::Bool(false), _) => Valid,
+                (Node::Bool(true), Value::Array(items)) => {
                     let mut verdict = Valid;
                     for (i, a) in items.iter().enumerate() {
                         for b in &items[i + 1..] {
@@ -242,23 +254,23 @@ impl<'s> Walk<'s> {
                     }
                     verdict
                 }
-                (Value::Bool(true), _) => Valid,
+                (Node::Bool(true), _) => Valid,
                 _ => Unknown,
             },
             "pattern" => match (value, instance) {
-                (Value::String(pattern), Value::String(s)) => {
+                (Node::Str(pattern), Value::String(s)) => {
                     if !s.is_ascii() {
                         return Unknown;
                     }
                     matches(pattern, s).map_or(Unknown, of)
                 }
-                (Value::String(_), _) => Valid,
+                (Node::Str(_), _) => Valid,
                 _ => Unknown,
             },
             "oneOf" => match value {
-                Value::Array(options) => {
+                Node::Arr(options) => {
                     let mut matched = 0;
-                    for option in options {
+                    for option in *options {
                         match self.check(option, instance, depth + 1) {
                             Valid => matched += 1,
                             Invalid => {}
@@ -270,9 +282,9 @@ impl<'s> Walk<'s> {
                 _ => Unknown,
             },
             "anyOf" => match value {
-                Value::Array(options) => {
+                Node::Arr(options) => {
                     let mut verdict = Invalid;
-                    for option in options {
+                    for option in *options {
                         match self.check(option, instance, depth + 1) {
                             Valid => return Valid,
                             Invalid => {}
@@ -289,7 +301,7 @@ impl<'s> Walk<'s> {
                     Invalid => "else",
                     Unknown => return Unknown,
                 };
-                match schema.get(branch) {
+                match member(schema, branch) {
                     Some(sub) => self.check(sub, instance, depth + 1),
                     None => Valid,
                 }
@@ -299,7 +311,7 @@ impl<'s> Walk<'s> {
     }
 
     /// A `$ref` within the document (`#` or `#/json/pointer`).
-    fn resolve(&self, reference: &str) -> Option<&'s Value> {
+    fn resolve(&self, reference: &str) -> Option<&'static Node> {
         let pointer = reference.strip_prefix('#')?;
         if pointer.contains('%') {
             return None;
@@ -308,8 +320,11 @@ impl<'s> Walk<'s> {
     }
 }
 
-fn count(limit: &Value) -> Option<usize> {
-    limit.as_u64().and_then(|n| usize::try_from(n).ok())
+fn count(limit: &Node) -> Option<usize> {
+    limit
+        .as_number()?
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 fn within(key: &str, len: usize, limit: usize) -> bool {
@@ -322,8 +337,8 @@ fn within(key: &str, len: usize, limit: usize) -> bool {
 
 /// `type` (one name or a list); `integer` is decided for numbers written without a
 /// fraction only.
-fn types(value: &Value, instance: &Value) -> Verdict {
-    let one = |name: &Value| -> Verdict {
+fn types(value: &Node, instance: &Value) -> Verdict {
+    let one = |name: &Node| -> Verdict {
         let Some(name) = name.as_str() else {
             return Unknown;
         };
@@ -343,9 +358,9 @@ fn types(value: &Value, instance: &Value) -> Verdict {
         }
     };
     match value {
-        Value::Array(names) => {
+        Node::Arr(names) => {
             let mut verdict = Invalid;
-            for name in names {
+            for name in *names {
                 match one(name) {
                     Valid => return Valid,
                     Invalid => {}
@@ -414,6 +429,53 @@ fn equal(a: &Value, b: &Value) -> Option<bool> {
     })
 }
 
+/// [`equal`] of a schema node and an instance value.
+fn equal_node(a: &Node, b: &Value) -> Option<bool> {
+    Some(match (a, b) {
+        (Node::Null, Value::Null) => true,
+        (Node::Bool(x), Value::Bool(y)) => x == y,
+        (Node::Str(x), Value::String(y)) => x == y,
+        (Node::Num(_), Value::Number(y)) => {
+            let x = a.as_number()?;
+            if x == *y {
+                return Some(true);
+            }
+            match (exact(&x), exact(y)) {
+                (Some(x), Some(y)) => x == y,
+                _ => return None,
+            }
+        }
+        (Node::Arr(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (x, y) in x.iter().zip(y) {
+                if !equal_node(x, y)? {
+                    return Some(false);
+                }
+            }
+            true
+        }
+        (Node::Obj(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (k, x) in *x {
+                match y.get(*k) {
+                    Some(y) => {
+                        if !equal_node(x, y)? {
+                            return Some(false);
+                        }
+                    }
+                    None => return Some(false),
+                }
+            }
+            true
+        }
+        _ => false,
+    })
+}
+
 /// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
 /// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile.
 ///
@@ -438,7 +500,7 @@ mod tests {
     use serde_json::json;
 
     fn v(schema: Value, instance: Value) -> Verdict {
-        valid(&schema, &instance)
+        valid(Node::leak(&schema), &instance)
     }
 
     #[test]

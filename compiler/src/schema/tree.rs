@@ -1,0 +1,88 @@
+//! The embedded schemas as static trees, generated from their JSON by `build.rs`: what
+//! [`super::quick`] walks, read in place with no parse and no allocation.
+
+/// A node of a JSON document held in static memory.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Node {
+    /// `null` (which no embedded schema holds today).
+    #[allow(dead_code)]
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, as `serde_json` writes it.
+    Num(&'static str),
+    /// A string.
+    Str(&'static str),
+    /// An array.
+    Arr(&'static [Node]),
+    /// An object's members, in document order.
+    Obj(&'static [(&'static str, Node)]),
+}
+
+include!(concat!(env!("OUT_DIR"), "/schema_tree.rs"));
+
+impl Node {
+    /// The member `key` of an object.
+    pub(crate) fn get(&'static self, key: &str) -> Option<&'static Node> {
+        match self {
+            Node::Obj(members) => members.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The string, when this is one.
+    pub(crate) fn as_str(&self) -> Option<&'static str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The number, when this is one.
+    pub(crate) fn as_number(&self) -> Option<serde_json::Number> {
+        match self {
+            Node::Num(text) => text.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The node at JSON pointer `pointer` (RFC 6901) below this one.
+    pub(crate) fn pointer(&'static self, pointer: &str) -> Option<&'static Node> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        rest.split('/').try_fold(self, |node, token| {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            match node {
+                Node::Obj(_) => node.get(&token),
+                Node::Arr(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => None,
+            }
+        })
+    }
+
+    /// `value` as a node, leaked: for tests, which build schemas at run time.
+    #[cfg(test)]
+    pub(crate) fn leak(value: &serde_json::Value) -> &'static Node {
+        Box::leak(Box::new(Node::of(value)))
+    }
+
+    #[cfg(test)]
+    fn of(value: &serde_json::Value) -> Node {
+        use serde_json::Value;
+        match value {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Number(n) => Node::Num(Box::leak(n.to_string().into_boxed_str())),
+            Value::String(s) => Node::Str(Box::leak(s.clone().into_boxed_str())),
+            Value::Array(items) => Node::Arr(Box::leak(items.iter().map(Node::of).collect())),
+            Value::Object(members) => Node::Obj(Box::leak(
+                members
+                    .iter()
+                    .map(|(k, v)| (&*Box::leak(k.clone().into_boxed_str()), Node::of(v)))
+                    .collect(),
+            )),
+        }
+    }
+}
