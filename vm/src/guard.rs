@@ -189,29 +189,59 @@ enum Search {
     Rare {
         /// The rarest bytes, folded.
         needles: Needles,
-        /// For each word, the offset of its rarest byte.
-        at: Vec<usize>,
+        /// Each word with its rarest byte.
+        words: Box<[RareWord]>,
     },
     /// A packed (Teddy) searcher for the leftmost position where a word starts, over
     /// the text lowercased a chunk at a time.
     Packed(packed::Searcher),
 }
 
+/// A word of [`Search::Rare`], with its rarest byte and where it is in the word.
+struct RareWord {
+    /// The rarest byte, folded.
+    byte: u8,
+    /// Its offset in `word`.
+    at: usize,
+    /// The word, ASCII-lowercased.
+    word: Box<[u8]>,
+}
+
 impl Search {
     fn new(words: &[Box<[u8]>]) -> Option<Search> {
-        let at: Vec<usize> = words.iter().map(|w| rarest(w)).collect();
-        let rare = words.iter().zip(&at).map(|(w, &i)| w[i]);
-        if let Some(needles) = Needles::new(rare, true) {
-            return Some(Search::Rare { needles, at });
+        let words: Box<[RareWord]> = words
+            .iter()
+            .map(|w| {
+                let at = rarest(w);
+                RareWord {
+                    byte: w[at] | 0x20,
+                    at,
+                    word: w.clone(),
+                }
+            })
+            .collect();
+        if let Some(needles) = Needles::new(words.iter().map(|w| w.byte), true) {
+            return Some(Search::Rare { needles, words });
         }
-        packed::Searcher::new(words.iter()).map(Search::Packed)
+        let words: Vec<&[u8]> = words.iter().map(|w| &*w.word).collect();
+        packed::Searcher::new(words).map(Search::Packed)
     }
 }
 
 /// The offset of the rarest byte of non-empty `bytes`, by `memchr`'s byte frequency
-/// ranking.
+/// ranking with JSON's punctuation counted as common: validators read model answers,
+/// which are often JSON, and `memchr` ranks `"` rarer than most letters.
 fn rarest(bytes: &[u8]) -> usize {
-    memchr::arch::all::packedpair::Pair::new(bytes).map_or(0, |p| p.index1().into())
+    let json = |b: u8| matches!(b, b'"' | b'{' | b'}' | b'[' | b']' | b':' | b',');
+    if !bytes.iter().any(|&b| json(b)) {
+        return memchr::arch::all::packedpair::Pair::new(bytes).map_or(0, |p| p.index1().into());
+    }
+    // A space is the byte `memchr` ranks most common.
+    let masked: Vec<u8> = bytes
+        .iter()
+        .map(|&b| if json(b) { b' ' } else { b })
+        .collect();
+    memchr::arch::all::packedpair::Pair::new(&masked).map_or(0, |p| p.index1().into())
 }
 
 /// Bytes of text lowercased at a time by the ASCII search.
@@ -264,41 +294,8 @@ impl AsciiWords {
     /// non-ASCII text with no occurrence, or an occurrence next to a non-ASCII byte).
     fn occur_in(&self, text: &[u8], word_boundary: bool) -> Option<bool> {
         match &self.search {
-            Search::Rare { needles, at } => self.around_rare(needles, at, text, word_boundary),
+            Search::Rare { needles, words } => around_rare(needles, words, text, word_boundary),
             Search::Packed(searcher) => self.in_chunks(searcher, text, word_boundary),
-        }
-    }
-
-    /// [`Search::Rare`]: at each place where a word's rarest byte is (in either case),
-    /// the words whose rarest byte it is are compared with the text around it.
-    fn around_rare(
-        &self,
-        needles: &Needles,
-        at: &[usize],
-        text: &[u8],
-        word_boundary: bool,
-    ) -> Option<bool> {
-        let scanned = needles.find(text, |p| {
-            let byte = text[p] | 0x20;
-            for (w, &i) in self.words.iter().zip(at) {
-                if w[i] | 0x20 != byte || p < i {
-                    continue;
-                }
-                let (start, end) = (p - i, p - i + w.len());
-                if end > text.len() || !text[start..end].eq_ignore_ascii_case(w) {
-                    continue;
-                }
-                match word_boundary.then(|| bounded(text, start, end)) {
-                    None | Some(Some(true)) => return Some(Some(true)),
-                    Some(None) => return Some(None),
-                    Some(Some(false)) => {}
-                }
-            }
-            None
-        });
-        match scanned {
-            Scanned::Hit(found) => found,
-            Scanned::Miss { ascii } => ascii.then_some(false),
         }
     }
 
@@ -347,6 +344,38 @@ impl AsciiWords {
             }
             start = end + 1 - self.longest;
         }
+    }
+}
+
+/// [`Search::Rare`]: at each place where a word's rarest byte is (in either case), the
+/// words whose rarest byte it is are compared with the text around it.
+fn around_rare(
+    needles: &Needles,
+    words: &[RareWord],
+    text: &[u8],
+    word_boundary: bool,
+) -> Option<bool> {
+    let scanned = needles.find(text, |p| {
+        let byte = text[p] | 0x20;
+        for w in words {
+            if w.byte != byte || p < w.at {
+                continue;
+            }
+            let (start, end) = (p - w.at, p - w.at + w.word.len());
+            if end > text.len() || !text[start..end].eq_ignore_ascii_case(&w.word) {
+                continue;
+            }
+            match word_boundary.then(|| bounded(text, start, end)) {
+                None | Some(Some(true)) => return Some(Some(true)),
+                Some(None) => return Some(None),
+                Some(Some(false)) => {}
+            }
+        }
+        None
+    });
+    match scanned {
+        Scanned::Hit(found) => found,
+        Scanned::Miss { ascii } => ascii.then_some(false),
     }
 }
 

@@ -121,17 +121,17 @@ impl Needles {
 
     /// The next step of text from the cursor with a candidate: the text offset of its
     /// bit 0 and its candidates (bits past the end or before the cursor cleared).
-    /// Moves the cursor past it, noting the non-ASCII bytes of all it reads. Not inlined
-    /// into the caller's loop, which calls the caller's test: here the loop makes no
-    /// call and the needles stay in registers.
-    #[inline(never)]
+    /// Moves the cursor past it, noting the non-ASCII bytes of all it reads.
+    #[inline(always)]
     fn next<const N: usize>(&self, text: &[u8], cursor: &mut Cursor) -> Option<(usize, u32)> {
-        let (mut at, mut high) = (cursor.at, cursor.high);
+        let mut at = cursor.at;
+        // Every byte read, ORed: its top bits say whether one was not ASCII.
+        let mut high = u8x16::splat(0);
         let load = |block: &[u8]| u8x16::new(block.try_into().unwrap_or([0; BLOCK]));
         let mut found = None;
         for step in text[at..].chunks_exact(STEP) {
             let (a, b) = (load(&step[..BLOCK]), load(&step[BLOCK..]));
-            high |= (a | b).to_bitmask();
+            high |= a | b;
             let (ma, mb) = (self.equal::<N>(a), self.equal::<N>(b));
             at += STEP;
             if (ma | mb).to_bitmask() != 0 {
@@ -159,7 +159,7 @@ impl Needles {
                     (0, load(&padded[..BLOCK]), load(&padded[BLOCK..]))
                 }
             };
-            high |= (a | b).to_bitmask();
+            high |= a | b;
             let mask = self.equal::<N>(a).to_bitmask() | self.equal::<N>(b).to_bitmask() << BLOCK;
             // Only the bits of the last `rest` bytes of the text are new.
             let end = text.len() - base;
@@ -168,7 +168,10 @@ impl Needles {
             let mask = mask & new;
             (mask != 0).then_some((base, mask))
         });
-        *cursor = Cursor { at, high };
+        *cursor = Cursor {
+            at,
+            high: cursor.high | high.to_bitmask(),
+        };
         found
     }
 }

@@ -172,6 +172,14 @@ proptest::proptest! {
 }
 
 #[test]
+fn rarest_bytes_are_not_json_punctuation() {
+    assert_eq!(rarest(br#""type""#), 2);
+    assert_eq!(rarest(br#""summary":"#), 7);
+    assert!(matches!(rarest(b"{}"), 0 | 1));
+    assert_eq!(rarest(b"x"), 0);
+}
+
+#[test]
 fn literal_patterns_skip_the_regex_engine() {
     let set = |p: &str| {
         literal_set(p).map(|s| {
