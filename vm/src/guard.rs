@@ -3,11 +3,11 @@
 //!
 //! [`Matcher`]s are built once per [`Program`](crate::Program): banned-word lists become
 //! [`Words`] (an ASCII search by the words' rarest bytes or a packed multi-substring
-//! searcher, and the list as one case-insensitive regex),
-//! `regex` patterns become a [`Pattern`] (compiled, with a literal fast path) and
+//! searcher, and the list as one case-insensitive regex), `regex` patterns become a
+//! [`Pattern`] (compiled, with a literal fast path by the same rarest-byte scan) and
 //! `json_schema` schemas are compiled. [`judge`] then reads the text once per built-in
 //! guard and allocates nothing. The lane applies the verdicts (truncate,
-//! replace, block) and records them (`lane::guard_chain`).
+//! replace, block) and records them (`lane/guards.rs`).
 
 use aho_corasick::{packed, AhoCorasick};
 use ir_spec::{Check, Guard};
@@ -150,13 +150,15 @@ fn literal_set(pattern: &str) -> Option<Vec<Vec<u8>>> {
 /// The definition is [`Words::regex`]: the words as one case-insensitive (Unicode simple
 /// case folding) alternation, at Unicode half word boundaries when `word_boundary` holds.
 /// When every word is ASCII, an ASCII text (nearly every answer) is searched without it:
-/// the text is lowercased a chunk at a time into a buffer on the stack, the places where a
-/// word may be are found there all at once ([`Search`]: the words' rarest bytes by
-/// `memchr`, or `aho_corasick::packed`'s Teddy, SIMD both), and at each such place every
-/// word that occurs there has its neighbours tested for word bytes. On ASCII text that is the same test: ASCII letters fold only to each other
-/// among ASCII bytes, and the ASCII word characters are `[0-9A-Za-z_]`. A text with any
-/// other byte goes to the regex, since some non-ASCII letters fold to ASCII ones (`K`,
-/// the Kelvin sign, to `k`).
+/// the places where a word may be are found ([`Search`]: the words' rarest bytes in
+/// either case by the vector scan of `guard/scan.rs`, or, for a longer list,
+/// `aho_corasick::packed`'s Teddy over the text lowercased a chunk at a time), and at
+/// each such place every word that occurs there, ignoring ASCII case, has its neighbours
+/// tested for word bytes. On ASCII text that is the same test: ASCII letters fold only
+/// to each other among ASCII bytes, and the ASCII word characters are `[0-9A-Za-z_]`. A
+/// text with any other byte and no occurrence, or an occurrence next to a byte that is
+/// not ASCII, goes to the regex, since some non-ASCII letters fold to ASCII ones (`K`,
+/// the Kelvin sign, to `k`) and are word characters.
 pub(crate) struct Words {
     /// The definition, for texts and word lists the ASCII search does not cover.
     regex: Regex,

@@ -1,11 +1,12 @@
 //! Where a word or a literal may occur: a few bytes (the words' or literals' rarest
-//! bytes) searched for 16 text bytes at a time, with or without ASCII case folding,
-//! while the same pass notes whether the text is all ASCII.
+//! bytes) searched for 32 text bytes a step, with or without ASCII case folding, while
+//! the same pass notes whether the text is all ASCII.
 //!
-//! A block costs a load, an OR, one compare per needle and two bit masks (SSE2 on x86-64,
-//! NEON on aarch64, portable code elsewhere, through `wide`), so a 200-byte answer is
-//! scanned in about 13 such steps. Every candidate position is handed to the caller,
-//! which tests it exactly: the scan only has to miss nothing.
+//! A step costs two 16-byte loads, an OR each for folding, one compare per needle and
+//! vector, and one bit mask (SSE2 on x86-64, NEON on aarch64, portable code elsewhere,
+//! through `wide`), so a 200-byte answer is scanned in six steps and a tail. Every
+//! candidate position is handed to the caller, which tests it exactly: the scan only
+//! has to miss nothing.
 
 use wide::u8x16;
 
