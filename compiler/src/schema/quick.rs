@@ -131,7 +131,7 @@ impl Walk {
                 Node::Arr(options) => {
                     let mut verdict = Invalid;
                     for option in *options {
-                        match equal_node(option, instance) {
+                        match equal(option, instance) {
                             Some(true) => return Valid,
                             Some(false) => {}
                             None => verdict = Unknown,
@@ -141,7 +141,7 @@ impl Walk {
                 }
                 _ => Unknown,
             },
-            "const" => equal_node(value, instance).map_or(Unknown, of),
+            "const" => equal(value, instance).map_or(Unknown, of),
             "properties" => match (value, instance) {
                 (Node::Obj(props), Value::Object(members)) => {
                     let mut verdict = Valid;
@@ -385,95 +385,105 @@ fn exact(n: &Number) -> Option<f64> {
     n.as_f64()
 }
 
-/// JSON equality as JSON Schema defines it (`1` equals `1.0`); `None` when two numbers
-/// cannot be compared exactly.
-fn equal(a: &Value, b: &Value) -> Option<bool> {
-    Some(match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            if x == y {
-                return Some(true);
-            }
-            match (exact(x), exact(y)) {
-                (Some(x), Some(y)) => x == y,
-                _ => return None,
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            if x.len() != y.len() {
-                return Some(false);
-            }
-            for (x, y) in x.iter().zip(y) {
-                if !equal(x, y)? {
-                    return Some(false);
-                }
-            }
-            true
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            if x.len() != y.len() {
-                return Some(false);
-            }
-            for (k, x) in x {
-                match y.get(k) {
-                    Some(y) => {
-                        if !equal(x, y)? {
-                            return Some(false);
-                        }
-                    }
-                    None => return Some(false),
-                }
-            }
-            true
-        }
-        _ => a == b,
-    })
+/// A JSON value as [`equal`] reads it: a pack's [`Value`] or a schema's [`Node`].
+trait Json: Sized {
+    /// The number, when this is one.
+    fn number(&self) -> Option<Number>;
+    /// The items, when this is an array.
+    fn items(&self) -> Option<&[Self]>;
+    /// How many members, and each by name, when this is an object.
+    fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Self)>)>;
+    /// Whether this `null`, boolean or string equals `b` (`false` for anything else).
+    fn scalar_eq(&self, b: &Value) -> bool;
 }
 
-/// [`equal`] of a schema node and an instance value.
-fn equal_node(a: &Node, b: &Value) -> Option<bool> {
-    Some(match (a, b) {
-        (Node::Null, Value::Null) => true,
-        (Node::Bool(x), Value::Bool(y)) => x == y,
-        (Node::Str(x), Value::String(y)) => x == y,
-        (Node::Num(_), Value::Number(y)) => {
-            let x = a.as_number()?;
-            if x == *y {
-                return Some(true);
-            }
-            match (exact(&x), exact(y)) {
-                (Some(x), Some(y)) => x == y,
-                _ => return None,
-            }
+impl Json for Value {
+    fn number(&self) -> Option<Number> {
+        match self {
+            Value::Number(n) => Some(n.clone()),
+            _ => None,
         }
-        (Node::Arr(x), Value::Array(y)) => {
-            if x.len() != y.len() {
+    }
+
+    fn items(&self) -> Option<&[Value]> {
+        self.as_array().map(Vec::as_slice)
+    }
+
+    fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Value)>)> {
+        let map = self.as_object()?;
+        Some((map.len(), map.iter().map(|(k, v)| (k.as_str(), v))))
+    }
+
+    fn scalar_eq(&self, b: &Value) -> bool {
+        matches!(self, Value::Null | Value::Bool(_) | Value::String(_)) && self == b
+    }
+}
+
+impl Json for Node {
+    fn number(&self) -> Option<Number> {
+        self.as_number()
+    }
+
+    fn items(&self) -> Option<&[Node]> {
+        match self {
+            Node::Arr(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Node)>)> {
+        match self {
+            Node::Obj(members) => Some((members.len(), members.iter().map(|(k, v)| (*k, v)))),
+            _ => None,
+        }
+    }
+
+    fn scalar_eq(&self, b: &Value) -> bool {
+        match (self, b) {
+            (Node::Null, Value::Null) => true,
+            (Node::Bool(x), Value::Bool(y)) => x == y,
+            (Node::Str(x), Value::String(y)) => x == y,
+            _ => false,
+        }
+    }
+}
+
+/// JSON equality as JSON Schema defines it (`1` equals `1.0`); `None` when two numbers
+/// cannot be compared exactly.
+fn equal(a: &impl Json, b: &Value) -> Option<bool> {
+    if let (Some(x), Value::Number(y)) = (a.number(), b) {
+        if x == *y {
+            return Some(true);
+        }
+        return match (exact(&x), exact(y)) {
+            (Some(x), Some(y)) => Some(x == y),
+            _ => None,
+        };
+    }
+    if let (Some(x), Value::Array(y)) = (a.items(), b) {
+        if x.len() != y.len() {
+            return Some(false);
+        }
+        for (x, y) in x.iter().zip(y) {
+            if !equal(x, y)? {
                 return Some(false);
             }
-            for (x, y) in x.iter().zip(y) {
-                if !equal_node(x, y)? {
-                    return Some(false);
-                }
-            }
-            true
         }
-        (Node::Obj(x), Value::Object(y)) => {
-            if x.len() != y.len() {
-                return Some(false);
-            }
-            for (k, x) in *x {
-                match y.get(*k) {
-                    Some(y) => {
-                        if !equal_node(x, y)? {
-                            return Some(false);
-                        }
-                    }
-                    None => return Some(false),
-                }
-            }
-            true
+        return Some(true);
+    }
+    if let (Some((len, members)), Value::Object(y)) = (a.members(), b) {
+        if len != y.len() {
+            return Some(false);
         }
-        _ => false,
-    })
+        for (k, x) in members {
+            match y.get(k) {
+                Some(y) if equal(x, y)? => {}
+                _ => return Some(false),
+            }
+        }
+        return Some(true);
+    }
+    Some(a.scalar_eq(b))
 }
 
 /// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
