@@ -29,6 +29,7 @@ pub mod check;
 pub mod diag;
 pub mod load;
 pub mod lower;
+mod members;
 pub mod paths;
 pub mod render;
 pub mod schema;

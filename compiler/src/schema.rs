@@ -18,6 +18,8 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::members::Members;
+
 use crate::diag::{join, DiagKind, Diagnostic};
 
 mod quick;
@@ -152,7 +154,7 @@ pub struct Claim {
 /// The claim of `pack`'s `$schema`: the §1 table. No `$schema`, or a URL that names no
 /// version (and is not `latest`), is level 1.5.
 pub fn claim(pack: &Value) -> Claim {
-    let url = pack.get("$schema").and_then(Value::as_str);
+    let url = pack.member("$schema").and_then(Value::as_str);
     let version = url.and_then(claimed_version);
     let latest = url.is_some_and(|u| u.split(['/', '?', '#']).any(|seg| seg == "latest"));
     let level = match version {
@@ -163,7 +165,7 @@ pub fn claim(pack: &Value) -> Claim {
     Claim {
         level,
         newer: version.is_some_and(|v| v > (1, 9, 0)),
-        declared: pack.get("$schema").is_some(),
+        declared: pack.member("$schema").is_some(),
         v1_6: version.is_some_and(|v| (v.0, v.1) == (1, 6)),
     }
 }
@@ -337,7 +339,7 @@ fn candidates(schema_path: &str) -> Vec<String> {
     for seg in schema_path.split('/').skip(1) {
         at = at.and_then(|node| match seg {
             "$ref" => node
-                .get("$ref")
+                .member("$ref")
                 .and_then(Value::as_str)
                 .and_then(|r| schema.pointer(r.strip_prefix('#')?)),
             _ => match node {
@@ -352,7 +354,7 @@ fn candidates(schema_path: &str) -> Vec<String> {
         .unwrap_or_default();
     list.iter()
         .map(
-            |c| match (c.get("$ref").and_then(Value::as_str), c.get("type")) {
+            |c| match (c.member("$ref").and_then(Value::as_str), c.member("type")) {
                 (Some(r), _) => format!("`{}`", r.rsplit('/').next().unwrap_or(r)),
                 (None, Some(Value::String(t))) => article(t),
                 _ => "another form".to_owned(),

@@ -16,6 +16,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use crate::diag::{join, Diagnostic};
 
 /// What the checks need to know beyond the pack itself.
@@ -82,23 +84,23 @@ impl<'a> Names<'a> {
                 .map(|m| m.keys().map(String::as_str).collect())
                 .unwrap_or_default()
         };
-        let workflow = root.get("workflow");
+        let workflow = root.member("workflow");
         Names {
-            prompts: keys(root.get("prompts")),
-            tools: keys(root.get("tools")),
+            prompts: keys(root.member("prompts")),
+            tools: keys(root.member("tools")),
             evals: root
-                .get("evals")
+                .member("evals")
                 .and_then(Value::as_array)
                 .map(|evals| {
                     evals
                         .iter()
-                        .filter_map(|e| e.get("id").and_then(Value::as_str))
+                        .filter_map(|e| e.member("id").and_then(Value::as_str))
                         .collect()
                 })
                 .unwrap_or_default(),
-            members: keys(root.get("agents").and_then(|a| a.get("members"))),
-            states: keys(workflow.and_then(|w| w.get("states"))),
-            compositions: keys(root.get("compositions")),
+            members: keys(root.member("agents").and_then(|a| a.member("members"))),
+            states: keys(workflow.and_then(|w| w.member("states"))),
+            compositions: keys(root.member("compositions")),
             has_workflow: workflow.is_some_and(Value::is_object),
         }
     }

@@ -5,13 +5,15 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 use crate::syntax::{expand_fragments, parse_template, Segment};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    for (key, prompt, ptr) in members("/prompts", root.get("prompts")) {
+    for (key, prompt, ptr) in members("/prompts", root.member("prompts")) {
         if !prompt.is_object() {
             continue;
         }
@@ -24,7 +26,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
 /// `validators` (`later-versions.md` §4): `invalid_validator`, `inert_validator`,
 /// `deprecated_fail_on_violation`, as [`crate::validators::read`] finds them.
 fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
-    let Some(list) = prompt.get("validators").and_then(Value::as_array) else {
+    let Some(list) = prompt.member("validators").and_then(Value::as_array) else {
         return;
     };
     let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
@@ -40,7 +42,7 @@ fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
 }
 
 fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
-    let Some(tools) = prompt.get("tools").and_then(Value::as_array) else {
+    let Some(tools) = prompt.member("tools").and_then(Value::as_array) else {
         return;
     };
     for (k, name) in tools.iter().enumerate() {
@@ -61,19 +63,19 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
 }
 
 fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &str) {
-    let Some(template) = prompt.get("system_template").and_then(Value::as_str) else {
+    let Some(template) = prompt.member("system_template").and_then(Value::as_str) else {
         return;
     };
     let declared: BTreeSet<&str> = prompt
-        .get("variables")
+        .member("variables")
         .and_then(Value::as_array)
         .map(|vars| {
             vars.iter()
-                .filter_map(|v| v.get("name").and_then(Value::as_str))
+                .filter_map(|v| v.member("name").and_then(Value::as_str))
                 .collect()
         })
         .unwrap_or_default();
-    let fragments = cx.root.get("fragments").and_then(Value::as_object);
+    let fragments = cx.root.member("fragments").and_then(Value::as_object);
     let expanded = expand_fragments(
         template,
         |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),

@@ -7,12 +7,14 @@ use indexmap::IndexMap;
 use ir_spec::SpecLevel;
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    let workflow = root.get("workflow").filter(|w| w.is_object());
+    let workflow = root.member("workflow").filter(|w| w.is_object());
     if let Some(wf) = workflow {
         let graph = Graph::of(cx, wf);
         if !cx.claim.declared && cx.options.spec_level.is_none() {
@@ -42,7 +44,7 @@ struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     fn of(cx: &Cx<'a, '_>, wf: &'a Value) -> Graph<'a> {
-        let states = wf.get("states").and_then(Value::as_object);
+        let states = wf.member("states").and_then(Value::as_object);
         let entries: Vec<(&str, &Value)> = states
             .into_iter()
             .flat_map(|m| m.iter())
@@ -53,16 +55,16 @@ impl<'a> Graph<'a> {
             .enumerate()
             .map(|(i, (k, _))| (*k, i))
             .collect();
-        let on_event = |v: &'a Value| v.get("on_event").and_then(Value::as_object);
+        let on_event = |v: &'a Value| v.member("on_event").and_then(Value::as_object);
         let terminal: Vec<bool> = entries
             .iter()
             .map(|(_, v)| {
-                v.get("terminal").and_then(Value::as_bool) == Some(true)
+                v.member("terminal").and_then(Value::as_bool) == Some(true)
                     || on_event(v).is_none_or(|m| m.is_empty())
             })
             .collect();
         let mode = |v: &Value| {
-            v.get("orchestration")
+            v.member("orchestration")
                 .and_then(Value::as_str)
                 .unwrap_or("internal")
                 .to_owned()
@@ -80,13 +82,13 @@ impl<'a> Graph<'a> {
         let redirect = entries
             .iter()
             .map(|(_, v)| {
-                v.get("on_max_visits")
+                v.member("on_max_visits")
                     .and_then(Value::as_str)
                     .and_then(|t| index.get(t).copied())
             })
             .collect();
         let mut roots: Vec<usize> = wf
-            .get("entry")
+            .member("entry")
             .and_then(Value::as_str)
             .and_then(|e| index.get(e).copied())
             .into_iter()
@@ -105,7 +107,7 @@ impl<'a> Graph<'a> {
             model_driven: entries.iter().map(|(_, v)| mode(v) != "external").collect(),
             agent: entries
                 .iter()
-                .map(|(_, v)| v.get("control").and_then(Value::as_str) == Some("agent"))
+                .map(|(_, v)| v.member("control").and_then(Value::as_str) == Some("agent"))
                 .collect(),
             terminal,
             edges,
@@ -177,7 +179,7 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
         .collect();
     let cyclic = super::workflow::on_cycle(&agent_edges);
     for (s, &on_cycle) in cyclic.iter().enumerate() {
-        if !on_cycle || g.states[s].get("max_visits").is_some() {
+        if !on_cycle || g.states[s].member("max_visits").is_some() {
             continue;
         }
         // Everything reachable from s, through any transition.
@@ -188,7 +190,7 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
             if std::mem::replace(&mut seen[v], true) {
                 continue;
             }
-            if g.terminal[v] || !g.agent[v] || g.states[v].get("max_visits").is_some() {
+            if g.terminal[v] || !g.agent[v] || g.states[v].member("max_visits").is_some() {
                 exit = true;
                 break;
             }
@@ -225,7 +227,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
     for (i, item) in items.iter().enumerate() {
         let key = match item {
             Value::String(k) => Some(k.as_str()),
-            Value::Object(o) => o.get("key").and_then(Value::as_str),
+            Value::Object(o) => o.member("key").and_then(Value::as_str),
             _ => None,
         };
         let Some(key) = key else { continue };
@@ -276,8 +278,8 @@ fn providers(cx: &mut Cx<'_, '_>) {
         return; // `provider` below 1.9 is a schema_violation
     }
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
-    for (name, prompt, ptr) in members("/prompts", root.get("prompts")) {
-        if let Some(key) = prompt.get("provider").and_then(Value::as_str) {
+    for (name, prompt, ptr) in members("/prompts", root.member("prompts")) {
+        if let Some(key) = prompt.member("provider").and_then(Value::as_str) {
             if resolve(cx, key, join(&ptr, &["provider"])) {
                 if let Some(role) = role_of(key) {
                     prompt_role.insert(name, role);
@@ -287,15 +289,15 @@ fn providers(cx: &mut Cx<'_, '_>) {
     }
     // provider_role: a conversational state on a non-llm provider.
     if let Some(states) = root
-        .get("workflow")
-        .and_then(|w| w.get("states"))
+        .member("workflow")
+        .and_then(|w| w.member("states"))
         .and_then(Value::as_object)
     {
         for (name, state) in states {
-            let Some(p) = state.get("prompt_task").and_then(Value::as_str) else {
+            let Some(p) = state.member("prompt_task").and_then(Value::as_str) else {
                 continue;
             };
-            if state.get("orchestration").and_then(Value::as_str) == Some("composition") {
+            if state.member("orchestration").and_then(Value::as_str) == Some("composition") {
                 continue;
             }
             if let Some(role) = prompt_role.get(p).filter(|r| *r != "llm") {
@@ -310,32 +312,33 @@ fn providers(cx: &mut Cx<'_, '_>) {
             }
         }
     }
-    for (_, comp, cptr) in members("/compositions", root.get("compositions")) {
-        let steps = comp.get("steps").and_then(Value::as_array);
+    for (_, comp, cptr) in members("/compositions", root.member("compositions")) {
+        let steps = comp.member("steps").and_then(Value::as_array);
         for (i, step) in steps.into_iter().flatten().enumerate() {
             let sptr = join(&cptr, &["steps", &i.to_string()]);
-            let branches = step.get("branches").and_then(Value::as_array);
+            let branches = step.member("branches").and_then(Value::as_array);
             let nested = branches
                 .into_iter()
                 .flatten()
                 .enumerate()
                 .map(|(j, b)| (b, join(&sptr, &["branches", &j.to_string()])));
             for (s, ptr) in std::iter::once((step, sptr.clone())).chain(nested) {
-                let kind = s.get("kind").and_then(Value::as_str);
+                let kind = s.member("kind").and_then(Value::as_str);
                 if !matches!(kind, Some("prompt" | "agent")) {
                     continue;
                 }
-                let own = s.get("provider").and_then(Value::as_str);
+                let own = s.member("provider").and_then(Value::as_str);
                 let mut role = None;
                 if let Some(key) = own {
                     if resolve(cx, key, join(&ptr, &["provider"])) {
                         role = role_of(key);
                     }
-                } else if let Some(p) = s.get("prompt_task").and_then(Value::as_str) {
+                } else if let Some(p) = s.member("prompt_task").and_then(Value::as_str) {
                     role = prompt_role.get(p).cloned();
                 }
                 let role = role.filter(|r| r != "llm");
-                if let (Some(role), Some("prompt"), None) = (role, kind, s.get("output_schema")) {
+                if let (Some(role), Some("prompt"), None) = (role, kind, s.member("output_schema"))
+                {
                     cx.push(
                         Diagnostic::new(
                             DiagKind::ProviderRole,
@@ -357,42 +360,42 @@ fn governance(cx: &mut Cx<'_, '_>) {
         return;
     }
     let root = cx.root;
-    let prompts = root.get("prompts").and_then(Value::as_object);
+    let prompts = root.member("prompts").and_then(Value::as_object);
     let ids_in = |list: Option<&Value>| -> Vec<String> {
         list.and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+            .filter_map(|v| v.member("id").and_then(Value::as_str).map(str::to_owned))
             .collect()
     };
     let validators: Vec<String> = prompts
         .into_iter()
         .flat_map(|m| m.values())
-        .flat_map(|p| ids_in(p.get("validators")))
+        .flat_map(|p| ids_in(p.member("validators")))
         .collect();
-    let mut evals = ids_in(root.get("evals"));
+    let mut evals = ids_in(root.member("evals"));
     evals.extend(
         prompts
             .into_iter()
             .flat_map(|m| m.values())
-            .flat_map(|p| ids_in(p.get("evals"))),
+            .flat_map(|p| ids_in(p.member("evals"))),
     );
     let mut places: Vec<(String, &Value)> = Vec::new();
-    if let Some(g) = root.get("metadata").and_then(|m| m.get("governance")) {
+    if let Some(g) = root.member("metadata").and_then(|m| m.member("governance")) {
         places.push(("/metadata/governance".into(), g));
     }
     for (name, member, _) in members(
         "/agents/members",
-        root.get("agents").and_then(|a| a.get("members")),
+        root.member("agents").and_then(|a| a.member("members")),
     ) {
-        if let Some(g) = member.get("governance") {
+        if let Some(g) = member.member("governance") {
             places.push((join("/agents/members", &[name, "governance"]), g));
         }
     }
     for (base, g) in places {
-        let obligations = g.get("obligations").and_then(Value::as_array);
+        let obligations = g.member("obligations").and_then(Value::as_array);
         for (i, o) in obligations.into_iter().flatten().enumerate() {
-            let controls = o.get("controls").and_then(Value::as_array);
+            let controls = o.member("controls").and_then(Value::as_array);
             for (j, c) in controls.into_iter().flatten().enumerate() {
                 let ptr = |k: &str| {
                     join(

@@ -5,15 +5,17 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    if let Some(workflow) = root.get("workflow").filter(|w| w.is_object()) {
+    if let Some(workflow) = root.member("workflow").filter(|w| w.is_object()) {
         check_workflow(cx, workflow);
     }
-    if let Some(agents) = root.get("agents").filter(|a| a.is_object()) {
+    if let Some(agents) = root.member("agents").filter(|a| a.is_object()) {
         check_agents(cx, agents);
     }
 }
@@ -32,13 +34,13 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: String, what: &str) -> Dia
 }
 
 fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
-    if let Some(entry) = workflow.get("entry").and_then(Value::as_str) {
+    if let Some(entry) = workflow.member("entry").and_then(Value::as_str) {
         if !cx.names.states.contains(entry) {
             let d = unresolved_state(cx, entry, "/workflow/entry".into(), "entry state");
             cx.push(d);
         }
     }
-    for (name, state, ptr) in members("/workflow/states", workflow.get("states")) {
+    for (name, state, ptr) in members("/workflow/states", workflow.member("states")) {
         if state.is_object() {
             check_state(cx, name, state, &ptr);
         }
@@ -47,9 +49,9 @@ fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
 }
 
 fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
-    let mode = state.get("orchestration").and_then(Value::as_str);
-    let composition = state.get("composition");
-    let prompt_task = state.get("prompt_task");
+    let mode = state.member("orchestration").and_then(Value::as_str);
+    let composition = state.member("composition");
+    let prompt_task = state.member("prompt_task");
     if mode == Some("composition") {
         if composition.is_none() {
             cx.push(
@@ -110,7 +112,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
         }
     }
     let on_event_ptr = join(ptr, &["on_event"]);
-    for (event, target, tptr) in members(&on_event_ptr, state.get("on_event")) {
+    for (event, target, tptr) in members(&on_event_ptr, state.member("on_event")) {
         if let Some(target) = target.as_str() {
             if !cx.names.states.contains(target) {
                 let what = format!("the target of event `{event}`,");
@@ -120,13 +122,13 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
         }
     }
     if let (Some(Value::String(c)), Some(Value::Object(events))) =
-        (composition, state.get("on_event"))
+        (composition, state.member("on_event"))
     {
         if !events.is_empty() {
             event_output(cx, name, c, events, ptr);
         }
     }
-    if let Some(target) = state.get("on_max_visits").and_then(Value::as_str) {
+    if let Some(target) = state.member("on_max_visits").and_then(Value::as_str) {
         if !cx.names.states.contains(target) {
             let d = unresolved_state(cx, target, join(ptr, &["on_max_visits"]), "on_max_visits");
             cx.push(d);
@@ -135,7 +137,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
 }
 
 fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
-    if let Some(entry) = agents.get("entry").and_then(Value::as_str) {
+    if let Some(entry) = agents.member("entry").and_then(Value::as_str) {
         if !cx.names.prompts.contains(entry) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedPrompt,
@@ -150,7 +152,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
             cx.push(d);
         }
     }
-    for (member, def, ptr) in members("/agents/members", agents.get("members")) {
+    for (member, def, ptr) in members("/agents/members", agents.member("members")) {
         if !cx.names.prompts.contains(member) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedPrompt,
@@ -164,7 +166,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
             ));
             cx.push(d);
         }
-        let Some(state) = def.get("state").and_then(Value::as_str) else {
+        let Some(state) = def.member("state").and_then(Value::as_str) else {
             continue;
         };
         let sptr = join(&ptr, &["state"]);
@@ -190,7 +192,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
 /// each non-terminal state to its `on_event` targets and from each state with
 /// `on_max_visits` to that target. Roots: `entry` and every `AgentDef.state`.
 fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
-    let Some(states) = workflow.get("states").and_then(Value::as_object) else {
+    let Some(states) = workflow.member("states").and_then(Value::as_object) else {
         return;
     };
     let index: IndexMap<&str, usize> = states
@@ -203,10 +205,10 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     let mut terminal = vec![false; n];
     let mut bounded = vec![false; n];
     for (i, state) in states.values().enumerate() {
-        let on_event = state.get("on_event").and_then(Value::as_object);
-        terminal[i] = state.get("terminal").and_then(Value::as_bool) == Some(true)
+        let on_event = state.member("on_event").and_then(Value::as_object);
+        terminal[i] = state.member("terminal").and_then(Value::as_bool) == Some(true)
             || on_event.is_none_or(|m| m.is_empty());
-        bounded[i] = state.get("max_visits").is_some();
+        bounded[i] = state.member("max_visits").is_some();
         if !terminal[i] {
             for target in on_event.into_iter().flat_map(|m| m.values()) {
                 if let Some(&t) = target.as_str().and_then(|t| index.get(t)) {
@@ -215,7 +217,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
             }
         }
         if let Some(&t) = state
-            .get("on_max_visits")
+            .member("on_max_visits")
             .and_then(Value::as_str)
             .and_then(|t| index.get(t))
         {
@@ -226,7 +228,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     // Reachability from the roots.
     let mut roots: Vec<usize> = Vec::new();
     if let Some(&e) = workflow
-        .get("entry")
+        .member("entry")
         .and_then(Value::as_str)
         .and_then(|e| index.get(e))
     {
@@ -241,7 +243,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
         }
     }
     let has_entry = workflow
-        .get("entry")
+        .member("entry")
         .and_then(Value::as_str)
         .is_some_and(|e| index.contains_key(e));
     for (name, &i) in &index {
@@ -269,8 +271,8 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     }
 
     let has_budget = workflow
-        .get("engine")
-        .and_then(|e| e.get("budget"))
+        .member("engine")
+        .and_then(|e| e.member("budget"))
         .and_then(Value::as_object)
         .is_some_and(|b| {
             ["max_total_visits", "max_tool_calls", "max_wall_time_sec"]
@@ -300,12 +302,12 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
 /// The states agent members start in (`agents.members.*.state`): roots of the workflow
 /// graph besides its entry.
 pub(super) fn agent_states(root: &Map<String, Value>) -> impl Iterator<Item = &str> {
-    root.get("agents")
-        .and_then(|a| a.get("members"))
+    root.member("agents")
+        .and_then(|a| a.member("members"))
         .and_then(Value::as_object)
         .into_iter()
         .flat_map(|m| m.values())
-        .filter_map(|d| d.get("state").and_then(Value::as_str))
+        .filter_map(|d| d.member("state").and_then(Value::as_str))
 }
 
 pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
@@ -373,32 +375,32 @@ fn event_output(
 ) {
     let Some(c) = cx
         .root
-        .get("compositions")
+        .member("compositions")
         .and_then(|cs| cs.get(comp))
         .and_then(Value::as_object)
     else {
         return;
     };
-    let Some(steps) = c.get("steps").and_then(Value::as_array) else {
+    let Some(steps) = c.member("steps").and_then(Value::as_array) else {
         return;
     };
-    let output = match c.get("output").and_then(Value::as_str) {
+    let output = match c.member("output").and_then(Value::as_str) {
         Some(id) => steps
             .iter()
-            .find(|s| s.get("id").and_then(Value::as_str) == Some(id)),
+            .find(|s| s.member("id").and_then(Value::as_str) == Some(id)),
         None => steps.last(),
     };
     let Some(step) = output else { return };
     let (Some(Value::String(file)), Some(folders)) =
-        (step.get("output_schema"), cx.options.folders())
+        (step.member("output_schema"), cx.options.folders())
     else {
         return;
     };
     let Ok(schema) = crate::schema_files::read(&folders, file) else {
         return; // `unresolved_schema` says why
     };
-    let ty = schema.get("type").and_then(Value::as_str);
-    let properties = schema.get("properties").and_then(Value::as_object);
+    let ty = schema.member("type").and_then(Value::as_str);
+    let properties = schema.member("properties").and_then(Value::as_object);
     let why = match (ty, properties) {
         (Some(t), _) if t != "object" => format!("its output is {} (schema `{file}`)", article(t)),
         (_, Some(p)) if !p.contains_key("event") => {
@@ -406,7 +408,7 @@ fn event_output(
         }
         _ => return,
     };
-    let step_id = step.get("id").and_then(Value::as_str).unwrap_or("?");
+    let step_id = step.member("id").and_then(Value::as_str).unwrap_or("?");
     let names: Vec<&str> = events.keys().map(String::as_str).collect();
     cx.push(
         Diagnostic::new(

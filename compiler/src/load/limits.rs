@@ -13,6 +13,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use super::Limits;
 use crate::diag::{escape_token, DiagKind, Diagnostic};
 use crate::syntax::expanded_len;
@@ -138,7 +140,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             out.push(exceeded(pointer.to_owned(), message, limit));
         }
     };
-    if let Some(m) = map(root.get("prompts")) {
+    if let Some(m) = map(root.member("prompts")) {
         count(
             "/prompts",
             "prompts",
@@ -147,10 +149,10 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             "max_prompts",
         );
     }
-    if let Some(m) = map(root.get("tools")) {
+    if let Some(m) = map(root.member("tools")) {
         count("/tools", "tools", m.len(), limits.max_tools, "max_tools");
     }
-    let members = map(root.get("agents")).and_then(|a| map(a.get("members")));
+    let members = map(root.member("agents")).and_then(|a| map(a.member("members")));
     if let Some(m) = members {
         let n = m.len();
         count(
@@ -161,7 +163,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             "max_agents",
         );
     }
-    let states = map(root.get("workflow")).and_then(|w| map(w.get("states")));
+    let states = map(root.member("workflow")).and_then(|w| map(w.member("states")));
     if let Some(m) = states {
         let n = m.len();
         count(
@@ -172,7 +174,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             "max_states",
         );
     }
-    let Some(comps) = map(root.get("compositions")) else {
+    let Some(comps) = map(root.member("compositions")) else {
         return;
     };
     let n = comps.len();
@@ -187,7 +189,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
     let mut total_reported = false;
     let mut largest_reported = false;
     for (key, comp) in comps {
-        let Some(steps) = comp.get("steps").and_then(Value::as_array) else {
+        let Some(steps) = comp.member("steps").and_then(Value::as_array) else {
             continue;
         };
         let n = step_count(steps);
@@ -217,23 +219,23 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
 /// Each prompt's `system_template` with its fragments expanded, measured without
 /// expanding it: at most `max_string_bytes` each and `max_total_template_bytes` in all.
 fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.get("prompts").and_then(Value::as_object) else {
+    let Some(prompts) = root.member("prompts").and_then(Value::as_object) else {
         return;
     };
-    let fragments = root.get("fragments").and_then(Value::as_object);
+    let fragments = root.member("fragments").and_then(Value::as_object);
     let mut total = 0usize;
     let (mut one_reported, mut total_reported) = (false, false);
     for (key, prompt) in prompts {
-        let Some(template) = prompt.get("system_template").and_then(Value::as_str) else {
+        let Some(template) = prompt.member("system_template").and_then(Value::as_str) else {
             continue;
         };
         let declared = |name: &str| {
             prompt
-                .get("variables")
+                .member("variables")
                 .and_then(Value::as_array)
                 .is_some_and(|vars| {
                     vars.iter()
-                        .any(|v| v.get("name").and_then(Value::as_str) == Some(name))
+                        .any(|v| v.member("name").and_then(Value::as_str) == Some(name))
                 })
         };
         let len = expanded_len(
@@ -267,12 +269,12 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
 /// Every step's `retry.max_attempts` (parallel branches included) at most
 /// `max_attempts`; the first past it is blamed.
 fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(comps) = root.get("compositions").and_then(Value::as_object) else {
+    let Some(comps) = root.member("compositions").and_then(Value::as_object) else {
         return;
     };
     let max = limits.max_attempts;
     for (key, comp) in comps {
-        let Some(steps) = comp.get("steps").and_then(Value::as_array) else {
+        let Some(steps) = comp.member("steps").and_then(Value::as_array) else {
             continue;
         };
         let base = format!("/compositions/{}/steps", escape_token(key));
@@ -280,9 +282,9 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
         while let Some((pointer, list)) = stack.pop() {
             for (i, step) in list.iter().enumerate() {
                 let n = step
-                    .get("modifiers")
-                    .and_then(|m| m.get("retry"))
-                    .and_then(|r| r.get("max_attempts"))
+                    .member("modifiers")
+                    .and_then(|m| m.member("retry"))
+                    .and_then(|r| r.member("max_attempts"))
                     .and_then(Value::as_f64);
                 if n.is_some_and(|n| n > max as f64) {
                     let at = format!("{pointer}/{i}/modifiers/retry/max_attempts");
@@ -294,7 +296,7 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
                     ));
                     return;
                 }
-                if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+                if let Some(branches) = step.member("branches").and_then(Value::as_array) {
                     stack.push((format!("{pointer}/{i}/branches"), branches));
                 }
             }
@@ -305,18 +307,18 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
 /// Variable patterns: at most `max_patterns` of them, each compiling within
 /// `max_pattern_size` (the check the artifact loader makes, `packc_vm::Program`).
 fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.get("prompts").and_then(Value::as_object) else {
+    let Some(prompts) = root.member("prompts").and_then(Value::as_object) else {
         return;
     };
     let mut count = 0usize;
     for (key, prompt) in prompts {
-        let Some(vars) = prompt.get("variables").and_then(Value::as_array) else {
+        let Some(vars) = prompt.member("variables").and_then(Value::as_array) else {
             continue;
         };
         for (i, var) in vars.iter().enumerate() {
             let Some(pattern) = var
-                .get("validation")
-                .and_then(|v| v.get("pattern"))
+                .member("validation")
+                .and_then(|v| v.member("pattern"))
                 .and_then(Value::as_str)
             else {
                 continue;
@@ -358,7 +360,7 @@ fn step_count(steps: &[Value]) -> usize {
     while let Some(list) = stack.pop() {
         n = n.saturating_add(list.len());
         for step in list {
-            if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+            if let Some(branches) = step.member("branches").and_then(Value::as_array) {
                 stack.push(branches);
             }
         }

@@ -9,6 +9,8 @@ use ir_spec::{
 };
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::prompts::{offered, policy};
 use super::{members, strings, uint32, Cx, LowerError};
 use crate::diag::join;
@@ -19,7 +21,7 @@ use crate::vocab::{Kind, Op, Strategy};
 
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    for (key, comp, ptr) in members("/compositions", cx.root.get("compositions")) {
+    for (key, comp, ptr) in members("/compositions", cx.root.member("compositions")) {
         let c = lower_one(cx, key, comp, &ptr)?;
         cx.module.compositions.push(c);
     }
@@ -42,13 +44,13 @@ fn lower_one(
     // Pass 1: number the steps; a parallel's branches directly follow it.
     let mut flat = Vec::new();
     let steps = comp
-        .get("steps")
+        .member("steps")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
         let sptr = join(ptr, &["steps", &i.to_string()]);
-        let branches = step.get("branches").and_then(Value::as_array);
+        let branches = step.member("branches").and_then(Value::as_array);
         flat.push(Flat {
             step,
             ptr: sptr.clone(),
@@ -71,7 +73,7 @@ fn lower_one(
         }
         // Only top-level steps can be named (then/else/depends_on/output/references).
         if f.top {
-            if let Some(name) = f.step.get("id").and_then(Value::as_str) {
+            if let Some(name) = f.step.member("id").and_then(Value::as_str) {
                 ids.entry(name).or_insert(id);
             }
         }
@@ -86,7 +88,7 @@ fn lower_one(
     for (i, f) in flat.iter().enumerate() {
         let s = f.step;
         let p = &f.ptr;
-        let kind_name = s.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind_name = s.member("kind").and_then(Value::as_str).unwrap_or("");
         let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)
         else {
             return Err(LowerError::new(
@@ -101,10 +103,13 @@ fn lower_one(
         };
         let kind = match vocab_kind {
             Kind::Prompt | Kind::Agent => {
-                let task = s.get("prompt_task").and_then(Value::as_str).unwrap_or("");
+                let task = s
+                    .member("prompt_task")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let prompt = cx.prompt(task, &join(p, &["prompt_task"]))?;
                 let input = bind("input")?.unwrap_or(Bind::Const(Value::Null));
-                let output_schema = output_schema(cx, s.get("output_schema"));
+                let output_schema = output_schema(cx, s.member("output_schema"));
                 if vocab_kind == Kind::Prompt {
                     StepKind::Prompt {
                         prompt,
@@ -112,14 +117,16 @@ fn lower_one(
                         output_schema,
                     }
                 } else {
-                    let pv = cx.root.get("prompts").and_then(|ps| ps.get(task));
-                    let pol = policy(pv.and_then(|pv| pv.get("tool_policy")));
-                    let list = s.get("tools").or_else(|| pv.and_then(|pv| pv.get("tools")));
+                    let pv = cx.root.member("prompts").and_then(|ps| ps.get(task));
+                    let pol = policy(pv.and_then(|pv| pv.member("tool_policy")));
+                    let list = s
+                        .member("tools")
+                        .or_else(|| pv.and_then(|pv| pv.member("tools")));
                     let names: Vec<&str> = strings(list).collect();
                     let tools = offered(cx, &names, &pol);
-                    let term = s.get("termination");
+                    let term = s.member("termination");
                     let tool_called = match term
-                        .and_then(|t| t.get("tool_called"))
+                        .and_then(|t| t.member("tool_called"))
                         .and_then(Value::as_str)
                     {
                         Some(t) => Some(cx.tool(t, &join(p, &["termination", "tool_called"]))?),
@@ -131,13 +138,13 @@ fn lower_one(
                         output_schema,
                         tools,
                         max_tool_calls_per_turn: pol.max_tool_calls_per_turn,
-                        max_steps: uint32(term.and_then(|t| t.get("max_steps"))),
+                        max_steps: uint32(term.and_then(|t| t.member("max_steps"))),
                         tool_called,
                     }
                 }
             }
             Kind::Tool => {
-                let name = s.get("tool").and_then(Value::as_str).unwrap_or("");
+                let name = s.member("tool").and_then(Value::as_str).unwrap_or("");
                 StepKind::Tool {
                     tool: cx.tool(name, &join(p, &["tool"]))?,
                     args: bind("args")?.unwrap_or(Bind::Const(Value::Object(Default::default()))),
@@ -152,7 +159,7 @@ fn lower_one(
                 };
                 StepKind::Branch {
                     predicate: lower_pred(
-                        s.get("predicate").unwrap_or(&Value::Null),
+                        s.member("predicate").unwrap_or(&Value::Null),
                         &join(p, &["predicate"]),
                         &lookup,
                     )?,
@@ -163,20 +170,20 @@ fn lower_one(
             }
             Kind::Parallel => {
                 let n = s
-                    .get("branches")
+                    .member("branches")
                     .and_then(Value::as_array)
                     .map_or(0, Vec::len);
                 let first = i + 1;
                 let branches = (first..first + n).filter_map(StepId::from_index).collect();
-                let reduce = s.get("reduce");
+                let reduce = s.member("reduce");
                 let strategy = reduce
-                    .and_then(|r| r.get("strategy"))
+                    .and_then(|r| r.member("strategy"))
                     .and_then(Value::as_str)
                     .and_then(Strategy::parse)
                     .unwrap_or(Strategy::Barrier)
                     .reduce();
                 let into = reduce
-                    .and_then(|r| r.get("into"))
+                    .and_then(|r| r.member("into"))
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_owned();
@@ -210,7 +217,7 @@ fn lower_one(
             }
         };
         let depends_on = s
-            .get("depends_on")
+            .member("depends_on")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -220,18 +227,18 @@ fn lower_one(
                     .map(|d| lookup(d, &join(p, &["depends_on", &k.to_string()])))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let modifiers = s.get("modifiers");
+        let modifiers = s.member("modifiers");
         let max_attempts = uint32(
             modifiers
-                .and_then(|m| m.get("retry"))
-                .and_then(|r| r.get("max_attempts")),
+                .and_then(|m| m.member("retry"))
+                .and_then(|r| r.member("max_attempts")),
         )
         .unwrap_or(1)
         .max(1);
-        let evals = strings(modifiers.and_then(|m| m.get("eval")))
+        let evals = strings(modifiers.and_then(|m| m.member("eval")))
             .map(str::to_owned)
             .collect();
-        let id = s.get("id").and_then(Value::as_str).unwrap_or("");
+        let id = s.member("id").and_then(Value::as_str).unwrap_or("");
         out.push(Step {
             id: cx.intern(id),
             kind,
@@ -260,7 +267,7 @@ fn lower_one(
             }
         }
     }
-    let output = match comp.get("output").and_then(Value::as_str) {
+    let output = match comp.member("output").and_then(Value::as_str) {
         Some(name) => Some(lookup(name, &join(ptr, &["output"]))?),
         None => None,
     };
@@ -363,25 +370,25 @@ fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerEr
     if obj.contains_key("any_of") {
         return Ok(Pred::Any(list("any_of")?));
     }
-    if let Some(inner) = obj.get("not") {
+    if let Some(inner) = obj.member("not") {
         return Ok(Pred::Not(Box::new(lower_pred(
             inner,
             &join(ptr, &["not"]),
             lookup,
         )?)));
     }
-    let path_text = obj.get("path").and_then(Value::as_str).ok_or_else(bad)?;
+    let path_text = obj.member("path").and_then(Value::as_str).ok_or_else(bad)?;
     let pptr = join(ptr, &["path"]);
     let reference =
         parse_whole_reference(path_text).map_err(|e| LowerError::new(&pptr, e.message))?;
     let path = lower_ref(reference, &pptr, lookup)?;
-    if let Some(expect) = obj.get("exists") {
+    if let Some(expect) = obj.member("exists") {
         return Ok(Pred::Exists {
             path,
             expect: expect.as_bool().ok_or_else(bad)?,
         });
     }
-    let value = obj.get("value").cloned().unwrap_or(Value::Null);
+    let value = obj.member("value").cloned().unwrap_or(Value::Null);
     let ordered = |op| Compare::Ordered {
         op,
         bound: value.as_f64(),
@@ -391,7 +398,7 @@ fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerEr
         negate,
     };
     let op = obj
-        .get("op")
+        .member("op")
         .and_then(Value::as_str)
         .and_then(Op::parse)
         .ok_or_else(bad)?;

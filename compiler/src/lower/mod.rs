@@ -21,6 +21,8 @@ use std::path::PathBuf;
 use ir_spec::{Module, PromptId, StrId, ToolId};
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 /// What lowering needs beyond the pack value.
 #[derive(Clone, Debug, Default)]
 pub struct LowerOptions {
@@ -79,7 +81,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
     let mut cx = Cx::new(root, options);
     cx.level = crate::schema::level_of(pack, options.spec_level);
     cx.module.id = root
-        .get("id")
+        .member("id")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
@@ -122,13 +124,13 @@ impl<'a> Cx<'a> {
             options,
             module: Module::default(),
             strings: HashMap::default(),
-            prompts: ids(keys(root.get("prompts")))
+            prompts: ids(keys(root.member("prompts")))
                 .filter_map(|(i, k)| Some((k, PromptId::from_index(i)?)))
                 .collect(),
-            tools: ids(keys(root.get("tools")))
+            tools: ids(keys(root.member("tools")))
                 .filter_map(|(i, k)| Some((k, ToolId::from_index(i)?)))
                 .collect(),
-            members: keys(root.get("agents").and_then(|a| a.get("members"))),
+            members: keys(root.member("agents").and_then(|a| a.member("members"))),
             artifacts: HashMap::default(),
         }
     }

@@ -6,12 +6,14 @@ use ir_spec::{
 };
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::{members, strings, uint, uint32, Cx, LowerError};
 use crate::syntax::{self, expand_fragments, parse_template};
 
 /// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
 pub(super) fn lower_tools(cx: &mut Cx<'_>) {
-    for (key, tool, _) in members("/tools", cx.root.get("tools")) {
+    for (key, tool, _) in members("/tools", cx.root.member("tools")) {
         let key = cx.intern(key);
         let text = |name: &str| {
             tool.get(name)
@@ -24,7 +26,7 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
             name: text("name"),
             description: text("description"),
             parameters: ir_spec::JsonText::from_value(
-                tool.get("parameters").unwrap_or(&Value::Null),
+                tool.member("parameters").unwrap_or(&Value::Null),
             ),
         });
     }
@@ -32,20 +34,20 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
 
 /// `prompts` → [`Module::prompts`](ir_spec::Module::prompts), in source order.
 pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    for (key, prompt, _ptr) in members("/prompts", cx.root.get("prompts")) {
+    for (key, prompt, _ptr) in members("/prompts", cx.root.member("prompts")) {
         let key = cx.intern(key);
         let variables: Vec<Variable> = prompt
-            .get("variables")
+            .member("variables")
             .and_then(Value::as_array)
             .map(|vars| vars.iter().filter_map(variable).collect())
             .unwrap_or_default();
         let system = template(cx, prompt, &variables);
-        let policy = policy(prompt.get("tool_policy"));
-        let names: Vec<&str> = strings(prompt.get("tools")).collect();
+        let policy = policy(prompt.member("tool_policy"));
+        let names: Vec<&str> = strings(prompt.member("tools")).collect();
         let tools = offered(cx, &names, &policy);
         let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
         let guards = prompt
-            .get("validators")
+            .member("validators")
             .and_then(Value::as_array)
             .map(|list| {
                 list.iter()
@@ -60,7 +62,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             tools,
             policy,
             parameters: ir_spec::JsonText::from_value(
-                prompt.get("parameters").unwrap_or(&Value::Null),
+                prompt.member("parameters").unwrap_or(&Value::Null),
             ),
             guards,
         });
@@ -99,18 +101,21 @@ pub(super) fn policy(v: Option<&Value>) -> ToolPolicy {
         return ToolPolicy::default();
     };
     ToolPolicy {
-        tool_choice_none: v.get("tool_choice").and_then(Value::as_str) == Some("none"),
-        max_rounds: uint32(v.get("max_rounds")),
-        max_tool_calls_per_turn: uint32(v.get("max_tool_calls_per_turn")),
-        blocklist: strings(v.get("blocklist")).map(str::to_owned).collect(),
+        tool_choice_none: v.member("tool_choice").and_then(Value::as_str) == Some("none"),
+        max_rounds: uint32(v.member("max_rounds")),
+        max_tool_calls_per_turn: uint32(v.member("max_tool_calls_per_turn")),
+        blocklist: strings(v.member("blocklist")).map(str::to_owned).collect(),
     }
 }
 
 /// One entry of `variables`; `None` without a string `name`.
 fn variable(v: &Value) -> Option<Variable> {
-    let name = v.get("name")?.as_str()?.to_owned();
-    let required = v.get("required").and_then(Value::as_bool).unwrap_or(false);
-    let ty = match v.get("type").and_then(Value::as_str) {
+    let name = v.member("name")?.as_str()?.to_owned();
+    let required = v
+        .member("required")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let ty = match v.member("type").and_then(Value::as_str) {
         Some("string") => Some(VarType::String),
         Some("number") => Some(VarType::Number),
         Some("boolean") => Some(VarType::Boolean),
@@ -122,9 +127,9 @@ fn variable(v: &Value) -> Option<Variable> {
     let default = if required {
         None
     } else {
-        v.get("default").cloned()
+        v.member("default").cloned()
     };
-    let val = v.get("validation");
+    let val = v.member("validation");
     let get = |k: &str| val.and_then(|val| val.get(k));
     let validation = Validation {
         pattern: get("pattern").and_then(Value::as_str).map(str::to_owned),
@@ -146,10 +151,10 @@ fn variable(v: &Value) -> Option<Variable> {
 /// The `system_template`, fragments expanded, placeholders classified.
 fn template(cx: &mut Cx<'_>, prompt: &Value, variables: &[Variable]) -> Vec<Segment> {
     let text = prompt
-        .get("system_template")
+        .member("system_template")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let fragments = cx.root.get("fragments").and_then(Value::as_object);
+    let fragments = cx.root.member("fragments").and_then(Value::as_object);
     let expanded = expand_fragments(
         text,
         |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),

@@ -6,13 +6,15 @@
 use ir_spec::{Provider, SpecInfo, SpecLevel};
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::Cx;
 
 /// The items of a pack's `requires.providers` list, as written (none when it is absent or
 /// not a list).
 pub(crate) fn provider_items(root: &serde_json::Map<String, Value>) -> &[Value] {
-    root.get("requires")
-        .and_then(|r| r.get("providers"))
+    root.member("requires")
+        .and_then(|r| r.member("providers"))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -30,13 +32,16 @@ pub(crate) fn declared_providers(root: &serde_json::Map<String, Value>) -> Vec<P
                 required: true,
             }),
             Value::Object(o) => Some(Provider {
-                key: o.get("key")?.as_str()?.to_owned(),
+                key: o.member("key")?.as_str()?.to_owned(),
                 role: o
-                    .get("role")
+                    .member("role")
                     .and_then(Value::as_str)
                     .unwrap_or("llm")
                     .to_owned(),
-                required: o.get("required").and_then(Value::as_bool).unwrap_or(true),
+                required: o
+                    .member("required")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
             }),
             _ => None,
         })
@@ -53,8 +58,8 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
     if level >= SpecLevel::V1_8 {
         if let (Some(wf), Some(states)) = (
             cx.module.workflow.as_ref(),
-            root.get("workflow")
-                .and_then(|w| w.get("states"))
+            root.member("workflow")
+                .and_then(|w| w.member("states"))
                 .and_then(Value::as_object),
         ) {
             spec.holds_turn = wf
@@ -62,7 +67,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                 .iter()
                 .zip(states.values())
                 .map(|(s, v)| {
-                    !s.terminal && v.get("control").and_then(Value::as_str) != Some("agent")
+                    !s.terminal && v.member("control").and_then(Value::as_str) != Some("agent")
                 })
                 .collect();
         }
@@ -90,14 +95,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
         u32::try_from(i).ok()
     };
     if level >= SpecLevel::V1_9 {
-        let prompts = root.get("prompts").and_then(Value::as_object);
+        let prompts = root.member("prompts").and_then(Value::as_object);
         spec.prompt_providers = prompts
             .into_iter()
             .flat_map(|m| m.values())
-            .map(|p| index(&spec.providers, p.get("provider")).unwrap_or(0))
+            .map(|p| index(&spec.providers, p.member("provider")).unwrap_or(0))
             .collect();
         let named_any = spec.prompt_providers.iter().any(|p| *p != 0);
-        let comps = root.get("compositions").and_then(Value::as_object);
+        let comps = root.member("compositions").and_then(Value::as_object);
         let mut any_step = false;
         for (comp, c) in comps
             .into_iter()
@@ -106,14 +111,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
         {
             let mut flat = Vec::with_capacity(c.steps.len());
             for step in comp
-                .get("steps")
+                .member("steps")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
                 flat.push(step);
                 flat.extend(
-                    step.get("branches")
+                    step.member("branches")
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten(),
@@ -129,7 +134,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                         | ir_spec::StepKind::Agent { prompt, .. } => *prompt,
                         _ => return 0,
                     };
-                    let own = index(&spec.providers, v.get("provider"));
+                    let own = index(&spec.providers, v.member("provider"));
                     // A step naming a provider other than its prompt's (`default`
                     // included) keeps the table.
                     any_step |= own.is_some_and(|p| p != spec.prompt_provider(prompt));
@@ -150,8 +155,8 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
     }
     if level >= SpecLevel::V1_5_1 {
         spec.governance = root
-            .get("metadata")
-            .and_then(|m| m.get("governance"))
+            .member("metadata")
+            .and_then(|m| m.member("governance"))
             .cloned();
     }
     cx.module.spec = spec;

@@ -8,12 +8,14 @@ use ir_spec::{
 };
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::{members, uint, Cx, LowerError};
 
 fn states<'a>(cx: &Cx<'a>) -> Option<&'a serde_json::Map<String, Value>> {
     cx.root
-        .get("workflow")
-        .and_then(|w| w.get("states"))
+        .member("workflow")
+        .and_then(|w| w.member("states"))
         .and_then(Value::as_object)
 }
 
@@ -33,7 +35,7 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
     let mut names = Vec::new();
     for state in states(cx).into_iter().flat_map(|s| s.values()) {
         for name in state
-            .get("artifacts")
+            .member("artifacts")
             .and_then(Value::as_object)
             .into_iter()
             .flat_map(|a| a.keys())
@@ -51,7 +53,7 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
 
 /// `workflow` → [`Module::workflow`](ir_spec::Module::workflow).
 pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(), LowerError> {
-    let Some(wf) = cx.root.get("workflow") else {
+    let Some(wf) = cx.root.member("workflow") else {
         return Ok(());
     };
     let ids = state_ids(cx);
@@ -61,10 +63,10 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
     };
-    let entry = state_id(wf.get("entry"), "/workflow/entry".into())?;
+    let entry = state_id(wf.member("entry"), "/workflow/entry".into())?;
     let comps: HashMap<&str, CompId> = cx
         .root
-        .get("compositions")
+        .member("compositions")
         .and_then(Value::as_object)
         .map(|c| {
             c.keys()
@@ -74,15 +76,18 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         })
         .unwrap_or_default();
     let mut out = Vec::new();
-    for (key, s, ptr) in members("/workflow/states", wf.get("states")) {
-        let mode = match s.get("orchestration").and_then(Value::as_str) {
+    for (key, s, ptr) in members("/workflow/states", wf.member("states")) {
+        let mode = match s.member("orchestration").and_then(Value::as_str) {
             Some("external") => Orchestration::External,
             Some("hybrid") => Orchestration::Hybrid,
             Some("composition") => Orchestration::Composition,
             _ => Orchestration::Internal,
         };
         let body = if mode == Orchestration::Composition {
-            let name = s.get("composition").and_then(Value::as_str).unwrap_or("");
+            let name = s
+                .member("composition")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             StateBody::Composition(comps.get(name).copied().ok_or_else(|| {
                 LowerError::new(
                     format!("{ptr}/composition"),
@@ -90,23 +95,26 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
                 )
             })?)
         } else {
-            let name = s.get("prompt_task").and_then(Value::as_str).unwrap_or("");
+            let name = s
+                .member("prompt_task")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             StateBody::Prompt(cx.prompt(name, &format!("{ptr}/prompt_task"))?)
         };
         let mut on_event = Vec::new();
-        for (event, _, eptr) in members(&format!("{ptr}/on_event"), s.get("on_event")) {
-            let target = state_id(s.get("on_event").and_then(|o| o.get(event)), eptr)?;
+        for (event, _, eptr) in members(&format!("{ptr}/on_event"), s.member("on_event")) {
+            let target = state_id(s.member("on_event").and_then(|o| o.get(event)), eptr)?;
             on_event.push((event_id(cx, event), target));
         }
         let terminal =
-            s.get("terminal").and_then(Value::as_bool) == Some(true) || on_event.is_empty();
-        let on_max_visits = match s.get("on_max_visits") {
+            s.member("terminal").and_then(Value::as_bool) == Some(true) || on_event.is_empty();
+        let on_max_visits = match s.member("on_max_visits") {
             Some(v) => Some(state_id(Some(v), format!("{ptr}/on_max_visits"))?),
             None => None,
         };
         let mut arts = Vec::new();
-        for (name, def, _) in members(&format!("{ptr}/artifacts"), s.get("artifacts")) {
-            let mode = match def.get("mode").and_then(Value::as_str) {
+        for (name, def, _) in members(&format!("{ptr}/artifacts"), s.member("artifacts")) {
+            let mode = match def.member("mode").and_then(Value::as_str) {
                 Some("append") => ArtifactMode::Append,
                 _ => ArtifactMode::Replace,
             };
@@ -120,13 +128,13 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             mode,
             terminal,
             on_event,
-            max_visits: uint(s.get("max_visits")),
+            max_visits: uint(s.member("max_visits")),
             on_max_visits,
-            persistent: s.get("persistence").and_then(Value::as_str) == Some("persistent"),
+            persistent: s.member("persistence").and_then(Value::as_str) == Some("persistent"),
             artifacts: arts,
         });
     }
-    let budget = wf.get("engine").and_then(|e| e.get("budget"));
+    let budget = wf.member("engine").and_then(|e| e.member("budget"));
     let limit = |k: &str| uint(budget.and_then(|b| b.get(k)));
     cx.module.workflow = Some(Workflow {
         entry,
@@ -153,9 +161,9 @@ fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
 /// `agents.members` → [`Module::agents`](ir_spec::Module::agents).
 pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let ids = state_ids(cx);
-    let agents = cx.root.get("agents").and_then(|a| a.get("members"));
+    let agents = cx.root.member("agents").and_then(|a| a.member("members"));
     for (key, member, ptr) in members("/agents/members", agents) {
-        let start = match member.get("state").and_then(Value::as_str) {
+        let start = match member.member("state").and_then(Value::as_str) {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
                 LowerError::new(format!("{ptr}/state"), format!("no state `{state}`"))
             })?),

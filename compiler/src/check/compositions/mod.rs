@@ -16,6 +16,8 @@ mod shape;
 
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use super::{did_you_mean, is_ident, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 use crate::paths::OpenError;
@@ -27,7 +29,7 @@ const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifac
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    for (name, comp, ptr) in members("/compositions", root.get("compositions")) {
+    for (name, comp, ptr) in members("/compositions", root.member("compositions")) {
         check_composition(cx, name, comp, &ptr);
     }
 }
@@ -48,7 +50,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
     };
     shape::composition_members(cx, obj, ptr);
     let steps_ptr = join(ptr, &["steps"]);
-    let steps: &[Value] = match obj.get("steps") {
+    let steps: &[Value] = match obj.member("steps") {
         None => {
             cx.push(
                 schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list"),
@@ -69,7 +71,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
         let sptr = join(&steps_ptr, &[&i.to_string()]);
         check_step(cx, &mut c, step, &sptr, i, false);
     }
-    if let Some(output) = obj.get("output").and_then(Value::as_str) {
+    if let Some(output) = obj.member("output").and_then(Value::as_str) {
         order::check_output(cx, &c, output, join(ptr, &["output"]));
     }
 }
@@ -86,7 +88,7 @@ fn check_step(
     let Some(obj) = expect_object(cx, step, ptr, What::Phrase("a step")) else {
         return;
     };
-    match obj.get("id") {
+    match obj.member("id") {
         None => cx.push(
             schema(ptr, "step without `id`")
                 .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$"),
@@ -110,7 +112,7 @@ fn check_step(
             _ => {}
         },
     }
-    let kind = match obj.get("kind") {
+    let kind = match obj.member("kind") {
         None => {
             cx.push(
                 schema(ptr, "step without `kind`")
@@ -132,14 +134,14 @@ fn check_step(
     match kind {
         Kind::Prompt | Kind::Agent => {
             check_prompt_task(cx, obj, ptr);
-            check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
+            check_bindings(cx, c, obj.member("input"), &join(ptr, &["input"]), index);
             check_output_schema(cx, obj, ptr);
             if kind == Kind::Agent {
                 check_agent(cx, obj, ptr);
             }
         }
         Kind::Tool => {
-            match obj.get("tool") {
+            match obj.member("tool") {
                 None => cx.push(
                     schema(ptr, "tool step without `tool`")
                         .help("name the tool to call: `tool: <key of tools>`"),
@@ -155,12 +157,12 @@ fn check_step(
                     }
                 }
             }
-            check_bindings(cx, c, obj.get("args"), &join(ptr, &["args"]), index);
+            check_bindings(cx, c, obj.member("args"), &join(ptr, &["args"]), index);
         }
         Kind::Branch => check_branch(cx, c, step),
         Kind::Parallel => check_parallel(cx, c, step),
         Kind::Extension => {
-            check_bindings(cx, c, obj.get("input"), &join(ptr, &["input"]), index);
+            check_bindings(cx, c, obj.member("input"), &join(ptr, &["input"]), index);
         }
     }
 }
@@ -209,7 +211,7 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: String) -> Diagnostic {
 }
 
 fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
-    let Some(v) = obj.get("prompt_task") else {
+    let Some(v) = obj.member("prompt_task") else {
         cx.push(
             schema(ptr, "step without `prompt_task`")
                 .help("name the prompt to call: `prompt_task: <key of prompts>`"),
@@ -266,7 +268,7 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str)
 fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
     let tools_ptr = join(ptr, &["tools"]);
     let mut step_tools: Option<Vec<&str>> = None;
-    if let Some(v) = obj.get("tools") {
+    if let Some(v) = obj.member("tools") {
         if let Some(tools) = expect_array(cx, v, &tools_ptr, What::Member("tools"), "an array") {
             let mut names = Vec::new();
             for (k, t) in tools.iter().enumerate() {
@@ -284,7 +286,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
         }
     }
     let tptr = join(ptr, &["termination"]);
-    let Some(term) = obj.get("termination") else {
+    let Some(term) = obj.member("termination") else {
         cx.push(
             Diagnostic::new(
                 DiagKind::AgentMissingTermination,
@@ -321,7 +323,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
             .help("add `max_steps: N` and/or `tool_called: <tool>`"),
         );
     }
-    if let Some(v) = term.get("max_steps") {
+    if let Some(v) = term.member("max_steps") {
         if v.as_u64().is_none_or(|n| n < 1) {
             cx.push(schema(
                 &join(&tptr, &["max_steps"]),
@@ -352,9 +354,15 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
     }
     // 6.3.1: the step's tools, else its prompt's.
     let listed: Vec<&str> = step_tools.unwrap_or_else(|| {
-        obj.get("prompt_task")
+        obj.member("prompt_task")
             .and_then(Value::as_str)
-            .and_then(|p| cx.root.get("prompts")?.get(p)?.get("tools")?.as_array())
+            .and_then(|p| {
+                cx.root
+                    .member("prompts")?
+                    .get(p)?
+                    .member("tools")?
+                    .as_array()
+            })
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     });
@@ -372,7 +380,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
 
 fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
-    match obj.get("predicate") {
+    match obj.member("predicate") {
         None => cx.push(
             schema(ptr, "branch step without `predicate`")
                 .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`"),
@@ -391,7 +399,7 @@ fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
 fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     let bptr = join(ptr, &["branches"]);
-    match obj.get("branches") {
+    match obj.member("branches") {
         None => cx.push(
             Diagnostic::new(
                 DiagKind::ParallelTooFewBranches,
@@ -422,7 +430,7 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
             }
         }
     }
-    let Some(reduce) = obj.get("reduce") else {
+    let Some(reduce) = obj.member("reduce") else {
         cx.push(
             Diagnostic::new(
                 DiagKind::ParallelMissingReduce,

@@ -5,6 +5,8 @@
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use super::super::{did_you_mean, Cx};
 use super::shape::{expect_array, expect_str, schema, What};
 use crate::diag::{join, DiagKind, Diagnostic};
@@ -78,17 +80,17 @@ impl<'p> Comp<'p> {
         };
         for (i, step) in steps.iter().enumerate() {
             let kind = step
-                .get("kind")
+                .member("kind")
                 .and_then(Value::as_str)
                 .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
-            if let Some(id) = step.get("id").and_then(Value::as_str) {
+            if let Some(id) = step.member("id").and_then(Value::as_str) {
                 if seen(cx, id, (i, None)) {
                     c.top.insert(id, TopStep { index: i, kind });
                 }
             }
-            if let Some(branches) = step.get("branches").and_then(Value::as_array) {
+            if let Some(branches) = step.member("branches").and_then(Value::as_array) {
                 for (j, b) in branches.iter().enumerate() {
-                    if let Some(id) = b.get("id").and_then(Value::as_str) {
+                    if let Some(id) = b.member("id").and_then(Value::as_str) {
                         if seen(cx, id, (i, Some(j))) {
                             c.nested.insert(id, i);
                         }
@@ -185,7 +187,7 @@ pub(super) fn check_depends_on(
     nested: bool,
 ) {
     let Step { obj, ptr, index } = step;
-    let Some(deps) = obj.get("depends_on") else {
+    let Some(deps) = obj.member("depends_on") else {
         return;
     };
     let dptr = join(ptr, &["depends_on"]);

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::members::Members;
+
 use super::super::{type_of, Cx};
 use super::order::{check_visible, Comp};
 use crate::diag::{join, DiagKind, Diagnostic};
@@ -82,7 +84,7 @@ pub(super) fn check_predicate(
     }
     match variant[0] {
         "path" => {
-            if let Some(op) = obj.get("op") {
+            if let Some(op) = obj.member("op") {
                 if op.as_str().and_then(Op::parse).is_none() {
                     let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
                     cx.push(invalid_predicate(
@@ -91,14 +93,14 @@ pub(super) fn check_predicate(
                     ));
                     return;
                 }
-                if let Some(v) = obj.get("value") {
+                if let Some(v) = obj.member("value") {
                     if contains_reference_text(v) {
                         cx.push(invalid_predicate(ptr, "a predicate `value` is a literal and may not contain `${`; comparing two paths is not supported in v1"));
                         return;
                     }
                 }
             }
-            if let Some(e) = obj.get("exists") {
+            if let Some(e) = obj.member("exists") {
                 if !e.is_boolean() {
                     cx.push(invalid_predicate(
                         ptr,
@@ -107,7 +109,7 @@ pub(super) fn check_predicate(
                     return;
                 }
             }
-            let path = &obj["path"];
+            let path = &obj.field("path");
             let pptr = join(ptr, &["path"]);
             let Some(text) = path.as_str() else {
                 cx.push(invalid_predicate(
@@ -139,7 +141,7 @@ pub(super) fn check_predicate(
                 )),
             }
         }
-        _ => check_predicate(cx, c, &obj["not"], &join(ptr, &["not"]), index),
+        _ => check_predicate(cx, c, obj.field("not"), &join(ptr, &["not"]), index),
     }
 }
 

@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::members::Members;
+
 use super::super::{did_you_mean, is_ident, type_of, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
 use crate::vocab::{Kind, Strategy, KIND_MEMBERS};
@@ -132,7 +134,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
             );
         }
     }
-    match obj.get("version") {
+    match obj.member("version") {
         None => cx.push(schema(ptr, "missing required member `version`").help("add `version: 1`")),
         Some(v) if v.as_u64() != Some(1) => cx.push(
             schema(
@@ -146,7 +148,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
     for key in ["description", "input_schema", "output_schema", "output"] {
         optional_str(cx, obj, ptr, key);
     }
-    if let Some(v) = obj.get("engine") {
+    if let Some(v) = obj.member("engine") {
         expect_object(cx, v, &join(ptr, &["engine"]), What::Member("engine"));
     }
 }
@@ -228,17 +230,17 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Map<String, Va
 
 /// A step's `modifiers`: `retry.max_attempts` ≥ 1, `eval` a list of eval ids.
 pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
-    let Some(mods) = obj.get("modifiers") else {
+    let Some(mods) = obj.member("modifiers") else {
         return;
     };
     let mptr = join(ptr, &["modifiers"]);
     let Some(mods) = expect_object(cx, mods, &mptr, What::Member("modifiers")) else {
         return;
     };
-    if let Some(retry) = mods.get("retry") {
+    if let Some(retry) = mods.member("retry") {
         let rptr = join(&mptr, &["retry"]);
         if let Some(r) = expect_object(cx, retry, &rptr, What::Member("retry")) {
-            if let Some(n) = r.get("max_attempts") {
+            if let Some(n) = r.member("max_attempts") {
                 if n.as_u64().is_none_or(|n| n < 1) {
                     cx.push(
                         schema(
@@ -251,7 +253,7 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str
             }
         }
     }
-    if let Some(eval) = mods.get("eval") {
+    if let Some(eval) = mods.member("eval") {
         let eptr = join(&mptr, &["eval"]);
         let what = What::Member("eval");
         let Some(evals) = expect_array(cx, eval, &eptr, what, "an array of eval ids") else {
@@ -293,7 +295,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
             );
         }
     }
-    if let Some(s) = r.get("strategy") {
+    if let Some(s) = r.member("strategy") {
         if s.as_str().and_then(Strategy::parse).is_none() {
             cx.push(
                 schema(
@@ -304,7 +306,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
             );
         }
     }
-    if let Some(into) = r.get("into") {
+    if let Some(into) = r.member("into") {
         if !into.as_str().is_some_and(is_ident) {
             cx.push(schema(
                 &join(rptr, &["into"]),
