@@ -271,8 +271,10 @@ pub fn human(
     let mut out = io::BufWriter::with_capacity(64 << 10, out);
     let name = escape_control(src.name).into_owned();
     let index = TextIndex::new(src.text);
-    let shown = display_text(src.text);
-    let source = Source::from(shown.as_ref());
+    // What ariadne shows, built at the first diagnostic it draws: a diagnostic on a line
+    // too long to show whole is cut by hand ([`write_cut`]), and a pack that is one long
+    // line (1 MB of generated JSON) would pay for laying out every line of it for nothing.
+    let mut source: Option<Source<Cow<str>>> = None;
     for d in diags {
         let sites: Vec<Range<usize>> = std::iter::once(&d.site)
             .chain(d.labels.iter().map(|l| &l.site))
@@ -327,7 +329,8 @@ pub fn human(
         if let Some(help) = &d.help {
             report = report.with_help(escape_control(help));
         }
-        report.finish().write((name.clone(), &source), &mut out)?;
+        let source = source.get_or_insert_with(|| Source::from(display_text(src.text)));
+        report.finish().write((name.clone(), &*source), &mut out)?;
     }
     out.flush()
 }
