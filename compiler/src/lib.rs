@@ -101,6 +101,11 @@ pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
             return checked;
         }
     }
+    check_loading(bytes, options)
+}
+
+/// [`check_bytes`] through the loader, which locates every node (and every error).
+fn check_loading(bytes: &[u8], options: &Options) -> Checked {
     match load::load_bytes(bytes, &options.limits) {
         Err(d) => Checked {
             loaded: None,
@@ -119,6 +124,11 @@ pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options)
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if json && bytes.len() <= options.limits.max_source_bytes {
+        // What the fast path parses is strict JSON already: the strict check, a second
+        // parse of the whole text, is only needed to locate why it did not.
+        if let Some(checked) = check_json_fast(bytes, options) {
+            return checked;
+        }
         if let Ok(text) = std::str::from_utf8(bytes) {
             if let Err(d) = load::strict_json::check(text) {
                 return Checked {
@@ -127,6 +137,7 @@ pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options)
                 };
             }
         }
+        return check_loading(bytes, options);
     }
     check_bytes(bytes, options)
 }
