@@ -29,8 +29,50 @@ pub(crate) fn is_ident(s: &str) -> bool {
     ident_end(s.as_bytes(), 0) == Some(s.len())
 }
 
-/// The first position of `pat` in `text` at or after `from`; `None` when there is none
-/// or `from` is not a `char` boundary.
+/// The first position of the ASCII token `pat` (`${`, `{{`, `}`) in `text` at or after
+/// `from`; `None` when there is none or `from` is not a `char` boundary.
+///
+/// `str::find` with a string pattern sets up a Two-Way searcher on every call, which
+/// costs more than the search itself on the short strings a pack is made of: here
+/// `memchr` finds the token's first byte and the rest is compared in place.
 pub(crate) fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
-    text.get(from..)?.find(pat).map(|off| from + off)
+    let hay = text.get(from..)?.as_bytes();
+    let (&first, rest) = pat.as_bytes().split_first()?;
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(first, &hay[at..]) {
+        let start = at + i;
+        if hay[start + 1..].starts_with(rest) {
+            return Some(from + start);
+        }
+        at = start + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_found_as_str_find_finds_them() {
+        let texts = [
+            "",
+            "$",
+            "${",
+            "a ${b} ${c}",
+            "$$${x}",
+            "{{{a}}",
+            "é${é}}",
+            "}{",
+            "x{",
+        ];
+        for text in texts {
+            for pat in ["${", "{{", "}"] {
+                for from in 0..=text.len() + 1 {
+                    let want = text.get(from..).and_then(|t| t.find(pat)).map(|o| from + o);
+                    assert_eq!(find_from(text, from, pat), want, "{text:?} {pat} {from}");
+                }
+            }
+        }
+    }
 }
