@@ -14,7 +14,7 @@ use ir_spec::{Check, Guard};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use scan::{Needles, Scanned};
+use scan::{Rare, Scanned};
 
 mod scan;
 
@@ -65,15 +65,9 @@ pub(crate) struct Pattern {
 enum Literals {
     /// One of them is empty: every text matches.
     Always,
-    /// At most [`MAX_RARE_LITERALS`] whose rarest bytes are at most
-    /// [`scan::MAX_NEEDLES`] distinct ones: the scan finds those bytes and the literals
-    /// are compared around them, with no set-up per search.
-    Rare {
-        /// The literals' rarest bytes.
-        needles: Needles,
-        /// Each literal, with the offset of its rarest byte.
-        literals: Box<[(Box<[u8]>, usize)]>,
-    },
+    /// At most [`MAX_RARE_LITERALS`], found by their rarest bytes (when those are few):
+    /// no set-up per search.
+    Rare(Rare),
     /// More: a packed (Teddy) searcher, when it takes them.
     Few(packed::Searcher),
     /// Any number.
@@ -88,12 +82,8 @@ impl Pattern {
                 return Some(Literals::Always);
             }
             if set.len() <= MAX_RARE_LITERALS {
-                let literals: Box<[(Box<[u8]>, usize)]> = set
-                    .iter()
-                    .map(|l| (l.clone().into_boxed_slice(), rarest(l)))
-                    .collect();
-                if let Some(needles) = Needles::new(literals.iter().map(|(l, i)| l[*i]), false) {
-                    return Some(Literals::Rare { needles, literals });
+                if let Some(rare) = Rare::new(set.iter().map(Vec::as_slice), false) {
+                    return Some(Literals::Rare(rare));
                 }
             }
             match packed::Searcher::new(set.iter()) {
@@ -108,15 +98,11 @@ impl Pattern {
     fn is_match(&self, text: &str) -> bool {
         match &self.literals {
             Some(Literals::Always) => true,
-            Some(Literals::Rare { needles, literals }) => {
-                let text = text.as_bytes();
-                let around = |p: usize| {
-                    literals
-                        .iter()
-                        .any(|(l, i)| p >= *i && text[p - i..].starts_with(l))
-                        .then_some(())
-                };
-                matches!(needles.find(text, around), Scanned::Hit(()))
+            Some(Literals::Rare(rare)) => {
+                matches!(
+                    rare.find(text.as_bytes(), |_, _| Some(())),
+                    Scanned::Hit(())
+                )
             }
             Some(Literals::Few(few)) => few.find(text).is_some(),
             Some(Literals::Many(ac)) => ac.is_match(text),
@@ -183,67 +169,22 @@ struct AsciiWords {
 
 /// How [`AsciiWords`] finds the places to test.
 enum Search {
-    /// The words' rarest bytes (by `memchr`'s byte frequency ranking), when they are at
-    /// most [`scan::MAX_NEEDLES`] distinct letters or bytes whatever their case: the
-    /// scan finds them in the text itself and every word whose rarest byte is there is
-    /// tested around it. On a short list this skips most of the text at SIMD speed
-    /// with no set-up and no lowercased copy.
-    Rare {
-        /// The rarest bytes, folded.
-        needles: Needles,
-        /// Each word with its rarest byte.
-        words: Box<[RareWord]>,
-    },
+    /// The words' rarest bytes in either case, when they are few: the scan finds them
+    /// in the text itself and the words are compared around them. On a short list this
+    /// skips most of the text at SIMD speed with no set-up and no lowercased copy.
+    Rare(Rare),
     /// A packed (Teddy) searcher for the leftmost position where a word starts, over
     /// the text lowercased a chunk at a time.
     Packed(packed::Searcher),
 }
 
-/// A word of [`Search::Rare`], with its rarest byte and where it is in the word.
-struct RareWord {
-    /// The rarest byte, folded.
-    byte: u8,
-    /// Its offset in `word`.
-    at: usize,
-    /// The word, ASCII-lowercased.
-    word: Box<[u8]>,
-}
-
 impl Search {
     fn new(words: &[Box<[u8]>]) -> Option<Search> {
-        let words: Box<[RareWord]> = words
-            .iter()
-            .map(|w| {
-                let at = rarest(w);
-                RareWord {
-                    byte: w[at] | 0x20,
-                    at,
-                    word: w.clone(),
-                }
-            })
-            .collect();
-        if let Some(needles) = Needles::new(words.iter().map(|w| w.byte), true) {
-            return Some(Search::Rare { needles, words });
+        if let Some(rare) = Rare::new(words.iter().map(|w| &**w), true) {
+            return Some(Search::Rare(rare));
         }
-        let words: Vec<&[u8]> = words.iter().map(|w| &*w.word).collect();
-        packed::Searcher::new(words).map(Search::Packed)
+        packed::Searcher::new(words.iter()).map(Search::Packed)
     }
-}
-
-/// The offset of the rarest byte of non-empty `bytes`, by `memchr`'s byte frequency
-/// ranking with JSON's punctuation counted as common: validators read model answers,
-/// which are often JSON, and `memchr` ranks `"` rarer than most letters.
-fn rarest(bytes: &[u8]) -> usize {
-    let json = |b: u8| matches!(b, b'"' | b'{' | b'}' | b'[' | b']' | b':' | b',');
-    if !bytes.iter().any(|&b| json(b)) {
-        return memchr::arch::all::packedpair::Pair::new(bytes).map_or(0, |p| p.index1().into());
-    }
-    // A space is the byte `memchr` ranks most common.
-    let masked: Vec<u8> = bytes
-        .iter()
-        .map(|&b| if json(b) { b' ' } else { b })
-        .collect();
-    memchr::arch::all::packedpair::Pair::new(&masked).map_or(0, |p| p.index1().into())
 }
 
 /// Bytes of text lowercased at a time by the ASCII search.
@@ -296,7 +237,12 @@ impl AsciiWords {
     /// non-ASCII text with no occurrence, or an occurrence next to a non-ASCII byte).
     fn occur_in(&self, text: &[u8], word_boundary: bool) -> Option<bool> {
         match &self.search {
-            Search::Rare { needles, words } => around_rare(needles, words, text, word_boundary),
+            Search::Rare(rare) => {
+                match rare.find(text, |s, e| occurrence(text, s, e, word_boundary)) {
+                    Scanned::Hit(found) => found,
+                    Scanned::Miss { ascii } => ascii.then_some(false),
+                }
+            }
             Search::Packed(searcher) => self.in_chunks(searcher, text, word_boundary),
         }
     }
@@ -333,10 +279,8 @@ impl AsciiWords {
                         continue;
                     }
                     let (s, e) = (start + at, start + at + w.len());
-                    match word_boundary.then(|| bounded(text, s, e)) {
-                        None | Some(Some(true)) => return Some(true),
-                        Some(None) => return None,
-                        Some(Some(false)) => {}
+                    if let Some(found) = occurrence(text, s, e, word_boundary) {
+                        return found;
                     }
                 }
                 from = at + 1;
@@ -349,35 +293,14 @@ impl AsciiWords {
     }
 }
 
-/// [`Search::Rare`]: at each place where a word's rarest byte is (in either case), the
-/// words whose rarest byte it is are compared with the text around it.
-fn around_rare(
-    needles: &Needles,
-    words: &[RareWord],
-    text: &[u8],
-    word_boundary: bool,
-) -> Option<bool> {
-    let scanned = needles.find(text, |p| {
-        let byte = text[p] | 0x20;
-        for w in words {
-            if w.byte != byte || p < w.at {
-                continue;
-            }
-            let (start, end) = (p - w.at, p - w.at + w.word.len());
-            if end > text.len() || !text[start..end].eq_ignore_ascii_case(&w.word) {
-                continue;
-            }
-            match word_boundary.then(|| bounded(text, start, end)) {
-                None | Some(Some(true)) => return Some(Some(true)),
-                Some(None) => return Some(None),
-                Some(Some(false)) => {}
-            }
-        }
-        None
-    });
-    match scanned {
-        Scanned::Hit(found) => found,
-        Scanned::Miss { ascii } => ascii.then_some(false),
+/// What an occurrence of a word at `start..end` of an ASCII search's text says: `true`
+/// when it counts (bounded, when it must be), `None` when a neighbour is not ASCII and
+/// only the regex can tell; no answer when it does not count and the search goes on.
+fn occurrence(text: &[u8], start: usize, end: usize, word_boundary: bool) -> Option<Option<bool>> {
+    match word_boundary.then(|| bounded(text, start, end)) {
+        None | Some(Some(true)) => Some(Some(true)),
+        Some(None) => Some(None),
+        Some(Some(false)) => None,
     }
 }
 

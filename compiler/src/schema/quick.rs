@@ -25,7 +25,7 @@ use std::sync::{Mutex, OnceLock};
 use regex_lite::Regex;
 use serde_json::{Number, Value};
 
-use super::tree::Node;
+use super::tree::{member, Node};
 
 /// What [`valid`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,11 +77,6 @@ type Members = &'static [(&'static str, Node)];
 
 struct Walk {
     root: &'static Node,
-}
-
-/// The member `key` of a schema object.
-fn member(members: Members, key: &str) -> Option<&'static Node> {
-    members.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 impl Walk {

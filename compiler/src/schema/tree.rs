@@ -21,11 +21,16 @@ pub(crate) enum Node {
 
 include!(concat!(env!("OUT_DIR"), "/schema_tree.rs"));
 
+/// The member `key` among an object's `members`.
+pub(crate) fn member(members: &'static [(&'static str, Node)], key: &str) -> Option<&'static Node> {
+    members.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
 impl Node {
     /// The member `key` of an object.
     pub(crate) fn get(&'static self, key: &str) -> Option<&'static Node> {
         match self {
-            Node::Obj(members) => members.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            Node::Obj(members) => member(members, key),
             _ => None,
         }
     }
@@ -53,7 +58,12 @@ impl Node {
         }
         let rest = pointer.strip_prefix('/')?;
         rest.split('/').try_fold(self, |node, token| {
-            let token = token.replace("~1", "/").replace("~0", "~");
+            // Escaped tokens are rare: the `$ref`s of a walk resolve without allocating.
+            let token: std::borrow::Cow<str> = if token.contains('~') {
+                token.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                token.into()
+            };
             match node {
                 Node::Obj(_) => node.get(&token),
                 Node::Arr(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),

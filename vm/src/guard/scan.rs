@@ -11,7 +11,7 @@
 use wide::u8x16;
 
 /// The most distinct bytes a [`Needles`] searches for.
-pub(super) const MAX_NEEDLES: usize = 4;
+const MAX_NEEDLES: usize = 4;
 
 /// Text bytes per vector.
 const BLOCK: usize = 16;
@@ -26,7 +26,7 @@ struct Cursor {
 }
 
 /// Up to [`MAX_NEEDLES`] bytes to find.
-pub(super) struct Needles {
+struct Needles {
     /// Each needle (ORed with `fold`) in every lane; the unused ones repeat the first.
     splat: [u8x16; MAX_NEEDLES],
     /// `0x20` in every lane when ASCII case is folded, else 0: a text byte ORed with it
@@ -46,10 +46,110 @@ pub(super) enum Scanned<T> {
     Miss { ascii: bool },
 }
 
+/// Strings found by their rarest bytes: each is compared with the text around every
+/// place the scan finds its rarest byte. The words of a `banned_words` list (ignoring
+/// ASCII case) and the literals of a `regex` validator both search this way.
+pub(super) struct Rare {
+    /// The strings' rarest bytes.
+    needles: Needles,
+    /// Each string, with its rarest byte.
+    strings: Box<[RareString]>,
+    /// Strings match ignoring ASCII case (they are given lowercased).
+    fold: bool,
+}
+
+/// A string of a [`Rare`] set.
+struct RareString {
+    /// Its rarest byte, ORed with `0x20` when case is folded.
+    byte: u8,
+    /// Where that byte is in `bytes`.
+    at: usize,
+    /// The string.
+    bytes: Box<[u8]>,
+}
+
+impl Rare {
+    /// The set of `strings` (non-empty; ASCII-lowercased when `fold` holds), or `None`
+    /// when their rarest bytes are more than [`MAX_NEEDLES`] distinct ones.
+    pub(super) fn new<'a>(strings: impl IntoIterator<Item = &'a [u8]>, fold: bool) -> Option<Rare> {
+        let case = if fold { 0x20 } else { 0 };
+        let strings: Box<[RareString]> = strings
+            .into_iter()
+            .map(|bytes| {
+                let at = rarest(bytes);
+                RareString {
+                    byte: bytes[at] | case,
+                    at,
+                    bytes: bytes.into(),
+                }
+            })
+            .collect();
+        let needles = Needles::new(strings.iter().map(|s| s.byte), fold)?;
+        Some(Rare {
+            needles,
+            strings,
+            fold,
+        })
+    }
+
+    /// How many distinct bytes are searched for.
+    #[cfg(test)]
+    pub(super) fn distinct(&self) -> usize {
+        self.needles.distinct()
+    }
+
+    /// Calls `found` with the place `start..end` of every occurrence of a string in
+    /// `text` (in the order of the places of their rarest bytes) until it returns `Some`.
+    pub(super) fn find<T>(
+        &self,
+        text: &[u8],
+        mut found: impl FnMut(usize, usize) -> Option<T>,
+    ) -> Scanned<T> {
+        let case = if self.fold { 0x20 } else { 0 };
+        self.needles.find(text, |p| {
+            let byte = text[p] | case;
+            for s in self.strings.iter() {
+                if s.byte != byte || p < s.at {
+                    continue;
+                }
+                let (start, end) = (p - s.at, p - s.at + s.bytes.len());
+                let Some(here) = text.get(start..end) else {
+                    continue;
+                };
+                let equal = if self.fold {
+                    here.eq_ignore_ascii_case(&s.bytes)
+                } else {
+                    *here == *s.bytes
+                };
+                if let Some(t) = equal.then(|| found(start, end)).flatten() {
+                    return Some(t);
+                }
+            }
+            None
+        })
+    }
+}
+
+/// The offset of the rarest byte of non-empty `bytes`, by `memchr`'s byte frequency
+/// ranking with JSON's punctuation counted as common: validators read model answers,
+/// which are often JSON, and `memchr` ranks `"` rarer than most letters.
+fn rarest(bytes: &[u8]) -> usize {
+    let json = |b: u8| matches!(b, b'"' | b'{' | b'}' | b'[' | b']' | b':' | b',');
+    if !bytes.iter().any(|&b| json(b)) {
+        return memchr::arch::all::packedpair::Pair::new(bytes).map_or(0, |p| p.index1().into());
+    }
+    // A space is the byte `memchr` ranks most common.
+    let masked: Vec<u8> = bytes
+        .iter()
+        .map(|&b| if json(b) { b' ' } else { b })
+        .collect();
+    memchr::arch::all::packedpair::Pair::new(&masked).map_or(0, |p| p.index1().into())
+}
+
 impl Needles {
     /// The distinct values of `bytes` (folded when `fold` holds); `None` when there are
     /// none or more than [`MAX_NEEDLES`].
-    pub(super) fn new(bytes: impl IntoIterator<Item = u8>, fold: bool) -> Option<Needles> {
+    fn new(bytes: impl IntoIterator<Item = u8>, fold: bool) -> Option<Needles> {
         let fold = if fold { 0x20 } else { 0 };
         let mut distinct: Vec<u8> = Vec::with_capacity(MAX_NEEDLES);
         for b in bytes {
@@ -73,13 +173,13 @@ impl Needles {
 
     /// How many distinct bytes are searched for.
     #[cfg(test)]
-    pub(super) fn distinct(&self) -> usize {
+    fn distinct(&self) -> usize {
         self.count
     }
 
     /// Calls `hit` with every position of `text` whose byte is a needle, in order, until
     /// it returns `Some`.
-    pub(super) fn find<T>(&self, text: &[u8], hit: impl FnMut(usize) -> Option<T>) -> Scanned<T> {
+    fn find<T>(&self, text: &[u8], hit: impl FnMut(usize) -> Option<T>) -> Scanned<T> {
         match self.count {
             1 => self.find_n::<1, T>(text, hit),
             2 => self.find_n::<2, T>(text, hit),
@@ -190,6 +290,14 @@ mod tests {
         });
         assert!(matches!(miss, Scanned::Miss { ascii } if ascii == text.is_ascii()));
         seen
+    }
+
+    #[test]
+    fn rarest_bytes_are_not_json_punctuation() {
+        assert_eq!(rarest(br#""type""#), 2);
+        assert_eq!(rarest(br#""summary":"#), 7);
+        assert!(matches!(rarest(b"{}"), 0 | 1));
+        assert_eq!(rarest(b"x"), 0);
     }
 
     #[test]

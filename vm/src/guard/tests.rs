@@ -85,7 +85,7 @@ fn short_lists_search_by_rare_bytes_long_ones_by_teddy() {
     let kind = |list: &[&str]| {
         let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
         match Words::new(&list, true).unwrap().ascii.map(|a| a.search) {
-            Some(Search::Rare { needles, .. }) => format!("rare {}", needles.distinct()),
+            Some(Search::Rare(rare)) => format!("rare {}", rare.distinct()),
             Some(Search::Packed(_)) => "packed".to_owned(),
             None => "regex".to_owned(),
         }
@@ -172,14 +172,6 @@ proptest::proptest! {
 }
 
 #[test]
-fn rarest_bytes_are_not_json_punctuation() {
-    assert_eq!(rarest(br#""type""#), 2);
-    assert_eq!(rarest(br#""summary":"#), 7);
-    assert!(matches!(rarest(b"{}"), 0 | 1));
-    assert_eq!(rarest(b"x"), 0);
-}
-
-#[test]
 fn literal_patterns_skip_the_regex_engine() {
     let set = |p: &str| {
         literal_set(p).map(|s| {
@@ -204,7 +196,7 @@ fn literal_patterns_skip_the_regex_engine() {
     assert!(matches!(pattern("a?").literals, Some(Literals::Always)));
     assert!(pattern("a?").is_match("zzz"));
     let kind = |p: &str| match pattern(p).literals {
-        Some(Literals::Rare { .. }) => "rare",
+        Some(Literals::Rare(_)) => "rare",
         Some(Literals::Few(_)) => "few",
         Some(Literals::Many(_)) => "many",
         _ => "regex",

@@ -19,16 +19,20 @@ use crate::value::string_rule;
 /// them built-in (nearly every answer), is the lane's output at once: the chain, which
 /// records and rewrites, runs only when one triggers (judging again from the first) or
 /// a host validator judges.
+///
+/// `prompt` is the call's prompt and `schema` whether it has an `output_schema`, which
+/// the caller has already looked up.
 pub(crate) fn guard_answer(
     ctx: &Ctx<'_>,
     lane: &mut Lane,
     io: &mut Io,
+    prompt: PromptId,
+    schema: bool,
     output: Value,
     event: Option<String>,
 ) {
-    if let (Some(prompt), Value::String(text)) = (ctx.model_prompt(lane.job), &output) {
+    if let Value::String(text) = &output {
         if all_pass(ctx, prompt, text) {
-            let schema = has_schema(ctx, lane.job);
             lane.done(Ok(string_rule(schema, output)), event);
             return;
         }

@@ -269,7 +269,7 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 if ctx.prog.guards[prompt.index()].is_empty() {
                     lane.done(Ok(string_rule(schema, output)), None);
                 } else {
-                    guard_answer(ctx, lane, io, output, None);
+                    guard_answer(ctx, lane, io, *prompt, schema, output, None);
                 }
             }
             return;
@@ -296,7 +296,7 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                     if ctx.prog.guards[prompt.index()].is_empty() {
                         lane.done(Ok(string_rule(schema, output)), None);
                     } else {
-                        guard_answer(ctx, lane, io, output, None);
+                        guard_answer(ctx, lane, io, prompt, schema, output, None);
                     }
                 }
                 Answer::Error(e) => {
@@ -335,7 +335,15 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
             }
             Answer::Output { output, event } => {
                 if !ctx.prog.guards[spec.prompt.index()].is_empty() {
-                    guard_answer(ctx, lane, io, output, event.filter(|_| spec.prompt_exec));
+                    guard_answer(
+                        ctx,
+                        lane,
+                        io,
+                        spec.prompt,
+                        spec.schema,
+                        output,
+                        event.filter(|_| spec.prompt_exec),
+                    );
                 } else if spec.prompt_exec {
                     lane.done(Ok(output), event);
                 } else {
