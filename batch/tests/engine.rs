@@ -149,8 +149,8 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
     let mock = Mock::start(|_, body| answer(body));
     let program = ex2();
     let target = Target::parse(program.module(), "workflow").unwrap();
-    let dir = std::env::temp_dir().join(format!("packc-batch-journal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let out = dir.join("out.jsonl");
     let text: String = (0..20)
         .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
@@ -208,5 +208,4 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
     .unwrap()
     .to_string();
     assert!(e.contains("target `workflow`"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -131,17 +131,19 @@ fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
 mod tests {
     use super::*;
 
-    fn dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("packc-files-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh scratch folder, removed when the returned guard is dropped.
+    fn dir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("packc-files-{tag}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[cfg(unix)]
     #[test]
     fn a_planted_link_at_the_temporary_name_is_not_followed() {
-        let d = dir("planted");
+        let tmp = dir("planted");
+        let d = tmp.path();
         let victim = d.join("victim.txt");
         std::fs::write(&victim, "keep").unwrap();
         let out = d.join("a.ppk");
@@ -166,7 +168,8 @@ mod tests {
 
     #[test]
     fn an_existing_file_is_kept_unless_overwriting() {
-        let d = dir("exists");
+        let tmp = dir("exists");
+        let d = tmp.path();
         let out = d.join("x.case.yaml");
         std::fs::write(&out, "old").unwrap();
         let err = write_atomically(&out, b"new", false).unwrap_err();
@@ -174,13 +177,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
         write_atomically(&out, b"new", true).unwrap();
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
-        let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+        let left: Vec<_> = std::fs::read_dir(d).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file is left behind");
     }
 
     #[test]
     fn the_pack_itself_and_missing_folders_are_refused() {
-        let d = dir("target");
+        let tmp = dir("target");
+        let d = tmp.path();
         let pack = d.join("p.pack.yaml");
         std::fs::write(&pack, "id: p").unwrap();
         let err = check_target(&d.join("./p.pack.yaml"), &pack, "-o").unwrap_err();
@@ -188,6 +192,6 @@ mod tests {
         let err = check_target(&d.join("nodir/x.case.yaml"), &pack, "--record").unwrap_err();
         assert!(err.to_string().contains("nodir"), "{err}");
         assert!(check_target(&d.join("x.ppk"), &pack, "-o").is_ok());
-        assert!(check_target(&d, &pack, "-o").is_err());
+        assert!(check_target(d, &pack, "-o").is_err());
     }
 }

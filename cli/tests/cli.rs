@@ -9,7 +9,7 @@ use common::{
 };
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("packc-cli-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-write-temp");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -205,9 +205,8 @@ fn broken_case_files_fail_with_file_and_line() {
 
 #[test]
 fn test_on_paths_without_cases_fails() {
-    let empty = std::env::temp_dir().join(format!("packc-cli-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&empty).unwrap();
-    let out = packc_output!("test", &empty);
+    let empty = tempfile::tempdir().unwrap();
+    let out = packc_output!("test", empty.path());
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_contains(&stderr, "no case files found");
@@ -468,7 +467,8 @@ fn run_format_json_prints_the_whole_result() {
 /// listed again at the end, before the count.
 #[test]
 fn test_filter_junit_and_summary() {
-    let junit = std::env::temp_dir().join(format!("packc-junit-{}.xml", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("junit.xml");
     let out = packc_output!(
         "test",
         repo().join("examples/cases"),

@@ -39,9 +39,8 @@ fn check_or_update(path: &Path, actual: &[u8]) {
 
 #[test]
 fn golden_artifact_is_what_build_makes() {
-    let dir = std::env::temp_dir().join(format!("packc-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("ex2.ppk");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("ex2.ppk");
     packc(&[
         "build",
         "examples/rfc0010-ex2.pack.yaml",

@@ -77,8 +77,8 @@ fn mermaid() {
 
 #[test]
 fn a_pack_with_errors_exits_one() {
-    let dir = std::env::temp_dir().join(format!("packc-graph-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let pack = dir.join("bad.pack.yaml");
     std::fs::write(&pack, "id: demo\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_packc"))

@@ -50,7 +50,8 @@ fn limit_flags_at_the_edge() {
     assert!(String::from_utf8_lossy(&over.stderr).contains("`max_source_bytes`"));
 
     // `build` takes the same flags, and writes nothing past a limit.
-    let out = std::env::temp_dir().join(format!("packc-limits-{}.ppk", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("limits.ppk");
     let out_s = out.to_string_lossy().to_string();
     let over = packc(&["build", EX2, "-o", &out_s, "--limit", "max_prompts=2"]);
     assert_eq!(over.status.code(), Some(1));
@@ -62,7 +63,6 @@ fn limit_flags_at_the_edge() {
         String::from_utf8_lossy(&at.stderr)
     );
     assert!(out.exists());
-    let _ = std::fs::remove_file(&out);
 }
 
 #[test]

@@ -226,15 +226,20 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 mod tests {
     use super::*;
 
-    fn folder(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("packc-paths-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// A scratch folder with a pack folder and a secret beside it, removed when the
+    /// returned guard is dropped.
+    fn folder(tag: &str) -> tempfile::TempDir {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("packc-paths-{tag}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("pack/sub")).unwrap();
         std::fs::create_dir_all(dir.join("secret")).unwrap();
         std::fs::write(dir.join("pack/in.json"), "{}").unwrap();
         std::fs::write(dir.join("pack/sub/deep.json"), "{}").unwrap();
         std::fs::write(dir.join("secret/s.json"), "{}").unwrap();
-        dir
+        tmp
     }
 
     fn at(dir: &Path) -> Folders {
@@ -260,8 +265,9 @@ mod tests {
 
     #[test]
     fn names_inside_the_folder_open() {
-        let dir = folder("inside");
-        let f = at(&dir);
+        let tmp = folder("inside");
+        let dir = tmp.path();
+        let f = at(dir);
         for name in [
             "in.json",
             "./in.json",
@@ -277,8 +283,9 @@ mod tests {
 
     #[test]
     fn names_outside_are_refused_whether_or_not_they_exist() {
-        let dir = folder("outside");
-        let f = at(&dir);
+        let tmp = folder("outside");
+        let dir = tmp.path();
+        let f = at(dir);
         for name in [
             "../secret/s.json",
             "../secret/missing.json",
@@ -301,8 +308,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn symbolic_links_are_followed_and_checked() {
-        let dir = folder("links");
-        let f = at(&dir);
+        let tmp = folder("links");
+        let dir = tmp.path();
+        let f = at(dir);
         let link = |target: &Path, name: &str| {
             std::os::unix::fs::symlink(target, dir.join("pack").join(name)).unwrap()
         };
@@ -323,8 +331,9 @@ mod tests {
 
     #[test]
     fn allowed_folders_widen_the_reach() {
-        let dir = folder("allow");
-        let mut f = at(&dir);
+        let tmp = folder("allow");
+        let dir = tmp.path();
+        let mut f = at(dir);
         f.allow.push(dir.join("secret"));
         assert!(open(&f, "../secret/s.json").is_ok());
         assert!(open(&f, dir.join("secret/s.json").to_str().unwrap()).is_ok());

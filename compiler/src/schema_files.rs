@@ -57,10 +57,10 @@ mod tests {
 
     #[test]
     fn reads_json_and_refuses_what_the_artifact_reader_could_not() {
-        let dir = std::env::temp_dir().join(format!("packc-schema-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let folders = Folders {
-            base: dir.clone(),
+            base: dir.to_path_buf(),
             allow: Vec::new(),
         };
         let read =

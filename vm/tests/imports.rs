@@ -185,15 +185,15 @@ fn cli_modules_import_one_way() {
 /// The checker itself finds a circle, through every form of path it reads.
 #[test]
 fn a_circle_is_found() {
-    let dir = std::env::temp_dir().join(format!("packc-imports-{}", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("b")).unwrap();
     std::fs::write(dir.join("lib.rs"), "mod a; mod b; mod c;").unwrap();
     std::fs::write(dir.join("a.rs"), "use crate::{\n    c::X,\n};\n").unwrap();
     std::fs::write(dir.join("c.rs"), "fn f() { super::b::g() } // crate::a\n").unwrap();
     std::fs::write(dir.join("b").join("mod.rs"), "mod d;").unwrap();
     std::fs::write(dir.join("b").join("d.rs"), "pub fn g() { crate::a::h() }").unwrap();
-    let g = graph(&dir);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let g = graph(dir);
     assert_eq!(
         circle(&g).map(|c| c.join(" -> ")),
         Some("a -> c -> b -> a".to_owned())

@@ -281,11 +281,11 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_deadline_kills_the_whole_process_group() {
-        let dir = std::env::temp_dir().join(format!("packc-pgroup-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let b = ToolBindings::parse(
             "tools:\n  t: {command: [sh, -c, 'sleep 30 & echo $! > child.pid; sleep 60'], timeout_sec: 0.5}\n",
-            &dir,
+            dir,
         )
         .unwrap();
         let started = Instant::now();
@@ -313,7 +313,6 @@ mod tests {
             "the grandchild {} survived the deadline",
             pid.trim()
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]
