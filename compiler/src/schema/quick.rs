@@ -62,10 +62,19 @@ fn of(ok: bool) -> Verdict {
     }
 }
 
-/// Whether `instance` is valid against `schema`, the root of a schema document (its
-/// `$ref`s are resolved in it).
+/// Whether `instance`, a pack, is valid against `schema`, the root of a schema document
+/// (its `$ref`s are resolved in it), outside the members of its `compositions`.
+///
+/// The members of `compositions` are not walked: [`super::validate_at`] leaves every
+/// schema error inside one to the composition checks, which report each problem with
+/// its own kind, so [`Verdict::Valid`] means that the compiled validator would report
+/// nothing that `validate_at` keeps. The object `compositions` itself is checked.
 pub(super) fn valid(schema: &'static Node, instance: &Value) -> Verdict {
-    Walk { root: schema }.check(schema, instance, 0)
+    Walk {
+        root: schema,
+        compositions: instance.get("compositions"),
+    }
+    .check(schema, instance, 0)
 }
 
 /// `$ref` chains deeper than this are not followed (`Unknown`): the embedded schemas
@@ -75,11 +84,13 @@ const MAX_DEPTH: usize = 256;
 /// The members of a schema object.
 type Members = &'static [(&'static str, Node)];
 
-struct Walk {
+struct Walk<'a> {
     root: &'static Node,
+    /// The pack's `compositions` object, whose members are not walked.
+    compositions: Option<&'a Value>,
 }
 
-impl Walk {
+impl Walk<'_> {
     fn check(&self, schema: &'static Node, instance: &Value, depth: usize) -> Verdict {
         let map = match schema {
             Node::Bool(b) => return of(*b),
@@ -160,6 +171,9 @@ impl Walk {
                 let Value::Object(members) = instance else {
                     return Valid;
                 };
+                if self.compositions.is_some_and(|c| std::ptr::eq(c, instance)) {
+                    return Valid;
+                }
                 let props = match member(schema, "properties") {
                     Some(Node::Obj(p)) => Some(*p),
                     None => None,
@@ -487,7 +501,13 @@ fn equal(a: &impl Json, b: &Value) -> Option<bool> {
 /// `regex-lite` rather than `regex`: on a small pack this walk runs once per process, and
 /// `regex-lite` compiles a pattern in a fraction of the time, which is what a one-off
 /// match against a short name costs.
+///
+/// The embedded schemas' patterns are first tried without compiling anything
+/// ([`super::pattern`]).
 fn matches(pattern: &str, s: &str) -> Option<bool> {
+    if let Some(m) = super::pattern::matches(pattern, s) {
+        return Some(m);
+    }
     static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Default::default)
