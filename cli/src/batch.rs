@@ -16,8 +16,35 @@ use serde_json::{json, Value};
 
 use crate::inputs::{load_module, LiveArgs};
 
-/// Arguments of `packc batch`.
+/// Run a pack live once per row of a dataset, many rows at once, restartably.
+///
+/// Each row of `--input` (JSON Lines, CSV, or `-` for stdin) is the input of one run
+/// against the model of the live flags (as `packc run --provider ...`). Each result
+/// is one JSON line of `--output`, in input order (or as rows finish, with
+/// `--unordered`): `{"id", "output" | "error": {"kind", "message", "where"},
+/// "calls", "tokens", "wall_ms"}`; `id` is the row's `id` member (or CSV column),
+/// else its line number. A row that is not JSON, is a bad CSV record or does not
+/// match the target's input_schema fails alone; the batch goes on.
+///
+/// A journal beside the output (`<output>.journal.sqlite`) keeps every finished row
+/// and the last state of every row in flight: after a crash, a kill or Ctrl-C, the
+/// same command goes on where the batch was, without running a finished row again or
+/// asking an answered call again. `--fresh` starts over. Limits shared by all rows:
+/// `--concurrency` model calls in flight (default 64), `--rpm`, `--tpm`; a 429 holds
+/// every row's requests for its Retry-After.
+///
+/// Exit codes: 0 every row ran (failed rows included), 1 stopped by
+/// `--max-failures`, 2 refused before any call (unreadable input, unwritable output,
+/// a journal of another pack or input), 130 interrupted.
+///
+/// Examples:
+///   packc batch pack.yaml --input rows.jsonl --output results.jsonl \
+///       --provider openai --model gpt-4o-mini --rpm 500
+///   packc batch pack.ppk --input tickets.csv --output out.jsonl --provider openai \
+///       --model local --base-url http://127.0.0.1:8080/v1 --concurrency 256
+///   cat rows.jsonl | packc batch pack.yaml --input - --output out.jsonl --unordered ...
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct BatchArgs {
     /// The pack file, or an artifact built by `packc build`.
     #[arg(value_name = "PACK")]

@@ -63,8 +63,19 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Arguments of `packc bench`.
+/// Run a pack's scripted run many times in process and measure the VM.
+///
+/// The pack is compiled once; each run is a fresh run of the same program answered
+/// by the host script. Prints runs per second, the time of one run (min, median,
+/// p99), host calls per run and allocations per run (counted by the binary's
+/// allocator during each run: the VM, the scripted host and the driver). Use a
+/// release build (`cargo install --path cli`) for figures worth comparing.
+///
+/// Examples:
+///   packc bench examples/rfc0010-ex2.pack.yaml --host examples/rfc0010-ex2.host.yaml
+///   packc bench pack.ppk --host h.yaml --target composition:analyze --runs 10000
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct BenchArgs {
     /// The pack file, or an artifact built by `packc build`.
     #[arg(value_name = "PACK")]

@@ -9,8 +9,17 @@ use packc_compiler::render::RenderSource;
 
 use crate::Format;
 
-/// Arguments of `packc build`.
+/// Check a pack and compile it into a `.ppk` artifact.
+///
+/// Diagnostics are printed as by `packc check`; when there is an error nothing is
+/// written and the exit code is 1. The artifact records the SHA-256 of the source and
+/// the compiler version; the same pack always gives the same bytes.
+///
+/// Examples:
+///   packc build examples/rfc0010-ex2.pack.yaml        # writes examples/rfc0010-ex2.ppk
+///   packc build my.pack.json -o build/my.ppk
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct BuildArgs {
     /// The pack file (.yaml, .yml or .json).
     #[arg(value_name = "PACK")]
@@ -65,11 +74,14 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     }
     crate::files::write_atomically(&out, &encoded, true)?;
     let shown = out.display().to_string();
-    eprintln!(
-        "wrote {} ({} bytes)",
+    // One write: stderr is unbuffered.
+    let line = format!(
+        "wrote {} ({} bytes)\n",
         packc_compiler::render::escape_control(&shown),
         encoded.len()
     );
+    eprint!("{line}");
+    crate::leave_until_exit((checked, bytes, artifact, encoded));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,8 +13,19 @@ use packc_compiler::{check_file_bytes, Checked, Options};
 
 use crate::{ColorChoice, Format};
 
-/// Arguments of `packc check`.
+/// Check packs for errors without building anything.
+///
+/// Every pack is parsed (YAML 1.2 or JSON), validated against the schema of its spec
+/// level (its `$schema` claim, or `--spec-level`) and checked against every rule of
+/// the spec. All problems of a file are reported in one pass, in source order, each
+/// pointing at its line.
+///
+/// Examples:
+///   packc check examples/rfc0010-ex2.pack.yaml
+///   packc check --format json packs/*.yaml
+///   packc check --deny-warnings my.pack.json
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct CheckArgs {
     /// Pack files to check (.yaml, .yml or .json).
     #[arg(required = true, value_name = "PACK")]
@@ -123,7 +134,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let color = d.color.for_stderr();
     let (mut errors, mut warnings, mut notes) = (0usize, 0usize, 0usize);
     let allow = allowed_folders(&d.allow_paths)?;
-    for path in &args.packs {
+    for (i, path) in args.packs.iter().enumerate() {
         let options = options_for(path, &d.limits(), &allow, d.spec_level);
         let (checked, bytes) = check_file(path, &options)?;
         let text = String::from_utf8_lossy(&bytes);
@@ -140,6 +151,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         warnings += w;
         notes += n;
         failed |= e > 0 || (d.deny_warnings && w > 0);
+        if i + 1 == args.packs.len() {
+            crate::leave_until_exit((checked, bytes));
+        }
     }
     if d.format == Format::Human {
         let files = args.packs.len();
@@ -148,11 +162,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             0 => String::new(),
             n => format!(", {n} note(s)"),
         };
-        if errors + warnings == 0 {
-            eprintln!("checked {files} {noun}: no problems{notes}");
+        // Formatted first: stderr is unbuffered, and `eprintln!` writes each piece with
+        // its own system call.
+        let line = if errors + warnings == 0 {
+            format!("checked {files} {noun}: no problems{notes}\n")
         } else {
-            eprintln!("checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}");
-        }
+            format!("checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}\n")
+        };
+        eprint!("{line}");
     }
     Ok(if failed {
         ExitCode::from(1)

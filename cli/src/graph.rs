@@ -31,8 +31,22 @@ mod print;
 
 pub use print::{to_dot, to_mermaid};
 
-/// Arguments of `packc graph`.
+/// Draw a pack's workflow and compositions as a Graphviz or Mermaid graph.
+///
+/// Compiles the pack (or loads a built `.ppk`) and prints one graph. The workflow:
+/// states as nodes (terminal states double-bordered), an edge per `on_event`
+/// transition labeled with its event, and a dashed `max_visits N` edge to each
+/// `on_max_visits` target. Each composition: its steps in walk order joined by
+/// plain edges, a branch's `then` / `else` edges labeled (a branch without `else`
+/// also gets a dashed `false: skip` edge; a step only a branch selects has no plain
+/// edge into it), a parallel step boxed with its branches, and a dashed edge from
+/// each `depends_on` step to its dependent.
+///
+/// Examples:
+///   packc graph examples/rfc0010-ex2.pack.yaml | dot -Tsvg > ex2.svg
+///   packc graph examples/guide-add-workflow.pack.yaml --format mermaid
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct GraphArgs {
     /// The pack file, or an artifact built by `packc build`.
     #[arg(value_name = "PACK")]

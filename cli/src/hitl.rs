@@ -136,8 +136,18 @@ impl Saved {
     }
 }
 
-/// Arguments of `packc resume`.
+/// Continue a run saved by `packc run --save` with one turn or event.
+///
+/// The run goes on until it is done or waits for the caller again (then the file is
+/// rewritten); the output and why it stopped are printed. The pack must compile to the
+/// module the run was saved from.
+///
+/// Examples:
+///   packc run review.pack.yaml --input '"draft it"' --host h.yaml --save run.snap
+///   packc resume run.snap --event Approve --host h.yaml
+///   packc resume run.snap --turn '{"text": "one more change"}' --provider openai --model gpt-4o-mini
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct ResumeArgs {
     /// The file `packc run --save` wrote; rewritten when the run stops waiting again.
     #[arg(value_name = "SAVED")]

@@ -11,8 +11,22 @@ use ir_spec::Module;
 use packc_host::RunSpec;
 use serde_json::Value;
 
-/// Arguments of `packc run`.
+/// Compile a pack (or load a built `.ppk`) and run it, printing the output as JSON.
+///
+/// Model and tool answers come from a real model (`--provider openai`: any
+/// OpenAI-compatible Chat Completions server) and tool bindings (`--tools`), or from a
+/// host script (`--host`) shaped like a case's `run` member. With neither, every call
+/// fails with `host_error`.
+///
+/// Examples:
+///   packc run pack.yaml --input '{"text": "hi"}' --host answers.yaml --trace
+///   packc run pack.ppk --input '{"text": "hi"}' --host answers.yaml
+///   packc run pack.yaml --target composition:analyze --input @doc.json --host h.yaml
+///   packc run pack.ppk --provider openai --model gpt-4o-mini --input '{"text": "hi"}'
+///   packc run pack.yaml --provider openai --model local --base-url http://127.0.0.1:8080/v1 \
+///       --tools tools.yaml --record run.case.yaml
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// The pack file, or an artifact built by `packc build` (recognised by its magic bytes).
     #[arg(value_name = "PACK")]

@@ -13,8 +13,17 @@ use ir_spec::{
     StepKind, ToolRef,
 };
 
-/// Arguments of `packc inspect`.
+/// Show what a `.ppk` artifact holds.
+///
+/// Prints the header (format version, compiler, source SHA-256, size, checksum), the
+/// sections with their sizes, then the module: prompts, tools, workflow states with
+/// their transitions, agents, and each composition's steps in walk order. A file that
+/// is not a valid artifact is an error (exit 2).
+///
+/// Examples:
+///   packc inspect examples/rfc0010-ex2.ppk
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct InspectArgs {
     /// The artifact, as written by `packc build`.
     #[arg(value_name = "PPK")]

@@ -6,8 +6,17 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 
-/// Arguments of `packc test`.
+/// Run conformance cases (`*.case.yaml`) with scripted model and tool answers.
+///
+/// Each case compiles its pack, runs it against a scripted host and compares the
+/// output, error, calls and trace with its `expect`. One line is printed per failing
+/// case with what differed, then `N passed, N failed`.
+///
+/// Examples:
+///   packc test ../shared/conformance/cases
+///   packc test examples/cases/rfc0010-ex2.case.yaml
 #[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct TestArgs {
     /// Case files (`*.case.yaml`) or folders holding them.
     #[arg(required = true, value_name = "CASE_OR_DIR")]
