@@ -94,6 +94,7 @@ fn choose() -> &'static str {
 /// A folder with a link to the static archive of each of [`STD_LIBS`] (`libgcc_s.a` to
 /// `libgcc_eh.a`) and nothing else, so that the linker finds the archives first even
 /// where Rust asks for shared libraries; `None` when an archive is missing.
+#[cfg(unix)]
 fn static_libs() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("OUT_DIR")?).join("static-libs");
     std::fs::create_dir_all(&dir).ok()?;
@@ -107,7 +108,15 @@ fn static_libs() -> Option<PathBuf> {
     Some(dir)
 }
 
+/// No static link where the build machine is not a Unix (a Linux target is built on
+/// one only when cross-compiling, which [`choose`] leaves alone anyway).
+#[cfg(not(unix))]
+fn static_libs() -> Option<PathBuf> {
+    None
+}
+
 /// Where the C compiler finds `name` (`cc -print-file-name`), if it does.
+#[cfg(unix)]
 fn compiler_file(name: &str) -> Option<PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(cc)

@@ -33,8 +33,8 @@ pub(super) fn matches(pattern: &str, s: &str) -> Option<bool> {
 /// `^[a-z][a-z0-9_-]*\.[a-z][a-z0-9_.-]*$`.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Simple {
-    /// Each step: the bytes it accepts, and whether it repeats (zero or more times) or
-    /// is taken exactly once. `+`, `?` and `{n}` are written with these two.
+    /// The steps in order: `+` is written as a step taken once and a repeating one,
+    /// `{n}` as `n` steps taken once, `?` as an optional step taken once.
     steps: Vec<Step>,
 }
 
