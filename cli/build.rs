@@ -38,6 +38,9 @@
 //! older glibc than the build machine's). The link chosen is given to the crate as
 //! `PACKC_LINK` (`static`, `no-pie`, `relr` or `default`), which a test checks.
 
+#[path = "elf.rs"]
+mod elf;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -65,13 +68,16 @@ fn choose() -> &'static str {
     if !pie && std::env::var_os("PACKC_DYNAMIC").is_none() {
         if let Some(dir) = static_libs() {
             let search = format!("-L{}", dir.display());
-            let mut flags = vec![NO_PIE, "-static", search.as_str()];
+            let link = [NO_PIE, "-static", search.as_str()];
             // The probe names the libraries as Rust does: after `-Bdynamic`.
-            flags.push("-Wl,-Bdynamic");
             let libs: Vec<String> = STD_LIBS.iter().map(|l| format!("-l{l}")).collect();
-            flags.extend(libs.iter().map(String::as_str));
-            if links_and_runs("static", &flags, true) {
-                for flag in [NO_PIE, "-static", search.as_str()] {
+            let probe: Vec<&str> = link
+                .into_iter()
+                .chain(["-Wl,-Bdynamic"])
+                .chain(libs.iter().map(String::as_str))
+                .collect();
+            if links_and_runs("static", &probe, true) {
+                for flag in link {
                     println!("cargo:rustc-link-arg-bins={flag}");
                 }
                 return "static";
@@ -138,7 +144,8 @@ fn native_linux_gnu() -> bool {
 }
 
 /// Whether a C program with a table of pointers, linked with `flags`, links and runs
-/// (and, when `statically`, has no program interpreter).
+/// (and, when `statically`, is a position-dependent executable with no program
+/// interpreter).
 fn links_and_runs(name: &str, flags: &[&str], statically: bool) -> bool {
     let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
         return false;
@@ -163,31 +170,9 @@ fn links_and_runs(name: &str, flags: &[&str], statically: bool) -> bool {
         .is_ok_and(|s| s.success());
     linked
         && Command::new(&binary).status().is_ok_and(|s| s.success())
-        && (!statically || std::fs::read(&binary).is_ok_and(|elf| !has_interpreter(&elf)))
-}
-
-/// Whether the 64-bit little-endian ELF file `elf` names a program interpreter (a
-/// `PT_INTERP` program header): whether it is dynamically linked. Anything unreadable
-/// counts as having one.
-fn has_interpreter(elf: &[u8]) -> bool {
-    const PT_INTERP: u32 = 3;
-    let u16_at = |i: usize| {
-        elf.get(i..i + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
-    };
-    let u32_at = |i: usize| {
-        elf.get(i..i + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let u64_at = |i: usize| {
-        elf.get(i..i + 8)
-            .and_then(|b| usize::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok())
-    };
-    if elf.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
-        return true;
-    }
-    let (Some(phoff), Some(size), Some(count)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38)) else {
-        return true;
-    };
-    (0..count).any(|k| u32_at(phoff + k * size).is_none_or(|t| t == PT_INTERP))
+        && (!statically
+            || std::fs::read(&binary)
+                .ok()
+                .and_then(|elf| elf::kind(&elf))
+                .is_some_and(|kind| kind == (elf::ET_EXEC, false)))
 }

@@ -7,28 +7,9 @@ use packc_host::mock::{MockServer, Reply};
 mod common;
 use common::{assert_code, live, repo, stderr};
 
-/// ELF file type of a position-dependent executable (`e_type`).
-const ET_EXEC: u16 = 2;
-/// ELF file type of a shared object, which a position-independent executable is.
-const ET_DYN: u16 = 3;
-
-/// `e_type` of a 64-bit little-endian ELF file, and whether it names a program
-/// interpreter (a `PT_INTERP` program header): whether it is dynamically linked.
-fn elf_kind(elf: &[u8]) -> (u16, bool) {
-    assert_eq!(
-        &elf[..6],
-        b"\x7fELF\x02\x01",
-        "a 64-bit little-endian ELF file"
-    );
-    let u16_at = |i: usize| u16::from_le_bytes([elf[i], elf[i + 1]]);
-    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
-    let (size, count) = (u16_at(0x36) as usize, u16_at(0x38) as usize);
-    let interpreter = (0..count).any(|k| {
-        let at = phoff + k * size;
-        u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 3
-    });
-    (u16_at(0x10), interpreter)
-}
+#[path = "../elf.rs"]
+mod elf;
+use elf::{ET_DYN, ET_EXEC};
 
 #[test]
 fn the_binary_is_linked_as_the_build_script_chose() {
@@ -36,7 +17,7 @@ fn the_binary_is_linked_as_the_build_script_chose() {
     if !elf.starts_with(b"\x7fELF") {
         return; // not an ELF system: the build script chose nothing
     }
-    let (kind, interpreter) = elf_kind(&elf);
+    let (kind, interpreter) = elf::kind(&elf).expect("a 64-bit little-endian ELF file");
     match env!("PACKC_LINK") {
         "static" => assert_eq!((kind, interpreter), (ET_EXEC, false)),
         "no-pie" => assert_eq!((kind, interpreter), (ET_EXEC, true)),

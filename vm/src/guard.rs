@@ -136,7 +136,7 @@ fn literal_set(pattern: &str) -> Option<Vec<Vec<u8>>> {
 /// The definition is [`Words::regex`]: the words as one case-insensitive (Unicode simple
 /// case folding) alternation, at Unicode half word boundaries when `word_boundary` holds.
 /// When every word is ASCII, an ASCII text (nearly every answer) is searched without it:
-/// the places where a word may be are found ([`Search`]: the words' rarest bytes in
+/// the places where a word may be are found ([`AsciiWords`]: the words' rarest bytes in
 /// either case by the vector scan of `guard/scan.rs`, or, for a longer list,
 /// `aho_corasick::packed`'s Teddy over the text lowercased a chunk at a time), and at
 /// each such place every word that occurs there, ignoring ASCII case, has its neighbours
@@ -149,7 +149,7 @@ pub(crate) struct Words {
     /// The definition, for texts and word lists the ASCII search does not cover.
     regex: Regex,
     /// The ASCII search, when every word is ASCII, non-empty and at most
-    /// [`MAX_ASCII_WORD`] bytes long, and [`Search`] takes the list (the rarest bytes of
+    /// [`MAX_ASCII_WORD`] bytes long, and [`AsciiWords`] takes the list (the rarest bytes of
     /// at most three distinct values, or else the packed searcher, which needs SIMD on
     /// x86-64 or aarch64 and a list of at most a few dozen words).
     ascii: Option<AsciiWords>,
@@ -157,34 +157,24 @@ pub(crate) struct Words {
     word_boundary: bool,
 }
 
-/// The ASCII search of a banned-word list.
-struct AsciiWords {
-    /// Finds where a word may be.
-    search: Search,
-    /// The words, ASCII-lowercased.
-    words: Vec<Box<[u8]>>,
-    /// The longest word's length in bytes.
-    longest: usize,
-}
-
-/// How [`AsciiWords`] finds the places to test.
-enum Search {
+/// The ASCII search of a banned-word list: how it finds the places to test.
+enum AsciiWords {
     /// The words' rarest bytes in either case, when they are few: the scan finds them
     /// in the text itself and the words are compared around them. On a short list this
     /// skips most of the text at SIMD speed with no set-up and no lowercased copy.
     Rare(Rare),
-    /// A packed (Teddy) searcher for the leftmost position where a word starts, over
-    /// the text lowercased a chunk at a time.
-    Packed(packed::Searcher),
+    /// A packed (Teddy) searcher, over the text lowercased a chunk at a time.
+    Packed(Packed),
 }
 
-impl Search {
-    fn new(words: &[Box<[u8]>]) -> Option<Search> {
-        if let Some(rare) = Rare::new(words.iter().map(|w| &**w), true) {
-            return Some(Search::Rare(rare));
-        }
-        packed::Searcher::new(words.iter()).map(Search::Packed)
-    }
+/// [`AsciiWords::Packed`].
+struct Packed {
+    /// Finds the leftmost position where a word starts.
+    searcher: packed::Searcher,
+    /// The words, ASCII-lowercased.
+    words: Vec<Box<[u8]>>,
+    /// The longest word's length in bytes.
+    longest: usize,
 }
 
 /// Bytes of text lowercased at a time by the ASCII search.
@@ -206,13 +196,7 @@ impl Words {
                 .iter()
                 .map(|w| w.to_ascii_lowercase().into_bytes().into_boxed_slice())
                 .collect();
-            let search = Search::new(&words)?;
-            let longest = words.iter().map(|w| w.len()).max().unwrap_or(0);
-            Some(AsciiWords {
-                search,
-                words,
-                longest,
-            })
+            AsciiWords::new(words)
         })
         .flatten();
         Some(Words {
@@ -233,28 +217,40 @@ impl Words {
 }
 
 impl AsciiWords {
+    /// The search of `words` (non-empty, ASCII-lowercased): by rarest bytes when they
+    /// are few, else packed; `None` when neither takes the list.
+    fn new(words: Vec<Box<[u8]>>) -> Option<AsciiWords> {
+        if let Some(rare) = Rare::new(words.iter().map(|w| &**w), true) {
+            return Some(AsciiWords::Rare(rare));
+        }
+        let searcher = packed::Searcher::new(words.iter())?;
+        let longest = words.iter().map(|w| w.len()).max().unwrap_or(0);
+        Some(AsciiWords::Packed(Packed {
+            searcher,
+            words,
+            longest,
+        }))
+    }
+
     /// Whether a word occurs in `text`, or `None` when the ASCII search cannot tell (a
     /// non-ASCII text with no occurrence, or an occurrence next to a non-ASCII byte).
     fn occur_in(&self, text: &[u8], word_boundary: bool) -> Option<bool> {
-        match &self.search {
-            Search::Rare(rare) => {
+        match self {
+            AsciiWords::Rare(rare) => {
                 match rare.find(text, |s, e| occurrence(text, s, e, word_boundary)) {
                     Scanned::Hit(found) => found,
                     Scanned::Miss { ascii } => ascii.then_some(false),
                 }
             }
-            Search::Packed(searcher) => self.in_chunks(searcher, text, word_boundary),
+            AsciiWords::Packed(packed) => packed.in_chunks(text, word_boundary),
         }
     }
+}
 
-    /// [`Search::Packed`]: the text lowercased a chunk at a time into a buffer on the
-    /// stack, and the searcher run over each chunk.
-    fn in_chunks(
-        &self,
-        searcher: &packed::Searcher,
-        text: &[u8],
-        word_boundary: bool,
-    ) -> Option<bool> {
+impl Packed {
+    /// The text lowercased a chunk at a time into a buffer on the stack, and the
+    /// searcher run over each chunk.
+    fn in_chunks(&self, text: &[u8], word_boundary: bool) -> Option<bool> {
         let mut buf = [0u8; CHUNK];
         let mut start = 0;
         loop {
@@ -270,7 +266,7 @@ impl AsciiWords {
             }
             let chunk = &*chunk;
             let mut from = 0;
-            while let Some(m) = searcher.find_in(chunk, (from..chunk.len()).into()) {
+            while let Some(m) = self.searcher.find_in(chunk, (from..chunk.len()).into()) {
                 // The leftmost-first match is one of the words that start here: test
                 // them all, since a shorter or later one may be bounded where it is not.
                 let at = m.start();

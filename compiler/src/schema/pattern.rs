@@ -6,11 +6,12 @@
 //! the embedded schemas is a plain sequence of character classes (`^[a-z][a-z0-9_-]*$`,
 //! `^[a-z]{2}$`), and the one that is not and that nearly every pack meets is the semantic
 //! version of `version`. [`Simple`] matches the first kind in one pass over the text,
-//! [`semver`] the second; anything else is `None`, and the caller compiles the pattern
-//! as before.
+//! [`semver`] the second; [`Matcher`] compiles anything else with `regex-lite`.
 //!
 //! Both only see ASCII text (the walk sends a string with other characters to the compiled
 //! validator), where `\d` is `[0-9]` in every dialect.
+
+use regex_lite::Regex;
 
 /// The semantic-version pattern of the schemas' `version` members (semver 2.0.0 with an
 /// optional `v`).
@@ -19,13 +20,39 @@ pub(super) const SEMVER: &str = r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:
 /// The most steps a [`Simple`] pattern may have (one bit each in the state set).
 const MAX_STEPS: usize = 63;
 
-/// Whether the ASCII string `s` matches `pattern`, when the pattern is one this module
-/// knows: [`SEMVER`], or a [`Simple`] one. `None` otherwise.
-pub(super) fn matches(pattern: &str, s: &str) -> Option<bool> {
-    if pattern == SEMVER {
-        return Some(semver(s));
+/// A `pattern` made ready to match: by hand where this module knows it ([`SEMVER`], a
+/// [`Simple`] one), else compiled.
+pub(super) enum Matcher {
+    /// [`SEMVER`], matched by [`semver`].
+    Semver,
+    /// A sequence of character classes.
+    Simple(Simple),
+    /// Anything else, compiled with `regex-lite` (rather than `regex`: the walk meets a
+    /// pattern a few times per process, and `regex-lite` compiles in a fraction of the
+    /// time).
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// The matcher of `pattern`; `None` when it does not compile.
+    pub(super) fn new(pattern: &str) -> Option<Matcher> {
+        if pattern == SEMVER {
+            return Some(Matcher::Semver);
+        }
+        if let Some(simple) = Simple::parse(pattern) {
+            return Some(Matcher::Simple(simple));
+        }
+        Regex::new(pattern).ok().map(Matcher::Regex)
     }
-    Simple::parse(pattern).map(|p| p.matches(s))
+
+    /// Whether the ASCII string `s` matches.
+    pub(super) fn is_match(&self, s: &str) -> bool {
+        match self {
+            Matcher::Semver => semver(s),
+            Matcher::Simple(simple) => simple.matches(s),
+            Matcher::Regex(regex) => regex.is_match(s),
+        }
+    }
 }
 
 /// A pattern anchored at both ends whose body is a sequence of steps, each a character
@@ -253,7 +280,15 @@ fn numeric(s: &str) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use regex_lite::Regex;
+
+    /// Whether `s` matches `pattern`, when the pattern is one this module matches by
+    /// hand; `None` for one that goes to `regex-lite`.
+    fn matches(pattern: &str, s: &str) -> Option<bool> {
+        match Matcher::new(pattern)? {
+            Matcher::Regex(_) => None,
+            m => Some(m.is_match(s)),
+        }
+    }
 
     /// Every `pattern` of the embedded schemas.
     fn embedded() -> &'static [String] {

@@ -22,10 +22,11 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use regex_lite::Regex;
 use serde_json::{Number, Value};
 
+use super::pattern::Matcher;
 use super::tree::{member, Node};
+use crate::members::Members;
 
 /// What [`valid`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ pub(super) fn valid(schema: &'static Node, instance: &Value) -> Verdict {
 const MAX_DEPTH: usize = 256;
 
 /// The members of a schema object.
-type Members = &'static [(&'static str, Node)];
+type SchemaMembers = &'static [(&'static str, Node)];
 
 struct Walk<'a> {
     root: &'static Node,
@@ -115,7 +116,7 @@ impl Walk<'_> {
 
     fn keyword(
         &self,
-        schema: Members,
+        schema: SchemaMembers,
         key: &str,
         value: &'static Node,
         instance: &Value,
@@ -152,7 +153,7 @@ impl Walk<'_> {
                 (Node::Obj(props), Value::Object(members)) => {
                     let mut verdict = Valid;
                     for (name, sub) in *props {
-                        if let Some(member) = members.get(*name) {
+                        if let Some(member) = members.member(name) {
                             verdict = verdict.and(|| self.check(sub, member, depth + 1));
                             if verdict == Invalid {
                                 return Invalid;
@@ -196,7 +197,7 @@ impl Walk<'_> {
                     let mut verdict = Valid;
                     for name in *names {
                         match name.as_str() {
-                            Some(n) if members.contains_key(n) => {}
+                            Some(n) if members.member(n).is_some() => {}
                             Some(_) => return Invalid,
                             None => verdict = Unknown,
                         }
@@ -485,7 +486,7 @@ fn equal(a: &impl Json, b: &Value) -> Option<bool> {
             return Some(false);
         }
         for (k, x) in members {
-            match y.get(k) {
+            match y.member(k) {
                 Some(y) if equal(x, y)? => {}
                 _ => return Some(false),
             }
@@ -497,26 +498,20 @@ fn equal(a: &impl Json, b: &Value) -> Option<bool> {
 
 /// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
 /// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile.
-///
-/// `regex-lite` rather than `regex`: on a small pack this walk runs once per process, and
-/// `regex-lite` compiles a pattern in a fraction of the time, which is what a one-off
-/// match against a short name costs.
-///
-/// The embedded schemas' patterns are first tried without compiling anything
-/// ([`super::pattern`]).
+/// Each pattern is made ready once per process ([`Matcher`]).
 fn matches(pattern: &str, s: &str) -> Option<bool> {
-    if let Some(m) = super::pattern::matches(pattern, s) {
-        return Some(m);
-    }
-    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Matcher>>>> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let regex = cache
-        .entry(pattern.to_owned())
-        .or_insert_with(|| Regex::new(pattern).ok());
-    regex.as_ref().map(|r| r.is_match(s))
+    if let Some(matcher) = cache.get(pattern) {
+        return matcher.as_ref().map(|m| m.is_match(s));
+    }
+    let matcher = Matcher::new(pattern);
+    let verdict = matcher.as_ref().map(|m| m.is_match(s));
+    cache.insert(pattern.to_owned(), matcher);
+    verdict
 }
 
 #[cfg(test)]

@@ -84,9 +84,9 @@ fn banned_words_across_chunks_and_overlaps() {
 fn short_lists_search_by_rare_bytes_long_ones_by_teddy() {
     let kind = |list: &[&str]| {
         let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
-        match Words::new(&list, true).unwrap().ascii.map(|a| a.search) {
-            Some(Search::Rare(rare)) => format!("rare {}", rare.distinct()),
-            Some(Search::Packed(_)) => "packed".to_owned(),
+        match Words::new(&list, true).unwrap().ascii {
+            Some(AsciiWords::Rare(rare)) => format!("rare {}", rare.distinct()),
+            Some(AsciiWords::Packed(_)) => "packed".to_owned(),
             None => "regex".to_owned(),
         }
     };

@@ -14,15 +14,37 @@ use crate::lane::attempt::{failed, first_call};
 use crate::trace::{Io, TraceEvent};
 use crate::value::string_rule;
 
-/// A model answer of a prompt with guards: held in the lane while its output guards
-/// run (`later-versions.md` §4). A text answer that every output guard passes, all of
-/// them built-in (nearly every answer), is the lane's output at once: the chain, which
-/// records and rewrites, runs only when one triggers (judging again from the first) or
-/// a host validator judges.
+/// A model answer of a prompt: the lane's output at once when the prompt has no guards,
+/// else held in the lane while its output guards run (`later-versions.md` §4). A text
+/// answer that every output guard passes, all of them built-in (nearly every answer), is
+/// the lane's output at once too: the chain, which records and rewrites, runs only when
+/// one triggers (judging again from the first) or a host validator judges.
 ///
 /// `prompt` is the call's prompt and `schema` whether it has an `output_schema`, which
 /// the caller has already looked up.
+///
+/// Always inlined: it is every prompt answer's path, and a prompt without guards (nearly
+/// every one) pays only the test.
+#[inline(always)]
 pub(crate) fn guard_answer(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    schema: bool,
+    output: Value,
+    event: Option<String>,
+) {
+    if ctx.prog.guards[prompt.index()].is_empty() {
+        lane.done(Ok(string_rule(schema, output)), event);
+    } else {
+        guarded_answer(ctx, lane, io, prompt, schema, output, event);
+    }
+}
+
+/// [`guard_answer`] of a prompt with guards.
+#[inline(never)]
+fn guarded_answer(
     ctx: &Ctx<'_>,
     lane: &mut Lane,
     io: &mut Io,
@@ -39,7 +61,7 @@ pub(crate) fn guard_answer(
     }
     lane.result = Some(Ok(output));
     lane.event = event;
-    output_chain(ctx, lane, io, 0);
+    output_chain(ctx, lane, io, prompt, schema, 0);
 }
 
 /// Whether every output guard of `prompt` is built-in and passes `text`.
@@ -89,13 +111,17 @@ fn record_guard(
 /// [`Lane::result`], in declaration order: a truncation lets the chain go on, a
 /// replacement ends it, a structured answer that triggers one fails the attempt with
 /// `guardrail_blocked`. A host guard issues a `guard` call and the chain resumes at
-/// its answer ([`guard_answered`]).
-fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
-    let Some(prompt) = ctx.model_prompt(lane.job) else {
-        return;
-    };
+/// its answer ([`guard_answered`]). `prompt` is the call's prompt and `schema` whether
+/// it has an `output_schema`.
+fn output_chain(
+    ctx: &Ctx<'_>,
+    lane: &mut Lane,
+    io: &mut Io,
+    prompt: PromptId,
+    schema: bool,
+    from: usize,
+) {
     let guards = &ctx.prog.m.prompts[prompt.index()].guards;
-    let schema = has_schema(ctx, lane.job);
     // A structured answer is never rewritten, so its text is rendered once for the chain.
     let mut rendered: Option<String> = None;
     for (g, guard) in guards.iter().enumerate().skip(from) {
@@ -120,7 +146,7 @@ fn output_chain(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, from: usize) {
             return;
         }
     }
-    finish_answer(ctx, lane, schema);
+    finish_answer(lane, schema);
 }
 
 /// A host validator's check is a `guard` call: when guard `g` is one, the lane issues
@@ -138,7 +164,7 @@ fn issue_host_guard(phase: &mut Phase, g: usize, guard: &Guard, input: bool) -> 
 }
 
 /// The chain is over: the held answer is the lane's output.
-fn finish_answer(_ctx: &Ctx<'_>, lane: &mut Lane, schema: bool) {
+fn finish_answer(lane: &mut Lane, schema: bool) {
     let result = lane
         .result
         .take()
@@ -199,8 +225,7 @@ fn apply_verdict(
             let message = ctx.prog.m.prompts[prompt.index()].guards[g].message.clone();
             *v = Value::String(message);
             record_guard(ctx, lane, io, prompt, g, GuardAction::Replaced, length);
-            let schema = has_schema(ctx, lane.job);
-            finish_answer(ctx, lane, schema);
+            finish_answer(lane, schema);
             false
         }
     }
@@ -292,6 +317,6 @@ pub(crate) fn guard_answered(
     };
     let schema = has_schema(ctx, lane.job);
     if apply_verdict(ctx, lane, io, prompt, g, verdict, schema) {
-        output_chain(ctx, lane, io, g + 1);
+        output_chain(ctx, lane, io, prompt, schema, g + 1);
     }
 }

@@ -35,7 +35,7 @@ use crate::lane::attempt::{failed, first_call};
 use crate::lane::guards::{guard_answer, guard_answered, input_chain};
 use crate::program::SystemLen;
 use crate::trace::{Io, TraceEvent};
-use crate::value::{string_rule, BVal};
+use crate::value::BVal;
 
 /// Advances every lane as far as it goes without a host input, in declaration order.
 /// A run-wide failure (`budget_exhausted`, `limit_exceeded`) is returned at once.
@@ -266,11 +266,7 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
         {
             let schema = output_schema.is_some();
             if let Answer::Output { output, .. } = answer {
-                if ctx.prog.guards[prompt.index()].is_empty() {
-                    lane.done(Ok(string_rule(schema, output)), None);
-                } else {
-                    guard_answer(ctx, lane, io, *prompt, schema, output, None);
-                }
+                guard_answer(ctx, lane, io, *prompt, schema, output, None);
             }
             return;
         }
@@ -293,11 +289,7 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
             };
             match answer {
                 Answer::Output { output, .. } => {
-                    if ctx.prog.guards[prompt.index()].is_empty() {
-                        lane.done(Ok(string_rule(schema, output)), None);
-                    } else {
-                        guard_answer(ctx, lane, io, prompt, schema, output, None);
-                    }
+                    guard_answer(ctx, lane, io, prompt, schema, output, None);
                 }
                 Answer::Error(e) => {
                     let key = ctx.prog.prompt_key(prompt);
@@ -334,7 +326,9 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                 host_failed(ctx, lane, io, format!("model call `{key}` failed: {e}"));
             }
             Answer::Output { output, event } => {
-                if !ctx.prog.guards[spec.prompt.index()].is_empty() {
+                if spec.prompt_exec && ctx.prog.guards[spec.prompt.index()].is_empty() {
+                    lane.done(Ok(output), event);
+                } else {
                     guard_answer(
                         ctx,
                         lane,
@@ -344,10 +338,6 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                         output,
                         event.filter(|_| spec.prompt_exec),
                     );
-                } else if spec.prompt_exec {
-                    lane.done(Ok(output), event);
-                } else {
-                    lane.done(Ok(string_rule(spec.schema, output)), None);
                 }
             }
             Answer::ToolCalls(reqs) if reqs.is_empty() => {
