@@ -24,7 +24,8 @@ use crate::value::string_rule;
 /// the caller has already looked up.
 ///
 /// Always inlined: it is every prompt answer's path, and a prompt without guards (nearly
-/// every one) pays only the test.
+/// every one) pays only the test; the guards' work ([`all_pass`], [`output_chain`]) is
+/// out of line.
 #[inline(always)]
 pub(crate) fn guard_answer(
     ctx: &Ctx<'_>,
@@ -35,36 +36,19 @@ pub(crate) fn guard_answer(
     output: Value,
     event: Option<String>,
 ) {
-    if ctx.prog.guards[prompt.index()].is_empty() {
+    let at_once = ctx.prog.guards[prompt.index()].is_empty()
+        || matches!(&output, Value::String(text) if all_pass(ctx, prompt, text));
+    if at_once {
         lane.done(Ok(string_rule(schema, output)), event);
     } else {
-        guarded_answer(ctx, lane, io, prompt, schema, output, event);
+        lane.result = Some(Ok(output));
+        lane.event = event;
+        output_chain(ctx, lane, io, prompt, schema, 0);
     }
-}
-
-/// [`guard_answer`] of a prompt with guards.
-#[inline(never)]
-fn guarded_answer(
-    ctx: &Ctx<'_>,
-    lane: &mut Lane,
-    io: &mut Io,
-    prompt: PromptId,
-    schema: bool,
-    output: Value,
-    event: Option<String>,
-) {
-    if let Value::String(text) = &output {
-        if all_pass(ctx, prompt, text) {
-            lane.done(Ok(string_rule(schema, output)), event);
-            return;
-        }
-    }
-    lane.result = Some(Ok(output));
-    lane.event = event;
-    output_chain(ctx, lane, io, prompt, schema, 0);
 }
 
 /// Whether every output guard of `prompt` is built-in and passes `text`.
+#[inline(never)]
 fn all_pass(ctx: &Ctx<'_>, prompt: PromptId, text: &str) -> bool {
     let guards = &ctx.prog.m.prompts[prompt.index()].guards;
     let matchers = &ctx.prog.guards[prompt.index()];
@@ -113,6 +97,7 @@ fn record_guard(
 /// `guardrail_blocked`. A host guard issues a `guard` call and the chain resumes at
 /// its answer ([`guard_answered`]). `prompt` is the call's prompt and `schema` whether
 /// it has an `output_schema`.
+#[inline(never)]
 fn output_chain(
     ctx: &Ctx<'_>,
     lane: &mut Lane,
