@@ -145,7 +145,8 @@ pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options)
 fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
     let (text, value) = load::json_fast::parse_source(bytes, &options.limits)?;
     let mut diagnostics = Vec::new();
-    run_checks(&value, options, &mut diagnostics);
+    // The parser has refused every string past the limit already.
+    run_checks(&value, options, Strings::Parsed, &mut diagnostics);
     // The span index reads the JSON text itself, and only along the paths asked about
     // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
     // and whatever is reported later (lowering, host validators) is located all the same.
@@ -160,10 +161,28 @@ fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
     })
 }
 
-fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagnostic>) {
+/// Whether a document's strings still need the length limit checked.
+#[derive(Clone, Copy)]
+enum Strings {
+    /// Loaded by a loader that does not check them.
+    Unchecked,
+    /// Parsed by [`load::json_fast`], which refuses a string past the limit.
+    Parsed,
+}
+
+fn run_checks(
+    value: &serde_json::Value,
+    options: &Options,
+    strings: Strings,
+    out: &mut Vec<Diagnostic>,
+) {
     // A pack past a limit gets that diagnostic alone: the later stages are where a huge
     // pack would cost time.
-    if load::check_limits(value, &options.limits, out) {
+    let passed = match strings {
+        Strings::Unchecked => load::check_limits(value, &options.limits, out),
+        Strings::Parsed => load::check_limits_parsed(value, &options.limits, out),
+    };
+    if passed {
         return;
     }
     schema::validate_at(value, options.spec_level, out);
@@ -178,7 +197,7 @@ fn run_checks(value: &serde_json::Value, options: &Options, out: &mut Vec<Diagno
 /// Check an already loaded pack document.
 pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
     let mut diagnostics = Vec::new();
-    run_checks(&loaded.value, options, &mut diagnostics);
+    run_checks(&loaded.value, options, Strings::Unchecked, &mut diagnostics);
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
     Checked {

@@ -4,8 +4,11 @@
 //! times the parse itself, and spans are only needed to print a diagnostic. So a source
 //! that looks like a JSON object is first parsed here; the caller builds the span index
 //! (with [`json_spans`](super::json_spans)) only when there is something to report.
-//! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit — returns `None`, and
-//! the caller's YAML loader produces the located `parse_error`.
+//! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit,
+//! a string longer than `max_string_bytes` — returns `None`, and the caller's YAML loader
+//! produces the located `parse_error` or `limit_exceeded`. So a document this parser
+//! accepts needs no second walk for the string limit
+//! ([`check_limits_parsed`](super::limits::check_limits_parsed)).
 
 use std::fmt;
 
@@ -31,8 +34,9 @@ pub fn parse_source<'t>(bytes: &'t [u8], limits: &Limits) -> Option<(&'t str, Va
     Some((text, parse(text, limits)?))
 }
 
-/// Parse strict JSON within `limits`, refusing duplicate keys. `None` when the text is not
-/// such a document; the caller then loads it the slow way for a located diagnostic.
+/// Parse strict JSON within `limits` (depth, nodes and string length), refusing duplicate
+/// keys. `None` when the text is not such a document; the caller then loads it the slow
+/// way for a located diagnostic.
 pub fn parse(text: &str, limits: &Limits) -> Option<Value> {
     let text = text.trim_start_matches('\u{feff}');
     let mut de = serde_json::Deserializer::from_str(text);
@@ -40,6 +44,8 @@ pub fn parse(text: &str, limits: &Limits) -> Option<Value> {
         depth: 0,
         nodes: 0,
         limits,
+        items: Vec::new(),
+        members: Vec::new(),
     };
     let value = (&mut budget).deserialize(&mut de).ok()?;
     de.end().ok()?;
@@ -50,6 +56,10 @@ struct Budget<'l> {
     depth: usize,
     nodes: usize,
     limits: &'l Limits,
+    /// The items of the open arrays, innermost last.
+    items: Vec<Value>,
+    /// The members of the open objects, innermost last.
+    members: Vec<(String, Value)>,
 }
 
 impl Budget<'_> {
@@ -57,6 +67,13 @@ impl Budget<'_> {
         self.nodes += 1;
         if self.nodes > self.limits.max_nodes {
             return Err(E::custom("too many nodes"));
+        }
+        Ok(())
+    }
+
+    fn string<E: serde::de::Error>(&self, s: &str) -> Result<(), E> {
+        if s.len() > self.limits.max_string_bytes {
+            return Err(E::custom("string too long"));
         }
         Ok(())
     }
@@ -111,11 +128,13 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
         self.node()?;
+        self.string(v)?;
         Ok(Value::String(v.to_owned()))
     }
 
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
         self.node()?;
+        self.string(&v)?;
         Ok(Value::String(v))
     }
 
@@ -126,19 +145,29 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         self.enter()?;
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        // The items wait on a stack shared by the whole parse, so the array is allocated
+        // once at its final size (JSON gives no length up front).
+        let start = self.items.len();
         while let Some(item) = seq.next_element_seed(&mut *self)? {
-            items.push(item);
+            self.items.push(item);
         }
+        let items = self.items.drain(start..).collect();
         self.depth -= 1;
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         self.enter()?;
-        let mut members = Map::new();
+        // As for arrays: the members wait on a shared stack, and the map is built at its
+        // final size, without growing its entries and hash table a few members at a time.
+        let start = self.members.len();
         while let Some(key) = map.next_key::<String>()? {
+            self.string(&key)?;
             let value = map.next_value_seed(&mut *self)?;
+            self.members.push((key, value));
+        }
+        let mut members = Map::with_capacity(self.members.len() - start);
+        for (key, value) in self.members.drain(start..) {
             if members.insert(key, value).is_some() {
                 return Err(serde::de::Error::custom("duplicate key"));
             }
@@ -183,6 +212,14 @@ mod tests {
         };
         assert!(parse(r#"{"a": {"b": {}}}"#, &shallow).is_none());
         assert!(parse(r#"{"a": {"b": 1}}"#, &shallow).is_some());
+        let short = Limits {
+            max_string_bytes: 3,
+            ..Limits::default()
+        };
+        assert!(parse(r#"{"abc": "xyz"}"#, &short).is_some());
+        assert!(parse(r#"{"abcd": "x"}"#, &short).is_none());
+        assert!(parse(r#"{"a": ["xyzw"]}"#, &short).is_none());
+        assert!(parse(r#"{"a": "x\nyz"}"#, &short).is_none());
     }
 
     #[test]

@@ -22,10 +22,17 @@ use crate::syntax::expanded_len;
 /// Checks `pack` against the limits past parsing; pushes one `limit_exceeded` per limit
 /// passed. Returns whether any was.
 pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
+    let long = long_string(pack, limits.max_string_bytes);
+    let passed = long.is_some();
+    out.extend(long);
+    check_limits_parsed(pack, limits, out) || passed
+}
+
+/// [`check_limits`] but for the string length, for a document whose parser has refused
+/// every string past `max_string_bytes` already ([`json_fast::parse`](super::json_fast::parse)):
+/// no walk over every node. Returns whether a limit was passed.
+pub fn check_limits_parsed(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
     let before = out.len();
-    if let Some(d) = long_string(pack, limits.max_string_bytes) {
-        out.push(d);
-    }
     if let Some(root) = pack.as_object() {
         counts(root, limits, out);
         templates(root, limits, out);

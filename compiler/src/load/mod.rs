@@ -32,7 +32,7 @@ mod tests;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pub use limits::check_limits;
+pub use limits::{check_limits, check_limits_parsed};
 pub use span_index::{NodeSpan, SpanIndex};
 
 use crate::diag::{DiagKind, Diagnostic};
