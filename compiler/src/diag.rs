@@ -337,6 +337,97 @@ pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A JSON pointer not yet written out: a pointer and the reference tokens below it, each
+/// borrowed from the walk that reached the node. Checks pass one down as they descend and
+/// write it out ([`At::pointer`]) only for a diagnostic, so a clean pack builds none.
+///
+/// ```
+/// # use packc_compiler::diag::At;
+/// let steps = At::Text("/compositions/c").key("steps");
+/// assert_eq!(steps.index(2).key("a/b").pointer(), "/compositions/c/steps/2/a~1b");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum At<'a> {
+    /// A pointer already written out (`""` is the document itself).
+    Text(&'a str),
+    /// The member `.1` of the node at `.0`.
+    Key(&'a At<'a>, &'a str),
+    /// The item `.1` of the array at `.0`.
+    Index(&'a At<'a>, usize),
+    /// The node the tokens `.1` lead to from the node at `.0`.
+    Path(&'a At<'a>, &'a [Token<'a>]),
+}
+
+/// One reference token of an [`At::Path`].
+#[derive(Clone, Copy, Debug)]
+pub enum Token<'a> {
+    /// A member name.
+    Key(&'a str),
+    /// An array index.
+    Index(usize),
+}
+
+impl<'a> At<'a> {
+    /// The member `key` of this node.
+    pub fn key(&'a self, key: &'a str) -> At<'a> {
+        At::Key(self, key)
+    }
+
+    /// The item `index` of this array.
+    pub fn index(&'a self, index: usize) -> At<'a> {
+        At::Index(self, index)
+    }
+
+    /// The pointer written out, each member name escaped (RFC 6901).
+    pub fn pointer(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write;
+        match *self {
+            At::Text(text) => out.push_str(text),
+            At::Key(parent, key) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&escape_token(key));
+            }
+            At::Index(parent, index) => {
+                parent.write(out);
+                let _ = write!(out, "/{index}");
+            }
+            At::Path(parent, tokens) => {
+                parent.write(out);
+                for token in tokens {
+                    match *token {
+                        Token::Key(key) => {
+                            out.push('/');
+                            out.push_str(&escape_token(key));
+                        }
+                        Token::Index(index) => {
+                            let _ = write!(out, "/{index}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl From<At<'_>> for String {
+    fn from(at: At<'_>) -> String {
+        at.pointer()
+    }
+}
+
+impl From<&At<'_>> for String {
+    fn from(at: &At<'_>) -> String {
+        at.pointer()
+    }
+}
+
 /// Build a JSON pointer from a base pointer and more reference tokens, escaping each.
 ///
 /// ```

@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::members::Members;
 
 use super::prompts::{offered, policy};
-use super::{members, strings, uint32, Cx, LowerError};
-use crate::diag::join;
+use super::{strings, uint32, Cx, LowerError};
+use crate::diag::{At, Token};
 use crate::syntax::{
     parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
 };
@@ -21,25 +21,47 @@ use crate::vocab::{Kind, Op, Strategy};
 
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    for (key, comp, ptr) in members("/compositions", cx.root.member("compositions")) {
-        let c = lower_one(cx, key, comp, &ptr)?;
+    let base = At::Text("/compositions");
+    for (key, comp) in cx
+        .root
+        .member("compositions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let c = lower_one(cx, key, comp, &base.key(key))?;
         cx.module.compositions.push(c);
     }
     Ok(())
 }
 
-/// A step value with its pointer, in the flattened order.
+/// A step value with where it is, in the flattened order.
 struct Flat<'v> {
     step: &'v Value,
-    ptr: String,
+    /// Its index in `steps`, and in its parallel step's `branches` for a branch.
+    at: (usize, Option<usize>),
     top: bool,
+}
+
+impl Flat<'_> {
+    /// The reference tokens from the composition to the step: the first `n` of the array.
+    fn tokens(&self) -> ([Token<'static>; 4], usize) {
+        let (i, j) = self.at;
+        let tokens = [
+            Token::Key("steps"),
+            Token::Index(i),
+            Token::Key("branches"),
+            Token::Index(j.unwrap_or(0)),
+        ];
+        (tokens, if j.is_some() { 4 } else { 2 })
+    }
 }
 
 fn lower_one(
     cx: &mut Cx<'_>,
     key: &str,
     comp: &Value,
-    ptr: &str,
+    ptr: &At<'_>,
 ) -> Result<Composition, LowerError> {
     // Pass 1: number the steps; a parallel's branches directly follow it.
     let mut flat = Vec::new();
@@ -49,17 +71,16 @@ fn lower_one(
         .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
-        let sptr = join(ptr, &["steps", &i.to_string()]);
         let branches = step.member("branches").and_then(Value::as_array);
         flat.push(Flat {
             step,
-            ptr: sptr.clone(),
+            at: (i, None),
             top: true,
         });
         for (j, b) in branches.into_iter().flatten().enumerate() {
             flat.push(Flat {
                 step: b,
-                ptr: join(&sptr, &["branches", &j.to_string()]),
+                at: (i, Some(j)),
                 top: false,
             });
         }
@@ -67,7 +88,10 @@ fn lower_one(
     let mut ids: HashMap<&str, StepId> = HashMap::default();
     let mut walk = Vec::new();
     for (i, f) in flat.iter().enumerate() {
-        let id = StepId::from_index(i).ok_or_else(|| LowerError::new(&f.ptr, "too many steps"))?;
+        let id = StepId::from_index(i).ok_or_else(|| {
+            let (tokens, n) = f.tokens();
+            LowerError::new(At::Path(ptr, &tokens[..n]), "too many steps")
+        })?;
         if f.top {
             walk.push(id);
         }
@@ -78,7 +102,7 @@ fn lower_one(
             }
         }
     }
-    let lookup = |name: &str, ptr: &str| -> Result<StepId, LowerError> {
+    let lookup = |name: &str, ptr: &At<'_>| -> Result<StepId, LowerError> {
         ids.get(name)
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no top-level step `{name}`")))
@@ -87,18 +111,19 @@ fn lower_one(
     let mut out = Vec::with_capacity(flat.len());
     for (i, f) in flat.iter().enumerate() {
         let s = f.step;
-        let p = &f.ptr;
+        let (tokens, n) = f.tokens();
+        let p = &At::Path(ptr, &tokens[..n]);
         let kind_name = s.member("kind").and_then(Value::as_str).unwrap_or("");
         let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)
         else {
             return Err(LowerError::new(
-                join(p, &["kind"]),
+                p.key("kind"),
                 format!("unsupported step kind `{kind_name}`"),
             ));
         };
         let bind = |name: &str| -> Result<Option<Bind>, LowerError> {
             s.get(name)
-                .map(|v| lower_bind(v, &join(p, &[name]), &lookup))
+                .map(|v| lower_bind(v, &p.key(name), &lookup))
                 .transpose()
         };
         let kind = match vocab_kind {
@@ -107,7 +132,7 @@ fn lower_one(
                     .member("prompt_task")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let prompt = cx.prompt(task, &join(p, &["prompt_task"]))?;
+                let prompt = cx.prompt(task, &p.key("prompt_task"))?;
                 let input = bind("input")?.unwrap_or(Bind::Const(Value::Null));
                 let output_schema = output_schema(cx, s.member("output_schema"));
                 if vocab_kind == Kind::Prompt {
@@ -129,7 +154,7 @@ fn lower_one(
                         .and_then(|t| t.member("tool_called"))
                         .and_then(Value::as_str)
                     {
-                        Some(t) => Some(cx.tool(t, &join(p, &["termination", "tool_called"]))?),
+                        Some(t) => Some(cx.tool(t, &p.key("termination").key("tool_called"))?),
                         None => None,
                     };
                     StepKind::Agent {
@@ -146,7 +171,7 @@ fn lower_one(
             Kind::Tool => {
                 let name = s.member("tool").and_then(Value::as_str).unwrap_or("");
                 StepKind::Tool {
-                    tool: cx.tool(name, &join(p, &["tool"]))?,
+                    tool: cx.tool(name, &p.key("tool"))?,
                     args: bind("args")?.unwrap_or(Bind::Const(Value::Object(Default::default()))),
                 }
             }
@@ -154,13 +179,13 @@ fn lower_one(
                 let target = |k: &str| -> Result<Option<StepId>, LowerError> {
                     s.get(k)
                         .and_then(Value::as_str)
-                        .map(|n| lookup(n, &join(p, &[k])))
+                        .map(|n| lookup(n, &p.key(k)))
                         .transpose()
                 };
                 StepKind::Branch {
                     predicate: lower_pred(
                         s.member("predicate").unwrap_or(&Value::Null),
-                        &join(p, &["predicate"]),
+                        &p.key("predicate"),
                         &lookup,
                     )?,
                     then: target("then")?
@@ -222,10 +247,7 @@ fn lower_one(
             .into_iter()
             .flatten()
             .enumerate()
-            .filter_map(|(k, d)| {
-                d.as_str()
-                    .map(|d| lookup(d, &join(p, &["depends_on", &k.to_string()])))
-            })
+            .filter_map(|(k, d)| d.as_str().map(|d| lookup(d, &p.key("depends_on").index(k))))
             .collect::<Result<Vec<_>, _>>()?;
         let modifiers = s.member("modifiers");
         let max_attempts = uint32(
@@ -268,7 +290,7 @@ fn lower_one(
         }
     }
     let output = match comp.member("output").and_then(Value::as_str) {
-        Some(name) => Some(lookup(name, &join(ptr, &["output"]))?),
+        Some(name) => Some(lookup(name, &ptr.key("output"))?),
         None => None,
     };
     Ok(Composition {
@@ -298,9 +320,9 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
     }
 }
 
-type Lookup<'l> = dyn Fn(&str, &str) -> Result<StepId, LowerError> + 'l;
+type Lookup<'l> = dyn Fn(&str, &At<'_>) -> Result<StepId, LowerError> + 'l;
 
-fn lower_ref(r: Reference, ptr: &str, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
+fn lower_ref(r: Reference, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
     let root = match r.root {
         RefRoot::Input => Root::Input,
         RefRoot::Step(name) => Root::Step(lookup(&name, ptr)?),
@@ -309,7 +331,7 @@ fn lower_ref(r: Reference, ptr: &str, lookup: &Lookup<'_>) -> Result<Ref, LowerE
 }
 
 /// A step's `input` / `args` value → [`Bind`] (`compositions.md` §3.5).
-fn lower_bind(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
+fn lower_bind(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
     Ok(match v {
         Value::String(s) => match parse_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
             Binding::Literal(t) => Bind::Const(Value::String(t)),
@@ -328,7 +350,7 @@ fn lower_bind(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Bind, LowerEr
             let items = items
                 .iter()
                 .enumerate()
-                .map(|(i, item)| lower_bind(item, &join(ptr, &[&i.to_string()]), lookup))
+                .map(|(i, item)| lower_bind(item, &ptr.index(i), lookup))
                 .collect::<Result<Vec<_>, _>>()?;
             if items.iter().all(|b| matches!(b, Bind::Const(_))) {
                 Bind::Const(v.clone())
@@ -339,7 +361,7 @@ fn lower_bind(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Bind, LowerEr
         Value::Object(m) => {
             let items = m
                 .iter()
-                .map(|(k, item)| Ok((k.clone(), lower_bind(item, &join(ptr, &[k]), lookup)?)))
+                .map(|(k, item)| Ok((k.clone(), lower_bind(item, &ptr.key(k), lookup)?)))
                 .collect::<Result<Vec<_>, LowerError>>()?;
             if items.iter().all(|(_, b)| matches!(b, Bind::Const(_))) {
                 Bind::Const(v.clone())
@@ -352,7 +374,7 @@ fn lower_bind(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Bind, LowerEr
 }
 
 /// A branch `predicate` → [`Pred`] (`compositions.md` §7).
-fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
+fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
     let bad = || LowerError::new(ptr, "malformed predicate");
     let obj = v.as_object().ok_or_else(bad)?;
     let list = |k: &str| -> Result<Vec<Pred>, LowerError> {
@@ -361,7 +383,7 @@ fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerEr
             .ok_or_else(bad)?
             .iter()
             .enumerate()
-            .map(|(i, p)| lower_pred(p, &join(ptr, &[k, &i.to_string()]), lookup))
+            .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), lookup))
             .collect()
     };
     if obj.contains_key("all_of") {
@@ -373,14 +395,14 @@ fn lower_pred(v: &Value, ptr: &str, lookup: &Lookup<'_>) -> Result<Pred, LowerEr
     if let Some(inner) = obj.member("not") {
         return Ok(Pred::Not(Box::new(lower_pred(
             inner,
-            &join(ptr, &["not"]),
+            &ptr.key("not"),
             lookup,
         )?)));
     }
     let path_text = obj.member("path").and_then(Value::as_str).ok_or_else(bad)?;
-    let pptr = join(ptr, &["path"]);
+    let pptr = ptr.key("path");
     let reference =
-        parse_whole_reference(path_text).map_err(|e| LowerError::new(&pptr, e.message))?;
+        parse_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
     let path = lower_ref(reference, &pptr, lookup)?;
     if let Some(expect) = obj.member("exists") {
         return Ok(Pred::Exists {

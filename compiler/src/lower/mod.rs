@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use ir_spec::{Module, PromptId, StrId, ToolId};
 use serde_json::{Map, Value};
 
+use crate::diag::At;
 use crate::members::Members;
 
 /// What lowering needs beyond the pack value.
@@ -146,14 +147,14 @@ impl<'a> Cx<'a> {
         id
     }
 
-    fn prompt(&self, name: &str, ptr: &str) -> Result<PromptId, LowerError> {
+    fn prompt(&self, name: &str, ptr: &At<'_>) -> Result<PromptId, LowerError> {
         self.prompts
             .get(name)
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no prompt `{name}`")))
     }
 
-    fn tool(&self, name: &str, ptr: &str) -> Result<ToolId, LowerError> {
+    fn tool(&self, name: &str, ptr: &At<'_>) -> Result<ToolId, LowerError> {
         self.tools
             .get(name)
             .copied()

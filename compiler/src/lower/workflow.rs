@@ -8,6 +8,7 @@ use ir_spec::{
 };
 use serde_json::Value;
 
+use crate::diag::At;
 use crate::members::Members;
 
 use super::{members, uint, Cx, LowerError};
@@ -99,7 +100,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
                 .member("prompt_task")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            StateBody::Prompt(cx.prompt(name, &format!("{ptr}/prompt_task"))?)
+            StateBody::Prompt(cx.prompt(name, &At::Text(&ptr).key("prompt_task"))?)
         };
         let mut on_event = Vec::new();
         for (event, _, eptr) in members(&format!("{ptr}/on_event"), s.member("on_event")) {

@@ -24,6 +24,7 @@ pub mod template;
 pub use fragments::{expand_fragments, expanded_len, Expanded, FragmentForm, FragmentUse};
 pub use ir_spec::text_form::{self, text_form, write_text_form};
 pub use reference::{
-    parse_binding, parse_whole_reference, Binding, BindingPart, RefError, RefRoot, Reference,
+    binding_roots, parse_binding, parse_whole_reference, Binding, BindingPart, RefError, RefRoot,
+    Reference,
 };
 pub use template::{parse_template, PathSeg, Placeholder, Segment, Template};

@@ -18,7 +18,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::scan::{find_from, is_ident};
+use super::scan::{find_from, ident_end, is_ident};
 
 /// The grammar, quoted at the end of every error message.
 const EXPECTED: &str = "expected `${input.path}` or `${step.output.path}`";
@@ -116,8 +116,19 @@ pub struct RefError {
 /// [`RefError`] (its message says what is wrong and what the grammar is, e.g.
 /// "`${input.a + 1}` is not a reference: expected `${input.path}` or `${step.output.path}`").
 pub fn parse_binding(text: &str) -> Result<Binding, RefError> {
+    let Some(open) = find_from(text, 0, "${") else {
+        return Ok(Binding::Literal(text.to_owned()));
+    };
+    let first = reference_at(text, open)?;
+    if first.span == (0..text.len()) {
+        return Ok(Binding::Whole(first));
+    }
     let mut parts = Vec::new();
-    let mut literal_from = 0;
+    if open > 0 {
+        parts.push(BindingPart::Text(text[..open].to_owned()));
+    }
+    let mut literal_from = first.span.end;
+    parts.push(BindingPart::Ref(first));
     while let Some(open) = find_from(text, literal_from, "${") {
         let reference = reference_at(text, open)?;
         if literal_from < open {
@@ -126,16 +137,8 @@ pub fn parse_binding(text: &str) -> Result<Binding, RefError> {
         literal_from = reference.span.end;
         parts.push(BindingPart::Ref(reference));
     }
-    if parts.is_empty() {
-        return Ok(Binding::Literal(text.to_owned()));
-    }
     if literal_from < text.len() {
         parts.push(BindingPart::Text(text[literal_from..].to_owned()));
-    }
-    if matches!(&parts[..], [BindingPart::Ref(r)] if r.span == (0..text.len())) {
-        if let Some(BindingPart::Ref(r)) = parts.pop() {
-            return Ok(Binding::Whole(r));
-        }
     }
     Ok(Binding::Template(parts))
 }
@@ -186,8 +189,57 @@ pub fn parse_whole_reference(text: &str) -> Result<Reference, RefError> {
     }
 }
 
+/// The step ids the references of a binding start from, in source order (`None` for
+/// `${input...}`), or the error [`parse_binding`] gives. This is what a check needs of a
+/// binding, and it allocates nothing for a well-formed one.
+///
+/// ```
+/// # use packc_compiler::syntax::reference::binding_roots;
+/// let mut roots = Vec::new();
+/// binding_roots("${input.a} and ${ s0.output.x }", |root| roots.push(root)).unwrap();
+/// assert_eq!(roots, [None, Some("s0")]);
+/// assert!(binding_roots("${s0.x}", |_| {}).is_err());
+/// ```
+pub fn binding_roots<'t>(
+    text: &'t str,
+    mut each: impl FnMut(Option<&'t str>),
+) -> Result<(), RefError> {
+    let mut from = 0;
+    while let Some(open) = find_from(text, from, "${") {
+        let lexed = lex_at(text, open)?;
+        each(lexed.step);
+        from = lexed.span.end;
+    }
+    Ok(())
+}
+
+/// A well-formed reference, borrowed from the text it was read from.
+struct Lexed<'t> {
+    /// The step id of a `${<step>.output...}`; `None` for `${input...}`.
+    step: Option<&'t str>,
+    /// The names after the root, joined by `.` as written (`""` when there are none).
+    path: &'t str,
+    /// Byte range of the whole `${...}`, braces included.
+    span: Range<usize>,
+}
+
 /// The reference whose `${` starts at `open`.
 fn reference_at(text: &str, open: usize) -> Result<Reference, RefError> {
+    let Lexed { step, path, span } = lex_at(text, open)?;
+    let root = match step {
+        None => RefRoot::Input,
+        Some(step) => RefRoot::Step(step.to_owned()),
+    };
+    let path = if path.is_empty() {
+        Vec::new()
+    } else {
+        path.split('.').map(str::to_owned).collect()
+    };
+    Ok(Reference { root, path, span })
+}
+
+/// [`reference_at`], borrowing: allocates only for an error.
+fn lex_at(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
     let body_start = open + 2;
     let Some(close) = find_from(text, body_start, "}") else {
         return Err(RefError {
@@ -208,36 +260,58 @@ fn reference_at(text: &str, open: usize) -> Result<Reference, RefError> {
     if body.is_empty() {
         return Err(error(format!("{} is empty: {EXPECTED}", quote(source))));
     }
-    let names: Vec<&str> = body.split('.').collect();
-    if !names.iter().all(|n| is_ident(n)) {
+    // Names joined by `.`, in one pass over the bytes; where the first two dots are.
+    let bytes = body.as_bytes();
+    let mut dots = [bytes.len(); 2];
+    let mut found = 0;
+    let mut at = 0;
+    let well_formed = loop {
+        match ident_end(bytes, at) {
+            Some(end) if end == bytes.len() => break true,
+            Some(end) if bytes[end] == b'.' => {
+                if found < 2 {
+                    dots[found] = end;
+                    found += 1;
+                }
+                at = end + 1;
+            }
+            _ => break false,
+        }
+    };
+    if !well_formed {
         return Err(error(format!(
             "{} is not a reference: {EXPECTED} (a path of names joined by `.`, without indexing, quotes or operators)",
             quote(source)
         )));
     }
-    let (root, path) = match names[..] {
-        ["input", ref path @ ..] => (RefRoot::Input, path),
-        [step, "output", ref path @ ..] => (RefRoot::Step(step.to_owned()), path),
-        _ => {
-            // A step id without `.output`: suggest the same path under the output.
-            let step = names.first().copied().unwrap_or_default();
-            let suggestion = std::iter::once(step)
-                .chain(std::iter::once("output"))
-                .chain(names.iter().skip(1).copied())
-                .collect::<Vec<_>>()
-                .join(".");
-            return Err(error(format!(
-                "{} refers to step `{step}` without `.output`; write {} ({EXPECTED})",
-                quote(source),
-                quote(&format!("${{{suggestion}}}"))
-            )));
-        }
+    let after = |dot: usize| body.get(dot + 1..).unwrap_or_default();
+    let first = &body[..dots[0]];
+    let rest = after(dots[0]);
+    if first == "input" {
+        return Ok(Lexed {
+            step: None,
+            path: rest,
+            span,
+        });
+    }
+    if &body[dots[0].min(dots[1])..dots[1]] == ".output" {
+        return Ok(Lexed {
+            step: Some(first),
+            path: after(dots[1]),
+            span,
+        });
+    }
+    // A step id without `.output`: suggest the same path under the output.
+    let suggestion = if rest.is_empty() {
+        format!("{first}.output")
+    } else {
+        format!("{first}.output.{rest}")
     };
-    Ok(Reference {
-        root,
-        path: path.iter().map(|n| (*n).to_owned()).collect(),
-        span,
-    })
+    Err(error(format!(
+        "{} refers to step `{first}` without `.output`; write {} ({EXPECTED})",
+        quote(source),
+        quote(&format!("${{{suggestion}}}"))
+    )))
 }
 
 /// `s` in backticks, cut to [`QUOTE_MAX`] bytes on a char boundary.

@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 
 use crate::members::Members;
 
-use super::{did_you_mean, is_ident, members, Cx};
-use crate::diag::{join, DiagKind, Diagnostic};
+use super::{did_you_mean, is_ident, Cx};
+use crate::diag::{At, DiagKind, Diagnostic};
 use crate::paths::OpenError;
 use crate::vocab::{is_extension_kind, Kind};
 use order::{check_bindings, check_depends_on, Comp, Step};
@@ -28,13 +28,16 @@ use shape::{expect_array, expect_object, expect_str, optional_str, schema, What}
 const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
-    let root = cx.root;
-    for (name, comp, ptr) in members("/compositions", root.member("compositions")) {
-        check_composition(cx, name, comp, &ptr);
+    let Some(comps) = cx.root.member("compositions").and_then(Value::as_object) else {
+        return;
+    };
+    let base = At::Text("/compositions");
+    for (name, comp) in comps {
+        check_composition(cx, name, comp, &base.key(name));
     }
 }
 
-fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
+fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &At<'_>) {
     if RESERVED_NAMES.contains(&name) {
         cx.push(
             Diagnostic::new(
@@ -49,7 +52,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
         return;
     };
     shape::composition_members(cx, obj, ptr);
-    let steps_ptr = join(ptr, &["steps"]);
+    let steps_ptr = ptr.key("steps");
     let steps: &[Value] = match obj.member("steps") {
         None => {
             cx.push(
@@ -68,11 +71,11 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &str) {
 
     let mut c = Comp::collect(cx, steps, &steps_ptr);
     for (i, step) in steps.iter().enumerate() {
-        let sptr = join(&steps_ptr, &[&i.to_string()]);
+        let sptr = steps_ptr.index(i);
         check_step(cx, &mut c, step, &sptr, i, false);
     }
     if let Some(output) = obj.member("output").and_then(Value::as_str) {
-        order::check_output(cx, &c, output, join(ptr, &["output"]));
+        order::check_output(cx, &c, output, &ptr.key("output"));
     }
 }
 
@@ -81,7 +84,7 @@ fn check_step(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
     step: &Value,
-    ptr: &str,
+    ptr: &At<'_>,
     index: usize,
     nested: bool,
 ) {
@@ -93,7 +96,7 @@ fn check_step(
             schema(ptr, "step without `id`")
                 .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$"),
         ),
-        Some(v) => match expect_str(cx, v, &join(ptr, &["id"]), What::Member("id")) {
+        Some(v) => match expect_str(cx, v, &ptr.key("id"), What::Member("id")) {
             Some(id) if !is_ident(id) || id == "input" => {
                 let why = if id == "input" {
                     "`input` is reserved for the composition input in references"
@@ -105,7 +108,7 @@ fn check_step(
                         DiagKind::InvalidStepId,
                         format!("invalid step id `{id}`: {why}"),
                     )
-                    .at(join(ptr, &["id"]))
+                    .at(ptr.key("id"))
                     .help(format!("rename it, e.g. `{}`", shape::sanitize(id))),
                 );
             }
@@ -120,7 +123,7 @@ fn check_step(
             );
             None
         }
-        Some(v) => expect_str(cx, v, &join(ptr, &["kind"]), What::Member("kind"))
+        Some(v) => expect_str(cx, v, &ptr.key("kind"), What::Member("kind"))
             .and_then(|k| step_kind(cx, k, ptr, nested)),
     };
     if let Some(kind) = kind {
@@ -134,7 +137,7 @@ fn check_step(
     match kind {
         Kind::Prompt | Kind::Agent => {
             check_prompt_task(cx, obj, ptr);
-            check_bindings(cx, c, obj.member("input"), &join(ptr, &["input"]), index);
+            check_bindings(cx, c, obj.member("input"), &ptr.key("input"), index);
             check_output_schema(cx, obj, ptr);
             if kind == Kind::Agent {
                 check_agent(cx, obj, ptr);
@@ -147,29 +150,29 @@ fn check_step(
                         .help("name the tool to call: `tool: <key of tools>`"),
                 ),
                 Some(v) => {
-                    let tptr = join(ptr, &["tool"]);
+                    let tptr = ptr.key("tool");
                     match expect_str(cx, v, &tptr, What::Member("tool")) {
                         Some(t) if !cx.names.tools.contains(t) => {
-                            let d = unresolved_tool(cx, t, tptr);
+                            let d = unresolved_tool(cx, t, &tptr);
                             cx.push(d);
                         }
                         _ => {}
                     }
                 }
             }
-            check_bindings(cx, c, obj.member("args"), &join(ptr, &["args"]), index);
+            check_bindings(cx, c, obj.member("args"), &ptr.key("args"), index);
         }
         Kind::Branch => check_branch(cx, c, step),
         Kind::Parallel => check_parallel(cx, c, step),
         Kind::Extension => {
-            check_bindings(cx, c, obj.member("input"), &join(ptr, &["input"]), index);
+            check_bindings(cx, c, obj.member("input"), &ptr.key("input"), index);
         }
     }
 }
 
 /// The kind a step's `kind` string `k` names, or `unsupported_step_kind` and `None` (an
 /// unknown kind, or a branch or parallel step as the branch of a parallel step).
-fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &str, nested: bool) -> Option<Kind> {
+fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &At<'_>, nested: bool) -> Option<Kind> {
     match Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8) {
         Some(Kind::Branch | Kind::Parallel) if nested => {
             cx.push(
@@ -177,7 +180,7 @@ fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &str, nested: bool) -> Option<Ki
                     DiagKind::UnsupportedStepKind,
                     format!("a `{k}` step cannot be a branch of a parallel step"),
                 )
-                .at(join(ptr, &["kind"]))
+                .at(ptr.key("kind"))
                 .help("branches of a parallel step are prompt, agent or tool steps"),
             );
             None
@@ -189,7 +192,7 @@ fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &str, nested: bool) -> Option<Ki
                     DiagKind::UnsupportedStepKind,
                     format!("unknown step kind `{k}`"),
                 )
-                .at(join(ptr, &["kind"]))
+                .at(ptr.key("kind"))
                 .help(if is_extension_kind(k) {
                     "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later"
                 } else {
@@ -201,7 +204,7 @@ fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &str, nested: bool) -> Option<Ki
     }
 }
 
-fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: String) -> Diagnostic {
+fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
     Diagnostic::new(
         DiagKind::UnresolvedTool,
         format!("tool `{name}` is not a key of `tools`"),
@@ -210,7 +213,7 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: String) -> Diagnostic {
     .help(did_you_mean("tools", name, cx.names.tools.iter().copied()))
 }
 
-fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
     let Some(v) = obj.member("prompt_task") else {
         cx.push(
             schema(ptr, "step without `prompt_task`")
@@ -218,7 +221,7 @@ fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
         );
         return;
     };
-    let pptr = join(ptr, &["prompt_task"]);
+    let pptr = ptr.key("prompt_task");
     match expect_str(cx, v, &pptr, What::Member("prompt_task")) {
         Some(p) if !cx.names.prompts.contains(p) => {
             let d = Diagnostic::new(
@@ -233,8 +236,8 @@ fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
     }
 }
 
-fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
-    let optr = join(ptr, &["output_schema"]);
+fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+    let optr = ptr.key("output_schema");
     let Some(name) = optional_str(cx, obj, ptr, "output_schema") else {
         return;
     };
@@ -265,27 +268,27 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str)
     }
 }
 
-fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
-    let tools_ptr = join(ptr, &["tools"]);
+fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+    let tools_ptr = ptr.key("tools");
     let mut step_tools: Option<Vec<&str>> = None;
     if let Some(v) = obj.member("tools") {
         if let Some(tools) = expect_array(cx, v, &tools_ptr, What::Member("tools"), "an array") {
             let mut names = Vec::new();
             for (k, t) in tools.iter().enumerate() {
-                let tptr = join(&tools_ptr, &[&k.to_string()]);
+                let tptr = tools_ptr.index(k);
                 let Some(t) = expect_str(cx, t, &tptr, What::Phrase("a tool name")) else {
                     continue;
                 };
                 names.push(t);
                 if !cx.names.tools.contains(t) {
-                    let d = unresolved_tool(cx, t, tptr);
+                    let d = unresolved_tool(cx, t, &tptr);
                     cx.push(d);
                 }
             }
             step_tools = Some(names);
         }
     }
-    let tptr = join(ptr, &["termination"]);
+    let tptr = ptr.key("termination");
     let Some(term) = obj.member("termination") else {
         cx.push(
             Diagnostic::new(
@@ -319,14 +322,14 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
                 DiagKind::AgentMissingTermination,
                 "`termination` has neither `max_steps` nor `tool_called`",
             )
-            .at(tptr.clone())
+            .at(tptr)
             .help("add `max_steps: N` and/or `tool_called: <tool>`"),
         );
     }
     if let Some(v) = term.member("max_steps") {
         if v.as_u64().is_none_or(|n| n < 1) {
             cx.push(schema(
-                &join(&tptr, &["max_steps"]),
+                &tptr.key("max_steps"),
                 format!("`max_steps` must be an integer ≥ 1, found {v}"),
             ));
         }
@@ -337,18 +340,18 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
     {
         cx.push(
             schema(
-                &join(&tptr, &[key]),
+                &tptr.key(key),
                 format!("unknown termination condition `{key}`"),
             )
             .help("termination takes `max_steps` and `tool_called`"),
         );
     }
-    let at = join(&tptr, &["tool_called"]);
+    let at = tptr.key("tool_called");
     let Some(t) = optional_str(cx, term, &tptr, "tool_called") else {
         return;
     };
     if !cx.names.tools.contains(t) {
-        let d = unresolved_tool(cx, t, at);
+        let d = unresolved_tool(cx, t, &at);
         cx.push(d);
         return;
     }
@@ -385,7 +388,7 @@ fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
             schema(ptr, "branch step without `predicate`")
                 .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`"),
         ),
-        Some(p) => predicate::check_predicate(cx, c, p, &join(ptr, &["predicate"]), index),
+        Some(p) => predicate::check_predicate(cx, c, p, &ptr.key("predicate"), index),
     }
     if !obj.contains_key("then") {
         cx.push(
@@ -398,7 +401,7 @@ fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
 
 fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
-    let bptr = join(ptr, &["branches"]);
+    let bptr = ptr.key("branches");
     match obj.member("branches") {
         None => cx.push(
             Diagnostic::new(
@@ -420,12 +423,12 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
                                 branches.len()
                             ),
                         )
-                        .at(bptr.clone())
+                        .at(bptr)
                         .help("add a branch, or replace the parallel step by its one branch"),
                     );
                 }
                 for (j, b) in branches.iter().enumerate() {
-                    check_step(cx, c, b, &join(&bptr, &[&j.to_string()]), index, true);
+                    check_step(cx, c, b, &bptr.index(j), index, true);
                 }
             }
         }
@@ -441,5 +444,5 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
         );
         return;
     };
-    shape::reduce(cx, reduce, &join(ptr, &["reduce"]));
+    shape::reduce(cx, reduce, &ptr.key("reduce"));
 }

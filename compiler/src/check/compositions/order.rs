@@ -9,8 +9,8 @@ use crate::members::Members;
 
 use super::super::{did_you_mean, Cx};
 use super::shape::{expect_array, expect_str, schema, What};
-use crate::diag::{join, DiagKind, Diagnostic};
-use crate::syntax::{parse_binding, Binding, BindingPart, RefRoot, Reference};
+use crate::diag::{At, DiagKind, Diagnostic, Token};
+use crate::syntax::binding_roots;
 use crate::vocab::Kind;
 
 /// What the rules need to know about a top-level step, by id.
@@ -27,7 +27,7 @@ pub(super) struct TopStep {
 #[derive(Clone, Copy)]
 pub(super) struct Step<'a> {
     pub(super) obj: &'a Map<String, Value>,
-    pub(super) ptr: &'a str,
+    pub(super) ptr: &'a At<'a>,
     pub(super) index: usize,
 }
 
@@ -43,7 +43,7 @@ pub(super) struct Comp<'p> {
 impl<'p> Comp<'p> {
     /// Pre-order walk collecting ids: top-level steps by index, nested ones apart, and
     /// `duplicate_step_id` at every second occurrence (2.3).
-    pub(super) fn collect(cx: &mut Cx<'_, '_>, steps: &'p [Value], steps_ptr: &str) -> Comp<'p> {
+    pub(super) fn collect(cx: &mut Cx<'_, '_>, steps: &'p [Value], steps_ptr: &At<'_>) -> Comp<'p> {
         let mut c = Comp {
             top: FxHashMap::default(),
             nested: FxHashMap::default(),
@@ -52,11 +52,11 @@ impl<'p> Comp<'p> {
         // Where each id was first seen: (top-level index, branch index). Pointers are
         // built only for a duplicate, so a clean composition allocates none here.
         let id_ptr = |(i, j): (usize, Option<usize>)| match j {
-            None => join(steps_ptr, &[&i.to_string(), "id"]),
-            Some(j) => join(
-                steps_ptr,
-                &[&i.to_string(), "branches", &j.to_string(), "id"],
-            ),
+            None => steps_ptr.index(i).key("id").pointer(),
+            Some(j) => {
+                let tokens = [Token::Index(i), Token::Key("branches"), Token::Index(j)];
+                At::Path(steps_ptr, &tokens).key("id").pointer()
+            }
         };
         let mut first: FxHashMap<&'p str, (usize, Option<usize>)> = FxHashMap::default();
         let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, at: (usize, Option<usize>)| {
@@ -103,7 +103,7 @@ impl<'p> Comp<'p> {
 
     /// Blame `ptr` with the composition's first `cyclic_composition`; later ones are
     /// consequences and stay quiet.
-    fn report_cycle(&mut self, cx: &mut Cx<'_, '_>, ptr: String, message: String) {
+    fn report_cycle(&mut self, cx: &mut Cx<'_, '_>, ptr: &At<'_>, message: String) {
         if std::mem::replace(&mut self.cycle_reported, true) {
             return;
         }
@@ -116,7 +116,7 @@ impl<'p> Comp<'p> {
 }
 
 /// `unresolved_step` for `name`, which `what` (at `ptr`) names but is no top-level step.
-fn unresolved_step(c: &Comp<'_>, name: &str, ptr: String, what: &str) -> Diagnostic {
+fn unresolved_step(c: &Comp<'_>, name: &str, ptr: &At<'_>, what: &str) -> Diagnostic {
     let message = if c.nested.contains_key(name) {
         format!("{what} `{name}` is a step nested in a parallel; only top-level steps can be named here")
     } else {
@@ -128,7 +128,7 @@ fn unresolved_step(c: &Comp<'_>, name: &str, ptr: String, what: &str) -> Diagnos
 }
 
 /// The composition's `output` (a string, at `optr`): a top-level step with an output.
-pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr: String) {
+pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr: &At<'_>) {
     match c.top.get(output) {
         Some(TopStep {
             kind: Some(Kind::Branch),
@@ -154,7 +154,7 @@ pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_
     let Step { obj, ptr, index } = step;
     for key in ["then", "else"] {
         let Some(target) = obj.get(key) else { continue };
-        let tptr = join(ptr, &[key]);
+        let tptr = ptr.key(key);
         let Some(name) = target.as_str() else {
             cx.push(super::shape::wrong_type(
                 &tptr,
@@ -166,11 +166,11 @@ pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_
         };
         match c.top.get(name) {
             None => {
-                let d = unresolved_step(c, name, tptr, key);
+                let d = unresolved_step(c, name, &tptr, key);
                 cx.push(d);
             }
             Some(t) if t.index <= index => {
-                c.report_cycle(cx, tptr, format!(
+                c.report_cycle(cx, &tptr, format!(
                     "`{key}: {name}` names a step that is not later in `steps` than its branch; the walk only moves forward, so this is a cycle"
                 ));
             }
@@ -190,7 +190,7 @@ pub(super) fn check_depends_on(
     let Some(deps) = obj.member("depends_on") else {
         return;
     };
-    let dptr = join(ptr, &["depends_on"]);
+    let dptr = ptr.key("depends_on");
     if nested {
         cx.push(
             schema(&dptr, "a parallel branch cannot have `depends_on`")
@@ -203,17 +203,17 @@ pub(super) fn check_depends_on(
         return;
     };
     for (k, dep) in deps.iter().enumerate() {
-        let kptr = join(&dptr, &[&k.to_string()]);
+        let kptr = dptr.index(k);
         let Some(name) = expect_str(cx, dep, &kptr, What::Phrase("a step id")) else {
             continue;
         };
         match c.top.get(name) {
             None => {
-                let d = unresolved_step(c, name, kptr, "depends_on");
+                let d = unresolved_step(c, name, &kptr, "depends_on");
                 cx.push(d);
             }
             Some(t) if t.index >= index => {
-                c.report_cycle(cx, kptr, format!(
+                c.report_cycle(cx, &kptr, format!(
                     "`depends_on: {name}` names a step that is not earlier in `steps`; the walk runs steps in array order, so this is a cycle"
                 ));
             }
@@ -222,67 +222,91 @@ pub(super) fn check_depends_on(
     }
 }
 
-/// 3.2/3.3: every string inside `input`/`args`, at any depth (never object keys).
+/// 3.2/3.3: every string inside `input`/`args`, at any depth (never object keys), in
+/// document order. The walk keeps its own stack (the depth limit is the embedder's to
+/// raise) and the tokens down to the current node, written out only for a diagnostic.
 pub(super) fn check_bindings(
     cx: &mut Cx<'_, '_>,
     c: &Comp<'_>,
     v: Option<&Value>,
-    ptr: &str,
+    ptr: &At<'_>,
     index: usize,
 ) {
-    let Some(v) = v else { return };
-    let mut stack: Vec<(&Value, String)> = vec![(v, ptr.to_string())];
-    while let Some((v, p)) = stack.pop() {
-        match v {
-            Value::String(s) => match parse_binding(s) {
-                Err(e) => cx.push(
-                    Diagnostic::new(DiagKind::UnresolvedBinding, format!("malformed reference: {e}"))
-                        .at(p)
-                        .help("a reference is `${input.a.b}` or `${step_id.output.a.b}`; there is no way to write a literal `${` in a binding"),
-                ),
-                Ok(Binding::Literal(_)) => {}
-                Ok(Binding::Whole(r)) => check_visible(cx, c, &r, &p, index),
-                Ok(Binding::Template(parts)) => {
-                    for part in &parts {
-                        if let BindingPart::Ref(r) = part {
-                            check_visible(cx, c, r, &p, index);
-                        }
-                    }
-                }
-            },
-            Value::Array(items) => {
-                for (k, item) in items.iter().enumerate().rev() {
-                    stack.push((item, join(&p, &[&k.to_string()])));
-                }
+    /// The open collections, innermost last; `path[i]` is the current member of `frames[i]`.
+    enum Frame<'v> {
+        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
+        Object(serde_json::map::Iter<'v>),
+    }
+    let mut frames: Vec<Frame<'_>> = Vec::new();
+    let mut path: Vec<Token<'_>> = Vec::new();
+    let mut next = v;
+    loop {
+        match next.take() {
+            Some(Value::String(s)) => check_binding(cx, c, s, &At::Path(ptr, &path), index),
+            Some(Value::Array(items)) => frames.push(Frame::Array(items.iter().enumerate())),
+            Some(Value::Object(m)) => frames.push(Frame::Object(m.iter())),
+            Some(_) | None => {}
+        }
+        let depth = frames.len();
+        let Some(frame) = frames.last_mut() else {
+            return;
+        };
+        let member = match frame {
+            Frame::Array(items) => items.next().map(|(i, v)| (Token::Index(i), v)),
+            Frame::Object(members) => members.next().map(|(k, v)| (Token::Key(k), v)),
+        };
+        match member {
+            Some((token, v)) => {
+                path.truncate(depth - 1);
+                path.push(token);
+                next = Some(v);
             }
-            Value::Object(m) => {
-                for (k, item) in m.iter().rev() {
-                    stack.push((item, join(&p, &[k])));
-                }
+            None => {
+                frames.pop();
             }
-            _ => {}
         }
     }
 }
 
-/// 3.3: `input` is always visible; `<s>.output` when `s` is an earlier top-level step
-/// with an output.
+/// One string of `input`/`args` at `ptr`: a well-formed binding whose references are visible.
+fn check_binding(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>, index: usize) {
+    // A malformed binding gets that diagnostic alone, so visibility waits for the whole
+    // string to lex (a second pass, which allocates nothing either).
+    let mut steps = 0;
+    match binding_roots(s, |root| steps += usize::from(root.is_some())) {
+        Err(e) => cx.push(
+            Diagnostic::new(DiagKind::UnresolvedBinding, format!("malformed reference: {e}"))
+                .at(ptr)
+                .help("a reference is `${input.a.b}` or `${step_id.output.a.b}`; there is no way to write a literal `${` in a binding"),
+        ),
+        Ok(()) if steps > 0 => {
+            let _ = binding_roots(s, |root| {
+                if let Some(step) = root {
+                    check_visible(cx, c, step, ptr, index);
+                }
+            });
+        }
+        Ok(()) => {}
+    }
+}
+
+/// 3.3: `<name>.output` is visible when `name` is an earlier top-level step with an
+/// output (`input` always is).
 pub(super) fn check_visible(
     cx: &mut Cx<'_, '_>,
     c: &Comp<'_>,
-    r: &Reference,
-    ptr: &str,
+    name: &str,
+    ptr: &At<'_>,
     index: usize,
 ) {
-    let RefRoot::Step(name) = &r.root else { return };
-    let problem = match c.top.get(name.as_str()) {
+    let problem = match c.top.get(name) {
         Some(TopStep {
             kind: Some(Kind::Branch),
             ..
         }) => format!("`{name}` is a branch step, which has no output"),
         Some(t) if t.index >= index => format!("step `{name}` does not run before this one"),
         Some(_) => return,
-        None if c.nested.contains_key(name.as_str()) => {
+        None if c.nested.contains_key(name) => {
             format!("`{name}` is nested in a parallel step; read the parallel step's merged output instead")
         }
         None => format!("no step `{name}` in this composition"),

@@ -8,11 +8,11 @@ use crate::members::Members;
 
 use super::super::{type_of, Cx};
 use super::order::{check_visible, Comp};
-use crate::diag::{join, DiagKind, Diagnostic};
-use crate::syntax::parse_whole_reference;
+use crate::diag::{At, DiagKind, Diagnostic};
+use crate::syntax::{parse_whole_reference, RefRoot};
 use crate::vocab::Op;
 
-fn invalid_predicate(ptr: &str, message: impl Into<String>) -> Diagnostic {
+fn invalid_predicate(ptr: &At<'_>, message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(DiagKind::InvalidPredicate, message)
         .at(ptr)
         .help("a predicate is exactly one of {path, op, value} | {path, exists} | {all_of: [...]} | {any_of: [...]} | {not: ...}")
@@ -24,7 +24,7 @@ pub(super) fn check_predicate(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
     p: &Value,
-    ptr: &str,
+    ptr: &At<'_>,
     index: usize,
 ) {
     let Some(obj) = p.as_object() else {
@@ -110,7 +110,7 @@ pub(super) fn check_predicate(
                 }
             }
             let path = &obj.field("path");
-            let pptr = join(ptr, &["path"]);
+            let pptr = ptr.key("path");
             let Some(text) = path.as_str() else {
                 cx.push(invalid_predicate(
                     ptr,
@@ -123,15 +123,19 @@ pub(super) fn check_predicate(
                     ptr,
                     format!("`path` is not one reference: {e}"),
                 )),
-                Ok(r) => check_visible(cx, c, &r, &pptr, index),
+                Ok(r) => {
+                    if let RefRoot::Step(name) = &r.root {
+                        check_visible(cx, c, name, &pptr, index);
+                    }
+                }
             }
         }
         key @ ("all_of" | "any_of") => {
-            let lptr = join(ptr, &[key]);
+            let lptr = ptr.key(key);
             match obj[key].as_array() {
                 Some(list) if !list.is_empty() => {
                     for (k, sub) in list.iter().enumerate() {
-                        check_predicate(cx, c, sub, &join(&lptr, &[&k.to_string()]), index);
+                        check_predicate(cx, c, sub, &lptr.index(k), index);
                     }
                 }
                 Some(_) => cx.push(invalid_predicate(ptr, format!("`{key}` must not be empty"))),
@@ -141,7 +145,7 @@ pub(super) fn check_predicate(
                 )),
             }
         }
-        _ => check_predicate(cx, c, obj.field("not"), &join(ptr, &["not"]), index),
+        _ => check_predicate(cx, c, obj.field("not"), &ptr.key("not"), index),
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::members::Members;
 
 use super::super::{did_you_mean, is_ident, type_of, Cx};
-use crate::diag::{join, DiagKind, Diagnostic};
+use crate::diag::{At, DiagKind, Diagnostic};
 use crate::vocab::{Kind, Strategy, KIND_MEMBERS};
 
 const COMPOSITION_MEMBERS: &[&str] = &[
@@ -25,7 +25,7 @@ pub(super) const SHARED_STEP_MEMBERS: &[&str] =
     &["id", "kind", "description", "depends_on", "modifiers"];
 
 /// A `schema_violation` at `ptr`.
-pub(super) fn schema(ptr: &str, message: impl Into<String>) -> Diagnostic {
+pub(super) fn schema(ptr: &At<'_>, message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(DiagKind::SchemaViolation, message).at(ptr)
 }
 
@@ -48,7 +48,7 @@ impl fmt::Display for What<'_> {
 }
 
 /// "`what` must be `expected`, found <type of v>" at `ptr`.
-pub(super) fn wrong_type(ptr: &str, what: What<'_>, expected: &str, v: &Value) -> Diagnostic {
+pub(super) fn wrong_type(ptr: &At<'_>, what: What<'_>, expected: &str, v: &Value) -> Diagnostic {
     schema(
         ptr,
         format!("{what} must be {expected}, found {}", type_of(v)),
@@ -59,7 +59,7 @@ pub(super) fn wrong_type(ptr: &str, what: What<'_>, expected: &str, v: &Value) -
 fn expect<'v, T>(
     cx: &mut Cx<'_, '_>,
     v: &'v Value,
-    ptr: &str,
+    ptr: &At<'_>,
     what: What<'_>,
     expected: &str,
     get: fn(&'v Value) -> Option<T>,
@@ -75,7 +75,7 @@ fn expect<'v, T>(
 pub(super) fn expect_str<'v>(
     cx: &mut Cx<'_, '_>,
     v: &'v Value,
-    ptr: &str,
+    ptr: &At<'_>,
     what: What<'_>,
 ) -> Option<&'v str> {
     expect(cx, v, ptr, what, "a string", Value::as_str)
@@ -85,7 +85,7 @@ pub(super) fn expect_str<'v>(
 pub(super) fn expect_object<'v>(
     cx: &mut Cx<'_, '_>,
     v: &'v Value,
-    ptr: &str,
+    ptr: &At<'_>,
     what: What<'_>,
 ) -> Option<&'v Map<String, Value>> {
     expect(cx, v, ptr, what, "an object", Value::as_object)
@@ -95,7 +95,7 @@ pub(super) fn expect_object<'v>(
 pub(super) fn expect_array<'v>(
     cx: &mut Cx<'_, '_>,
     v: &'v Value,
-    ptr: &str,
+    ptr: &At<'_>,
     what: What<'_>,
     expected: &str,
 ) -> Option<&'v [Value]> {
@@ -108,23 +108,23 @@ pub(super) fn expect_array<'v>(
 pub(super) fn optional_str<'v>(
     cx: &mut Cx<'_, '_>,
     obj: &'v Map<String, Value>,
-    ptr: &str,
+    ptr: &At<'_>,
     key: &str,
 ) -> Option<&'v str> {
     let v = obj.get(key)?;
-    expect_str(cx, v, &join(ptr, &[key]), What::Member(key))
+    expect_str(cx, v, &ptr.key(key), What::Member(key))
 }
 
 /// The members of a composition object: none unknown, `version: 1`, the string members
 /// strings, `engine` an object.
-pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
     let newer = cx.newer_spec;
     for (key, _) in obj {
         let later = key == "extensions" && cx.level >= ir_spec::SpecLevel::V1_8;
         if !COMPOSITION_MEMBERS.contains(&key.as_str()) && !newer && !later {
             cx.push(
                 schema(
-                    &join(ptr, &[key]),
+                    &ptr.key(key),
                     format!("unknown member `{key}` of a composition"),
                 )
                 .help(format!(
@@ -138,7 +138,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
         None => cx.push(schema(ptr, "missing required member `version`").help("add `version: 1`")),
         Some(v) if v.as_u64() != Some(1) => cx.push(
             schema(
-                &join(ptr, &["version"]),
+                &ptr.key("version"),
                 format!("composition version must be the integer 1, found {v}"),
             )
             .help("write `version: 1`"),
@@ -149,7 +149,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
         optional_str(cx, obj, ptr, key);
     }
     if let Some(v) = obj.member("engine") {
-        expect_object(cx, v, &join(ptr, &["engine"]), What::Member("engine"));
+        expect_object(cx, v, &ptr.key("engine"), What::Member("engine"));
     }
 }
 
@@ -159,13 +159,18 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
 /// level 1.9 is a `schema_violation` naming v1.9; `provider` on a step that makes no
 /// model call, and any other unknown member, is the warning `ignored_member`. A member
 /// another v1 kind owns is a `schema_violation`.
-pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Map<String, Value>, ptr: &str) {
+pub(super) fn step_members(
+    cx: &mut Cx<'_, '_>,
+    kind: Kind,
+    obj: &Map<String, Value>,
+    ptr: &At<'_>,
+) {
     for key in obj.keys() {
         let key = key.as_str();
         if KIND_MEMBERS.contains(&key) || SHARED_STEP_MEMBERS.contains(&key) {
             continue;
         }
-        let mptr = join(ptr, &[key]);
+        let mptr = ptr.key(key);
         if key == "provider" && cx.level < ir_spec::SpecLevel::V1_9 && !cx.newer_spec {
             cx.push(
                 schema(
@@ -215,7 +220,7 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Map<String, Va
         {
             cx.push(
                 schema(
-                    &join(ptr, &[key]),
+                    &ptr.key(key),
                     format!("`{key}` does not belong on a {} step", kind.as_str()),
                 )
                 .help(format!(
@@ -229,22 +234,22 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Map<String, Va
 }
 
 /// A step's `modifiers`: `retry.max_attempts` ≥ 1, `eval` a list of eval ids.
-pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str) {
+pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
     let Some(mods) = obj.member("modifiers") else {
         return;
     };
-    let mptr = join(ptr, &["modifiers"]);
+    let mptr = ptr.key("modifiers");
     let Some(mods) = expect_object(cx, mods, &mptr, What::Member("modifiers")) else {
         return;
     };
     if let Some(retry) = mods.member("retry") {
-        let rptr = join(&mptr, &["retry"]);
+        let rptr = mptr.key("retry");
         if let Some(r) = expect_object(cx, retry, &rptr, What::Member("retry")) {
             if let Some(n) = r.member("max_attempts") {
                 if n.as_u64().is_none_or(|n| n < 1) {
                     cx.push(
                         schema(
-                            &join(&rptr, &["max_attempts"]),
+                            &rptr.key("max_attempts"),
                             format!("`max_attempts` must be an integer ≥ 1, found {n}"),
                         )
                         .help("`max_attempts` counts every attempt, the first included"),
@@ -254,13 +259,13 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str
         }
     }
     if let Some(eval) = mods.member("eval") {
-        let eptr = join(&mptr, &["eval"]);
+        let eptr = mptr.key("eval");
         let what = What::Member("eval");
         let Some(evals) = expect_array(cx, eval, &eptr, what, "an array of eval ids") else {
             return;
         };
         for (k, e) in evals.iter().enumerate() {
-            let kptr = join(&eptr, &[&k.to_string()]);
+            let kptr = eptr.index(k);
             match expect_str(cx, e, &kptr, What::Phrase("an eval id")) {
                 Some(id) if !cx.names.evals.contains(id) => {
                     let d = Diagnostic::new(
@@ -283,7 +288,7 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &str
 
 /// A parallel step's `reduce` (present): an object of a known `strategy` and an
 /// identifier `into`, nothing else.
-pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
+pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &At<'_>) {
     let Some(r) = expect_object(cx, reduce, rptr, What::Member("reduce")) else {
         return;
     };
@@ -299,7 +304,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
         if s.as_str().and_then(Strategy::parse).is_none() {
             cx.push(
                 schema(
-                    &join(rptr, &["strategy"]),
+                    &rptr.key("strategy"),
                     format!("unknown reduce strategy {s}"),
                 )
                 .help("strategies are append, replace and barrier"),
@@ -309,7 +314,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
     if let Some(into) = r.member("into") {
         if !into.as_str().is_some_and(is_ident) {
             cx.push(schema(
-                &join(rptr, &["into"]),
+                &rptr.key("into"),
                 format!("`into` must be a name matching ^[a-zA-Z_][a-zA-Z0-9_]*$, found {into}"),
             ));
         }
@@ -319,7 +324,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &str) {
         .filter(|k| !matches!(k.as_str(), "strategy" | "into"))
     {
         cx.push(schema(
-            &join(rptr, &[key]),
+            &rptr.key(key),
             format!("unknown member `{key}` of `reduce`"),
         ));
     }
