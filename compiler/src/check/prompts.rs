@@ -7,16 +7,20 @@ use serde_json::Value;
 
 use crate::members::Members;
 
-use super::{did_you_mean, members, Cx};
-use crate::diag::{join, DiagKind, Diagnostic};
+use super::{did_you_mean, Cx};
+use crate::diag::{At, DiagKind, Diagnostic, Token};
 use crate::syntax::{expand_fragments, parse_template, Segment};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
-    let root = cx.root;
-    for (key, prompt, ptr) in members("/prompts", root.member("prompts")) {
+    let Some(prompts) = cx.root.member("prompts").and_then(Value::as_object) else {
+        return;
+    };
+    let base = At::Text("/prompts");
+    for (key, prompt) in prompts {
         if !prompt.is_object() {
             continue;
         }
+        let ptr = base.key(key);
         check_tools(cx, prompt, &ptr);
         check_template(cx, key, prompt, &ptr);
         check_validators(cx, prompt, &ptr);
@@ -25,23 +29,25 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
 
 /// `validators` (`later-versions.md` §4): `invalid_validator`, `inert_validator`,
 /// `deprecated_fail_on_violation`, as [`crate::validators::read`] finds them.
-fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
+fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
     let Some(list) = prompt.member("validators").and_then(Value::as_array) else {
         return;
     };
     let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
     for (i, v) in list.iter().enumerate() {
-        let base = join(ptr, &["validators", &i.to_string()]);
+        let item = ptr.key("validators");
+        let item = item.index(i);
         for p in crate::validators::read(v, level_1_8).1 {
+            let tokens: Vec<Token<'_>> = p.at.iter().map(|t| Token::Key(t)).collect();
             let d = Diagnostic::new(p.kind, p.message)
-                .at(join(&base, &p.at))
+                .at(At::Path(&item, &tokens))
                 .help(p.help);
             cx.push(d);
         }
     }
 }
 
-fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
+fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
     let Some(tools) = prompt.member("tools").and_then(Value::as_array) else {
         return;
     };
@@ -56,13 +62,13 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &str) {
             format!("tool `{name}` is neither a key of `tools` nor an agent member; it will not be offered"),
         )
         .warning()
-        .at(join(ptr, &["tools", &k.to_string()]))
+        .at(ptr.key("tools").index(k))
         .help(did_you_mean("tools", name, candidates));
         cx.push(d);
     }
 }
 
-fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &str) {
+fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &At<'_>) {
     let Some(template) = prompt.member("system_template").and_then(Value::as_str) else {
         return;
     };
@@ -107,7 +113,7 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &str) {
                 "`{{{{{name}}}}}` is not a declared variable, `input`, `artifacts` or a fragment"
             ),
         )
-        .at(join(ptr, &["system_template"]))
+        .at(ptr.key("system_template"))
         .within(format!("{{{{{name}"))
         .help(help);
         cx.push(d);

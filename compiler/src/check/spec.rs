@@ -278,9 +278,10 @@ fn providers(cx: &mut Cx<'_, '_>) {
         return; // `provider` below 1.9 is a schema_violation
     }
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
-    for (name, prompt, ptr) in members("/prompts", root.member("prompts")) {
+    let prompts = root.member("prompts").and_then(Value::as_object);
+    for (name, prompt) in prompts.into_iter().flatten() {
         if let Some(key) = prompt.member("provider").and_then(Value::as_str) {
-            if resolve(cx, key, join(&ptr, &["provider"])) {
+            if resolve(cx, key, join("/prompts", &[name, "provider"])) {
                 if let Some(role) = role_of(key) {
                     prompt_role.insert(name, role);
                 }
