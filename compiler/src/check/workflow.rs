@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::members::Members;
 
 use super::{did_you_mean, members, Cx};
-use crate::diag::{join, DiagKind, Diagnostic};
+use crate::diag::{join, At, DiagKind, Diagnostic};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
@@ -20,7 +20,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
     }
 }
 
-fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: String, what: &str) -> Diagnostic {
+fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>, what: &str) -> Diagnostic {
     Diagnostic::new(
         DiagKind::UnresolvedState,
         format!("{what} `{name}` names no state of the workflow"),
@@ -36,19 +36,21 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: String, what: &str) -> Dia
 fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
     if let Some(entry) = workflow.member("entry").and_then(Value::as_str) {
         if !cx.names.states.contains(entry) {
-            let d = unresolved_state(cx, entry, "/workflow/entry".into(), "entry state");
+            let d = unresolved_state(cx, entry, &At::Text("/workflow/entry"), "entry state");
             cx.push(d);
         }
     }
-    for (name, state, ptr) in members("/workflow/states", workflow.member("states")) {
+    let base = At::Text("/workflow/states");
+    let states = workflow.member("states").and_then(Value::as_object);
+    for (name, state) in states.into_iter().flatten() {
         if state.is_object() {
-            check_state(cx, name, state, &ptr);
+            check_state(cx, name, state, &base.key(name));
         }
     }
     graph_warnings(cx, workflow);
 }
 
-fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
+fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
     let mode = state.member("orchestration").and_then(Value::as_str);
     let composition = state.member("composition");
     let prompt_task = state.member("prompt_task");
@@ -71,7 +73,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
                     DiagKind::OrchestrationConflict,
                     format!("state `{name}` names a composition but its orchestration is `{mode}`"),
                 )
-                .at(join(ptr, &["composition"]))
+                .at(ptr.key("composition"))
                 .help("set `orchestration: composition`, or remove `composition`"),
             );
         }
@@ -89,7 +91,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
                     DiagKind::UnresolvedPrompt,
                     format!("prompt_task `{task}` names no prompt"),
                 )
-                .at(join(ptr, &["prompt_task"]))
+                .at(ptr.key("prompt_task"))
                 .help(did_you_mean("prompts", task, cx.names.prompts.iter().copied()));
                 cx.push(d);
             }
@@ -102,7 +104,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
                 DiagKind::UnresolvedComposition,
                 format!("composition `{c}` is not defined under `compositions`"),
             )
-            .at(join(ptr, &["composition"]))
+            .at(ptr.key("composition"))
             .help(did_you_mean(
                 "compositions",
                 c,
@@ -111,12 +113,13 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
             cx.push(d);
         }
     }
-    let on_event_ptr = join(ptr, &["on_event"]);
-    for (event, target, tptr) in members(&on_event_ptr, state.member("on_event")) {
+    let on_event = ptr.key("on_event");
+    let events = state.member("on_event").and_then(Value::as_object);
+    for (event, target) in events.into_iter().flatten() {
         if let Some(target) = target.as_str() {
             if !cx.names.states.contains(target) {
                 let what = format!("the target of event `{event}`,");
-                let d = unresolved_state(cx, target, tptr, &what);
+                let d = unresolved_state(cx, target, &on_event.key(event), &what);
                 cx.push(d);
             }
         }
@@ -130,7 +133,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &str) {
     }
     if let Some(target) = state.member("on_max_visits").and_then(Value::as_str) {
         if !cx.names.states.contains(target) {
-            let d = unresolved_state(cx, target, join(ptr, &["on_max_visits"]), "on_max_visits");
+            let d = unresolved_state(cx, target, &ptr.key("on_max_visits"), "on_max_visits");
             cx.push(d);
         }
     }
@@ -169,7 +172,8 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
         let Some(state) = def.member("state").and_then(Value::as_str) else {
             continue;
         };
-        let sptr = join(&ptr, &["state"]);
+        let sptr = At::Text(&ptr);
+        let sptr = sptr.key("state");
         if !cx.names.has_workflow {
             cx.push(
                 Diagnostic::new(
@@ -182,7 +186,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
                 .help("add a `workflow`, or remove `state` to make a plain (single-prompt) agent"),
             );
         } else if !cx.names.states.contains(state) {
-            let d = unresolved_state(cx, state, sptr, &format!("agent `{member}`'s state"));
+            let d = unresolved_state(cx, state, &sptr, &format!("agent `{member}`'s state"));
             cx.push(d);
         }
     }
@@ -371,7 +375,7 @@ fn event_output(
     state: &str,
     comp: &str,
     events: &serde_json::Map<String, Value>,
-    ptr: &str,
+    ptr: &At<'_>,
 ) {
     let Some(c) = cx
         .root
@@ -418,7 +422,7 @@ fn event_output(
                 names.join(", ")
             ),
         )
-        .at(join(ptr, &["on_event"]))
+        .at(ptr.key("on_event"))
         .help(format!(
             "a composition state moves on when the composition's output has an `event` member; add to the properties of `{file}` (output of step `{step_id}`): `\"event\": {{\"type\": \"string\", \"enum\": [{}]}}`",
             names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")

@@ -45,7 +45,7 @@ impl<'p> Comp<'p> {
     /// `duplicate_step_id` at every second occurrence (2.3).
     pub(super) fn collect(cx: &mut Cx<'_, '_>, steps: &'p [Value], steps_ptr: &At<'_>) -> Comp<'p> {
         let mut c = Comp {
-            top: FxHashMap::default(),
+            top: FxHashMap::with_capacity_and_hasher(steps.len(), Default::default()),
             nested: FxHashMap::default(),
             cycle_reported: false,
         };
@@ -58,7 +58,8 @@ impl<'p> Comp<'p> {
                 At::Path(steps_ptr, &tokens).key("id").pointer()
             }
         };
-        let mut first: FxHashMap<&'p str, (usize, Option<usize>)> = FxHashMap::default();
+        let mut first: FxHashMap<&'p str, (usize, Option<usize>)> =
+            FxHashMap::with_capacity_and_hasher(steps.len(), Default::default());
         let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, at: (usize, Option<usize>)| {
             if let Some(prev) = first.get(id) {
                 cx.push(
