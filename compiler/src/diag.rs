@@ -416,6 +416,70 @@ impl<'a> At<'a> {
     }
 }
 
+/// Visits `v` and every value inside it in document order, each with the tokens that lead
+/// to it from `v` (an object member's last token is its name), until `visit` breaks.
+///
+/// The walk keeps its own stack, because the depth limit is the embedder's to raise, and
+/// nothing is written out: a check builds a pointer (`At::Path(base, tokens)`) only for
+/// what it reports.
+///
+/// ```
+/// # use std::ops::ControlFlow;
+/// # use packc_compiler::diag::{walk, At};
+/// let v = serde_json::json!({"a": [1, "x"], "b/c": "y"});
+/// let mut strings = Vec::new();
+/// walk::<()>(&v, |tokens, node| {
+///     if node.is_string() {
+///         strings.push(At::Path(&At::Text(""), tokens).pointer());
+///     }
+///     ControlFlow::Continue(())
+/// });
+/// assert_eq!(strings, ["/a/1", "/b~1c"]);
+/// ```
+pub fn walk<'v, B>(
+    v: &'v serde_json::Value,
+    mut visit: impl FnMut(&[Token<'v>], &'v serde_json::Value) -> std::ops::ControlFlow<B>,
+) -> Option<B> {
+    use serde_json::Value;
+    /// The open collections, innermost last; `tokens[i]` is the current member of `frames[i]`.
+    enum Frame<'v> {
+        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
+        Object(serde_json::map::Iter<'v>),
+    }
+    let mut frames: Vec<Frame<'v>> = Vec::new();
+    let mut tokens: Vec<Token<'v>> = Vec::new();
+    let mut next = Some(v);
+    loop {
+        if let Some(node) = next.take() {
+            if let std::ops::ControlFlow::Break(b) = visit(&tokens, node) {
+                return Some(b);
+            }
+            match node {
+                Value::Array(items) => frames.push(Frame::Array(items.iter().enumerate())),
+                Value::Object(members) => frames.push(Frame::Object(members.iter())),
+                _ => {}
+            }
+        }
+        let depth = frames.len();
+        let frame = frames.last_mut()?;
+        let member = match frame {
+            Frame::Array(items) => items.next().map(|(i, v)| (Token::Index(i), v)),
+            Frame::Object(members) => members.next().map(|(k, v)| (Token::Key(k.as_str()), v)),
+        };
+        match member {
+            Some((token, v)) => {
+                // Drop the tokens of the collections closed since, then step down.
+                tokens.truncate(depth - 1);
+                tokens.push(token);
+                next = Some(v);
+            }
+            None => {
+                frames.pop();
+            }
+        }
+    }
+}
+
 impl From<At<'_>> for String {
     fn from(at: At<'_>) -> String {
         at.pointer()

@@ -5,8 +5,9 @@
 //! that looks like a JSON object is first parsed here; the caller builds the span index
 //! (with [`json_spans`](super::json_spans)) only when there is something to report.
 //! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit,
-//! a string longer than `max_string_bytes` — returns `None`, and the caller's YAML loader
-//! produces the located `parse_error` or `limit_exceeded`. So a document this parser
+//! a string longer than `max_string_bytes` — returns `None`, and the caller loads the text
+//! the slow way, whose loader and limit checks report the located `parse_error` or
+//! `limit_exceeded`. So a document this parser
 //! accepts needs no second walk for the string limit
 //! ([`check_limits_parsed`](super::limits::check_limits_parsed)).
 

@@ -11,12 +11,14 @@
 //! Only well-shaped members are counted (`compositions` a mapping, `steps` a sequence…);
 //! a misshapen one is the schema's to report, and holds nothing to count.
 
+use std::ops::ControlFlow;
+
 use serde_json::{Map, Value};
 
 use crate::members::Members;
 
 use super::Limits;
-use crate::diag::{escape_token, DiagKind, Diagnostic};
+use crate::diag::{escape_token, walk, At, DiagKind, Diagnostic, Token};
 use crate::syntax::expanded_len;
 
 /// Checks `pack` against the limits past parsing; pushes one `limit_exceeded` per limit
@@ -28,7 +30,7 @@ pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) ->
     check_limits_parsed(pack, limits, out) || passed
 }
 
-/// [`check_limits`] but for the string length, for a document whose parser has refused
+/// [`check_limits`] without the string length, for a document whose parser has refused
 /// every string past `max_string_bytes` already ([`json_fast::parse`](super::json_fast::parse)):
 /// no walk over every node. Returns whether a limit was passed.
 pub fn check_limits_parsed(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
@@ -50,90 +52,21 @@ fn exceeded(pointer: String, message: String, limit: &str) -> Diagnostic {
         ))
 }
 
-/// A step down from a collection to one of its members.
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Index(usize),
-    Key(&'a str),
-}
-
-/// The open collections of the walk, innermost last.
-enum Frame<'a> {
-    Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
-    Object(serde_json::map::Iter<'a>),
-}
-
-fn open(v: &Value) -> Option<Frame<'_>> {
-    match v {
-        Value::Array(items) => Some(Frame::Array(items.iter().enumerate())),
-        Value::Object(map) => Some(Frame::Object(map.iter())),
-        _ => None,
-    }
-}
-
 /// The first string (a value or a mapping key, in document order) longer than `max`.
-/// Walks with an explicit stack (the depth limit is the embedder's to raise) and builds
-/// no pointer until it has something to report.
+/// The walk builds no pointer until it has something to report.
 fn long_string(pack: &Value, max: usize) -> Option<Diagnostic> {
-    let too_long = |what: &str, len: usize, path: &[Seg<'_>], last: Option<Seg<'_>>| {
-        let mut pointer = String::new();
-        for seg in path.iter().chain(last.as_ref()) {
-            match seg {
-                Seg::Index(i) => pointer.push_str(&format!("/{i}")),
-                Seg::Key(k) => {
-                    pointer.push('/');
-                    pointer.push_str(&escape_token(k));
-                }
-            }
-        }
+    walk(pack, |tokens, node| {
+        let (what, len) = match (tokens.last(), node) {
+            (Some(Token::Key(k)), _) if k.len() > max => ("key", k.len()),
+            (_, Value::String(s)) if s.len() > max => ("string", s.len()),
+            _ => return ControlFlow::Continue(()),
+        };
         let message = format!(
             "this {what} is {len} bytes long, more than the limit of {max} bytes (`max_string_bytes`)"
         );
-        exceeded(pointer, message, "max_string_bytes")
-    };
-    if let Value::String(s) = pack {
-        return (s.len() > max).then(|| too_long("string", s.len(), &[], None));
-    }
-    let mut frames: Vec<Frame<'_>> = open(pack).into_iter().collect();
-    // The member each open collection but the root is, in its parent.
-    let mut path: Vec<Seg<'_>> = Vec::new();
-    while let Some(frame) = frames.last_mut() {
-        let (seg, value) = match frame {
-            Frame::Array(items) => match items.next() {
-                Some((i, v)) => (Seg::Index(i), v),
-                None => {
-                    frames.pop();
-                    path.pop();
-                    continue;
-                }
-            },
-            Frame::Object(members) => match members.next() {
-                Some((k, v)) => {
-                    if k.len() > max {
-                        return Some(too_long("key", k.len(), &path, Some(Seg::Key(k))));
-                    }
-                    (Seg::Key(k), v)
-                }
-                None => {
-                    frames.pop();
-                    path.pop();
-                    continue;
-                }
-            },
-        };
-        match value {
-            Value::String(s) if s.len() > max => {
-                return Some(too_long("string", s.len(), &path, Some(seg)));
-            }
-            _ => {
-                if let Some(f) = open(value) {
-                    frames.push(f);
-                    path.push(seg);
-                }
-            }
-        }
-    }
-    None
+        let pointer = At::Path(&At::Text(""), tokens).pointer();
+        ControlFlow::Break(exceeded(pointer, message, "max_string_bytes"))
+    })
 }
 
 fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {

@@ -191,7 +191,8 @@ pub fn parse_whole_reference(text: &str) -> Result<Reference, RefError> {
 
 /// The step ids the references of a binding start from, in source order (`None` for
 /// `${input...}`), or the error [`parse_binding`] gives. This is what a check needs of a
-/// binding, and it allocates nothing for a well-formed one.
+/// binding, and it allocates nothing for a well-formed one. On an error, `each` has
+/// already seen the references before the malformed one.
 ///
 /// ```
 /// # use packc_compiler::syntax::reference::binding_roots;
@@ -294,7 +295,7 @@ fn lex_at(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
             span,
         });
     }
-    if &body[dots[0].min(dots[1])..dots[1]] == ".output" {
+    if &body[dots[0]..dots[1]] == ".output" {
         return Ok(Lexed {
             step: Some(first),
             path: after(dots[1]),

@@ -2,6 +2,8 @@
 //! name a top-level step (2.6), `depends_on` earlier and branch targets later than the
 //! step naming them (2.11), and references reading only earlier outputs (3.3).
 
+use std::ops::ControlFlow;
+
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
@@ -9,7 +11,7 @@ use crate::members::Members;
 
 use super::super::{did_you_mean, Cx};
 use super::shape::{expect_array, expect_str, schema, What};
-use crate::diag::{At, DiagKind, Diagnostic, Token};
+use crate::diag::{walk, At, DiagKind, Diagnostic, Token};
 use crate::syntax::binding_roots;
 use crate::vocab::Kind;
 
@@ -224,8 +226,7 @@ pub(super) fn check_depends_on(
 }
 
 /// 3.2/3.3: every string inside `input`/`args`, at any depth (never object keys), in
-/// document order. The walk keeps its own stack (the depth limit is the embedder's to
-/// raise) and the tokens down to the current node, written out only for a diagnostic.
+/// document order.
 pub(super) fn check_bindings(
     cx: &mut Cx<'_, '_>,
     c: &Comp<'_>,
@@ -233,40 +234,13 @@ pub(super) fn check_bindings(
     ptr: &At<'_>,
     index: usize,
 ) {
-    /// The open collections, innermost last; `path[i]` is the current member of `frames[i]`.
-    enum Frame<'v> {
-        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
-        Object(serde_json::map::Iter<'v>),
-    }
-    let mut frames: Vec<Frame<'_>> = Vec::new();
-    let mut path: Vec<Token<'_>> = Vec::new();
-    let mut next = v;
-    loop {
-        match next.take() {
-            Some(Value::String(s)) => check_binding(cx, c, s, &At::Path(ptr, &path), index),
-            Some(Value::Array(items)) => frames.push(Frame::Array(items.iter().enumerate())),
-            Some(Value::Object(m)) => frames.push(Frame::Object(m.iter())),
-            Some(_) | None => {}
+    let Some(v) = v else { return };
+    walk::<()>(v, |tokens, node| {
+        if let Value::String(s) = node {
+            check_binding(cx, c, s, &At::Path(ptr, tokens), index);
         }
-        let depth = frames.len();
-        let Some(frame) = frames.last_mut() else {
-            return;
-        };
-        let member = match frame {
-            Frame::Array(items) => items.next().map(|(i, v)| (Token::Index(i), v)),
-            Frame::Object(members) => members.next().map(|(k, v)| (Token::Key(k), v)),
-        };
-        match member {
-            Some((token, v)) => {
-                path.truncate(depth - 1);
-                path.push(token);
-                next = Some(v);
-            }
-            None => {
-                frames.pop();
-            }
-        }
-    }
+        ControlFlow::Continue(())
+    });
 }
 
 /// One string of `input`/`args` at `ptr`: a well-formed binding whose references are visible.
