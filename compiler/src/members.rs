@@ -41,6 +41,12 @@ impl Members for Value {
     }
 }
 
+/// The members of `v` in source order when it is an object; none for anything else, or
+/// for no value.
+pub(crate) fn entries(v: Option<&Value>) -> impl Iterator<Item = (&String, &Value)> {
+    v.and_then(Value::as_object).into_iter().flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use ir_spec::SpecLevel;
 use serde_json::Value;
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, DiagKind, Diagnostic};
@@ -278,8 +278,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
         return; // `provider` below 1.9 is a schema_violation
     }
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
-    let prompts = root.member("prompts").and_then(Value::as_object);
-    for (name, prompt) in prompts.into_iter().flatten() {
+    for (name, prompt) in entries(root.member("prompts")) {
         if let Some(key) = prompt.member("provider").and_then(Value::as_str) {
             if resolve(cx, key, join("/prompts", &[name, "provider"])) {
                 if let Some(role) = role_of(key) {

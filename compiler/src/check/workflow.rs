@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{did_you_mean, members, Cx};
 use crate::diag::{join, At, DiagKind, Diagnostic};
@@ -41,8 +41,7 @@ fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
         }
     }
     let base = At::Text("/workflow/states");
-    let states = workflow.member("states").and_then(Value::as_object);
-    for (name, state) in states.into_iter().flatten() {
+    for (name, state) in entries(workflow.member("states")) {
         if state.is_object() {
             check_state(cx, name, state, &base.key(name));
         }
@@ -114,8 +113,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
         }
     }
     let on_event = ptr.key("on_event");
-    let events = state.member("on_event").and_then(Value::as_object);
-    for (event, target) in events.into_iter().flatten() {
+    for (event, target) in entries(state.member("on_event")) {
         if let Some(target) = target.as_str() {
             if !cx.names.states.contains(target) {
                 let what = format!("the target of event `{event}`,");

@@ -9,7 +9,7 @@ use ir_spec::{
 };
 use serde_json::Value;
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::prompts::{offered, policy};
 use super::{strings, uint32, Cx, LowerError};
@@ -22,13 +22,7 @@ use crate::vocab::{Kind, Op, Strategy};
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let base = At::Text("/compositions");
-    for (key, comp) in cx
-        .root
-        .member("compositions")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
+    for (key, comp) in entries(cx.root.member("compositions")) {
         let c = lower_one(cx, key, comp, &base.key(key))?;
         cx.module.compositions.push(c);
     }

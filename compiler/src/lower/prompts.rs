@@ -6,20 +6,14 @@ use ir_spec::{
 };
 use serde_json::Value;
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{strings, uint, uint32, Cx, LowerError};
 use crate::syntax::{self, expand_fragments, parse_template};
 
 /// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
 pub(super) fn lower_tools(cx: &mut Cx<'_>) {
-    for (key, tool) in cx
-        .root
-        .member("tools")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
+    for (key, tool) in entries(cx.root.member("tools")) {
         let key = cx.intern(key);
         let text = |name: &str| {
             tool.get(name)
@@ -40,8 +34,7 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
 
 /// `prompts` → [`Module::prompts`](ir_spec::Module::prompts), in source order.
 pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    let prompts = cx.root.member("prompts").and_then(Value::as_object);
-    for (key, prompt) in prompts.into_iter().flatten() {
+    for (key, prompt) in entries(cx.root.member("prompts")) {
         let key = cx.intern(key);
         let variables: Vec<Variable> = prompt
             .member("variables")
