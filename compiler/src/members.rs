@@ -1,15 +1,8 @@
-//! Reading a member of a pack's JSON object.
-//!
-//! `serde_json`'s `Map::get` (an `IndexMap` with the standard hasher) hashes the key with
-//! SipHash before it looks, about 250 instructions a lookup. Nearly every object of a pack
-//! has a handful of members, where comparing the keys in order costs a fraction of that.
-//! The checks and lowering read members this way, a few hundred thousand times on a pack
-//! of a thousand compositions.
+//! Reading a member of a pack's JSON object without hashing its name
+//! ([`ir_spec::json::member`], which the VM uses too). The checks and lowering read members
+//! this way, a few hundred thousand times on a pack of a thousand compositions.
 
 use serde_json::{Map, Value};
-
-/// Objects with at most this many members are searched in order; larger ones by hash.
-const SCAN_MAX: usize = 12;
 
 /// A JSON object's members, by name.
 pub(crate) trait Members {
@@ -25,11 +18,7 @@ pub(crate) trait Members {
 impl Members for Map<String, Value> {
     #[inline]
     fn member(&self, key: &str) -> Option<&Value> {
-        if self.len() <= SCAN_MAX {
-            self.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
-        } else {
-            self.get(key)
-        }
+        ir_spec::json::member(self, key)
     }
 }
 

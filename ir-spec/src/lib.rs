@@ -28,6 +28,7 @@ mod composition;
 pub mod container;
 mod error;
 mod ids;
+pub mod json;
 mod json_text;
 pub mod limits;
 pub mod suggest;

@@ -1,50 +1,15 @@
-//! JSON helpers on the run's hot path: member lookup, string and value equality
-//! (`compositions.md` §7.3), and the string rule of `compositions.md` §11.2.
+//! JSON helpers on the run's hot path: member lookup and string equality (shared with the
+//! compiler, [`ir_spec::json`]), value equality (`compositions.md` §7.3), and the string
+//! rule of `compositions.md` §11.2.
 
 use serde_json::Value;
 
-/// Objects up to this many members are searched linearly.
-const LINEAR: usize = 12;
+pub(crate) use ir_spec::json::eq_str;
 
 /// The member `k` of `v` when `v` is an object.
 #[inline(always)]
 pub fn member<'v>(v: &'v Value, k: &str) -> Option<&'v Value> {
-    let o = v.as_object()?;
-    if o.len() <= LINEAR {
-        // Lengths first, then the bytes, compared inline: most members are told apart
-        // by their lengths, and short keys never reach `memcmp`.
-        for (kk, v) in o {
-            if eq_str(kk, k) {
-                return Some(v);
-            }
-        }
-        None
-    } else {
-        o.get(k)
-    }
-}
-
-/// String equality without a call to `memcmp` for strings up to 16 bytes (object keys,
-/// enum-like values): one or two overlapping word loads per side.
-#[inline(always)]
-pub(crate) fn eq_str(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    if n >= 8 {
-        if n > 16 {
-            return a == b;
-        }
-        let w = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
-        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 8) ^ w(b, n - 8)) == 0;
-    }
-    if n >= 4 {
-        let w = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
-        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 4) ^ w(b, n - 4)) == 0;
-    }
-    a.iter().zip(b).all(|(x, y)| x == y)
+    ir_spec::json::member(v.as_object()?, k)
 }
 
 /// JSON equality of `compositions.md` §7.3: numbers compare as IEEE-754 doubles
