@@ -9,7 +9,7 @@ use ir_spec::{
 use serde_json::Value;
 
 use crate::diag::At;
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{members, uint, Cx, LowerError};
 
@@ -58,13 +58,13 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         return Ok(());
     };
     let ids = state_ids(cx);
-    let state_id = |name: Option<&Value>, ptr: String| -> Result<StateId, LowerError> {
+    let state_id = |name: Option<&Value>, ptr: &At<'_>| -> Result<StateId, LowerError> {
         let name = name.and_then(Value::as_str).unwrap_or_default();
         ids.get(name)
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
     };
-    let entry = state_id(wf.member("entry"), "/workflow/entry".into())?;
+    let entry = state_id(wf.member("entry"), &At::Text("/workflow/entry"))?;
     let comps: HashMap<&str, CompId> = cx
         .root
         .member("compositions")
@@ -77,7 +77,9 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         })
         .unwrap_or_default();
     let mut out = Vec::new();
-    for (key, s, ptr) in members("/workflow/states", wf.member("states")) {
+    let base = At::Text("/workflow/states");
+    for (key, s) in entries(wf.member("states")) {
+        let ptr = base.key(key);
         let mode = match s.member("orchestration").and_then(Value::as_str) {
             Some("external") => Orchestration::External,
             Some("hybrid") => Orchestration::Hybrid,
@@ -90,31 +92,29 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
                 .and_then(Value::as_str)
                 .unwrap_or("");
             StateBody::Composition(comps.get(name).copied().ok_or_else(|| {
-                LowerError::new(
-                    format!("{ptr}/composition"),
-                    format!("no composition `{name}`"),
-                )
+                LowerError::new(ptr.key("composition"), format!("no composition `{name}`"))
             })?)
         } else {
             let name = s
                 .member("prompt_task")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            StateBody::Prompt(cx.prompt(name, &At::Text(&ptr).key("prompt_task"))?)
+            StateBody::Prompt(cx.prompt(name, &ptr.key("prompt_task"))?)
         };
         let mut on_event = Vec::new();
-        for (event, _, eptr) in members(&format!("{ptr}/on_event"), s.member("on_event")) {
-            let target = state_id(s.member("on_event").and_then(|o| o.get(event)), eptr)?;
+        let events = ptr.key("on_event");
+        for (event, target) in entries(s.member("on_event")) {
+            let target = state_id(Some(target), &events.key(event))?;
             on_event.push((event_id(cx, event), target));
         }
         let terminal =
             s.member("terminal").and_then(Value::as_bool) == Some(true) || on_event.is_empty();
         let on_max_visits = match s.member("on_max_visits") {
-            Some(v) => Some(state_id(Some(v), format!("{ptr}/on_max_visits"))?),
+            Some(v) => Some(state_id(Some(v), &ptr.key("on_max_visits"))?),
             None => None,
         };
         let mut arts = Vec::new();
-        for (name, def, _) in members(&format!("{ptr}/artifacts"), s.member("artifacts")) {
+        for (name, def) in entries(s.member("artifacts")) {
             let mode = match def.member("mode").and_then(Value::as_str) {
                 Some("append") => ArtifactMode::Append,
                 _ => ArtifactMode::Replace,
