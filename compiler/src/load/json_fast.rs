@@ -7,9 +7,8 @@
 //! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit,
 //! a string longer than `max_string_bytes` — returns `None`, and the caller loads the text
 //! the slow way, whose loader and limit checks report the located `parse_error` or
-//! `limit_exceeded`. So a document this parser
-//! accepts needs no second walk for the string limit
-//! ([`check_limits_parsed`](super::limits::check_limits_parsed)).
+//! `limit_exceeded`. So a document this parser accepts needs no second walk for the
+//! string limit ([`check_limits_parsed`](super::limits::check_limits_parsed)).
 
 use std::fmt;
 
