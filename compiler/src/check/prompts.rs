@@ -5,18 +5,15 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
 use crate::syntax::{expand_fragments, parse_template, Segment};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
-    let Some(prompts) = cx.root.member("prompts").and_then(Value::as_object) else {
-        return;
-    };
     let base = At::Text("/prompts");
-    for (key, prompt) in prompts {
+    for (key, prompt) in entries(cx.root.member("prompts")) {
         if !prompt.is_object() {
             continue;
         }

@@ -16,7 +16,7 @@ mod shape;
 
 use serde_json::{Map, Value};
 
-use crate::members::Members;
+use crate::members::{entries, Members};
 
 use super::{did_you_mean, is_ident, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
@@ -28,11 +28,8 @@ use shape::{expect_array, expect_object, expect_str, optional_str, schema, What}
 const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
-    let Some(comps) = cx.root.member("compositions").and_then(Value::as_object) else {
-        return;
-    };
     let base = At::Text("/compositions");
-    for (name, comp) in comps {
+    for (name, comp) in entries(cx.root.member("compositions")) {
         check_composition(cx, name, comp, &base.key(name));
     }
 }
