@@ -386,31 +386,49 @@ impl<'a> At<'a> {
     }
 
     fn write(&self, out: &mut String) {
-        use std::fmt::Write;
         match *self {
             At::Text(text) => out.push_str(text),
             At::Key(parent, key) => {
                 parent.write(out);
-                out.push('/');
-                out.push_str(&escape_token(key));
+                Token::Key(key).write(out);
             }
             At::Index(parent, index) => {
                 parent.write(out);
-                let _ = write!(out, "/{index}");
+                Token::Index(index).write(out);
             }
             At::Path(parent, tokens) => {
                 parent.write(out);
                 for token in tokens {
-                    match *token {
-                        Token::Key(key) => {
-                            out.push('/');
-                            out.push_str(&escape_token(key));
-                        }
-                        Token::Index(index) => {
-                            let _ = write!(out, "/{index}");
-                        }
-                    }
+                    token.write(out);
                 }
+            }
+        }
+    }
+}
+
+impl Token<'_> {
+    /// The tokens from a composition to its step `step`, or to the branch `branch` of the
+    /// parallel step `step` (`steps/<step>[/branches/<branch>]`): the first `n` of the array.
+    pub(crate) fn step(step: usize, branch: Option<usize>) -> ([Token<'static>; 4], usize) {
+        let tokens = [
+            Token::Key("steps"),
+            Token::Index(step),
+            Token::Key("branches"),
+            Token::Index(branch.unwrap_or(0)),
+        ];
+        (tokens, if branch.is_some() { 4 } else { 2 })
+    }
+
+    /// `/` and the token, a member name escaped (RFC 6901).
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write;
+        match *self {
+            Token::Key(key) => {
+                out.push('/');
+                out.push_str(&escape_token(key));
+            }
+            Token::Index(index) => {
+                let _ = write!(out, "/{index}");
             }
         }
     }

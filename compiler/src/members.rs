@@ -32,8 +32,11 @@ impl Members for Value {
 
 /// The members of `v` in source order when it is an object; none for anything else, or
 /// for no value.
-pub(crate) fn entries(v: Option<&Value>) -> impl Iterator<Item = (&String, &Value)> {
-    v.and_then(Value::as_object).into_iter().flatten()
+pub(crate) fn entries(v: Option<&Value>) -> impl Iterator<Item = (&str, &Value)> {
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), v))
 }
 
 #[cfg(test)]

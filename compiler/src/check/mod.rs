@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::members::Members;
 
-use crate::diag::{join, Diagnostic};
+use crate::diag::Diagnostic;
 
 /// What the checks need to know beyond the pack itself.
 #[derive(Clone, Debug, Default)]
@@ -124,17 +124,6 @@ impl Cx<'_, '_> {
     fn push(&mut self, d: Diagnostic) {
         self.out.push(d);
     }
-}
-
-/// The members of an object value with their pointers, in source order.
-fn members<'a>(
-    base: &'a str,
-    v: Option<&'a Value>,
-) -> impl Iterator<Item = (&'a str, &'a Value, String)> + 'a {
-    v.and_then(Value::as_object).into_iter().flat_map(move |m| {
-        m.iter()
-            .map(move |(k, v)| (k.as_str(), v, join(base, &[k])))
-    })
 }
 
 /// `^[a-zA-Z_][a-zA-Z0-9_]*$`, the identifier pattern of step ids and reducer `into`.

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::members::{entries, Members};
 
-use super::{did_you_mean, members, Cx};
-use crate::diag::{join, DiagKind, Diagnostic};
+use super::{did_you_mean, Cx};
+use crate::diag::{join, At, DiagKind, Diagnostic, Token};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
@@ -257,7 +257,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
             .map(|p| p.role.clone())
     };
     let keys: Vec<String> = declared.iter().map(|p| p.key.clone()).collect();
-    let resolve = |cx: &mut Cx<'_, '_>, key: &str, ptr: String| -> bool {
+    let resolve = |cx: &mut Cx<'_, '_>, key: &str, ptr: &At<'_>| -> bool {
         if key == "default" || keys.iter().any(|k| k == key) {
             return true;
         }
@@ -280,7 +280,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
     for (name, prompt) in entries(root.member("prompts")) {
         if let Some(key) = prompt.member("provider").and_then(Value::as_str) {
-            if resolve(cx, key, join("/prompts", &[name, "provider"])) {
+            if resolve(cx, key, &At::Text("/prompts").key(name).key("provider")) {
                 if let Some(role) = role_of(key) {
                     prompt_role.insert(name, role);
                 }
@@ -312,17 +312,17 @@ fn providers(cx: &mut Cx<'_, '_>) {
             }
         }
     }
-    for (_, comp, cptr) in members("/compositions", root.member("compositions")) {
+    let compositions = At::Text("/compositions");
+    for (name, comp) in entries(root.member("compositions")) {
+        let cptr = compositions.key(name);
         let steps = comp.member("steps").and_then(Value::as_array);
         for (i, step) in steps.into_iter().flatten().enumerate() {
-            let sptr = join(&cptr, &["steps", &i.to_string()]);
             let branches = step.member("branches").and_then(Value::as_array);
-            let nested = branches
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .map(|(j, b)| (b, join(&sptr, &["branches", &j.to_string()])));
-            for (s, ptr) in std::iter::once((step, sptr.clone())).chain(nested) {
+            let nested = branches.into_iter().flatten().enumerate();
+            let nested = nested.map(|(j, b)| (b, Some(j)));
+            for (s, branch) in std::iter::once((step, None)).chain(nested) {
+                let (tokens, n) = Token::step(i, branch);
+                let ptr = At::Path(&cptr, &tokens[..n]);
                 let kind = s.member("kind").and_then(Value::as_str);
                 if !matches!(kind, Some("prompt" | "agent")) {
                     continue;
@@ -330,7 +330,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
                 let own = s.member("provider").and_then(Value::as_str);
                 let mut role = None;
                 if let Some(key) = own {
-                    if resolve(cx, key, join(&ptr, &["provider"])) {
+                    if resolve(cx, key, &ptr.key("provider")) {
                         role = role_of(key);
                     }
                 } else if let Some(p) = s.member("prompt_task").and_then(Value::as_str) {
@@ -344,7 +344,10 @@ fn providers(cx: &mut Cx<'_, '_>) {
                             DiagKind::ProviderRole,
                             format!("a prompt step without `output_schema` runs on a provider with role `{role}`"),
                         )
-                        .at(own.map_or_else(|| ptr.clone(), |_| join(&ptr, &["provider"])))
+                        .at(match own {
+                            None => ptr.pointer(),
+                            Some(_) => ptr.key("provider").pointer(),
+                        })
                         .help("declare the `output_schema` the provider answers with, or use an `llm` provider"),
                     );
                 }
@@ -384,10 +387,7 @@ fn governance(cx: &mut Cx<'_, '_>) {
     if let Some(g) = root.member("metadata").and_then(|m| m.member("governance")) {
         places.push(("/metadata/governance".into(), g));
     }
-    for (name, member, _) in members(
-        "/agents/members",
-        root.member("agents").and_then(|a| a.member("members")),
-    ) {
+    for (name, member) in entries(root.member("agents").and_then(|a| a.member("members"))) {
         if let Some(g) = member.member("governance") {
             places.push((join("/agents/members", &[name, "governance"]), g));
         }

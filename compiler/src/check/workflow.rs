@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::members::{entries, Members};
 
-use super::{did_you_mean, members, Cx};
+use super::{did_you_mean, Cx};
 use crate::diag::{join, At, DiagKind, Diagnostic};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
@@ -153,13 +153,15 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
             cx.push(d);
         }
     }
-    for (member, def, ptr) in members("/agents/members", agents.member("members")) {
+    let members = At::Text("/agents/members");
+    for (member, def) in entries(agents.member("members")) {
+        let ptr = members.key(member);
         if !cx.names.prompts.contains(member) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedPrompt,
                 format!("agent member `{member}` names no prompt (a member key is a prompt key)"),
             )
-            .at(ptr.clone())
+            .at(ptr)
             .help(did_you_mean(
                 "prompts",
                 member,
@@ -170,8 +172,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
         let Some(state) = def.member("state").and_then(Value::as_str) else {
             continue;
         };
-        let sptr = At::Text(&ptr);
-        let sptr = sptr.key("state");
+        let sptr = ptr.key("state");
         if !cx.names.has_workflow {
             cx.push(
                 Diagnostic::new(

@@ -37,20 +37,6 @@ struct Flat<'v> {
     top: bool,
 }
 
-impl Flat<'_> {
-    /// The reference tokens from the composition to the step: the first `n` of the array.
-    fn tokens(&self) -> ([Token<'static>; 4], usize) {
-        let (i, j) = self.at;
-        let tokens = [
-            Token::Key("steps"),
-            Token::Index(i),
-            Token::Key("branches"),
-            Token::Index(j.unwrap_or(0)),
-        ];
-        (tokens, if j.is_some() { 4 } else { 2 })
-    }
-}
-
 fn lower_one(
     cx: &mut Cx<'_>,
     key: &str,
@@ -83,7 +69,7 @@ fn lower_one(
     let mut walk = Vec::new();
     for (i, f) in flat.iter().enumerate() {
         let id = StepId::from_index(i).ok_or_else(|| {
-            let (tokens, n) = f.tokens();
+            let (tokens, n) = Token::step(f.at.0, f.at.1);
             LowerError::new(At::Path(ptr, &tokens[..n]), "too many steps")
         })?;
         if f.top {
@@ -105,7 +91,7 @@ fn lower_one(
     let mut out = Vec::with_capacity(flat.len());
     for (i, f) in flat.iter().enumerate() {
         let s = f.step;
-        let (tokens, n) = f.tokens();
+        let (tokens, n) = Token::step(f.at.0, f.at.1);
         let p = &At::Path(ptr, &tokens[..n]);
         let kind_name = s.member("kind").and_then(Value::as_str).unwrap_or("");
         let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)

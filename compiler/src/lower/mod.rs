@@ -162,18 +162,6 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// `(key, value, pointer)` for each member of the object at `ptr`.
-fn members<'v>(
-    ptr: &str,
-    v: Option<&'v Value>,
-) -> impl Iterator<Item = (&'v str, &'v Value, String)> + use<'v> {
-    let base = ptr.to_owned();
-    v.and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|m| m.iter())
-        .map(move |(k, v)| (k.as_str(), v, crate::diag::join(&base, &[k])))
-}
-
 /// The strings of an array member, skipping other items (none when it is not an array).
 fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)

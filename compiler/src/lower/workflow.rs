@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::diag::At;
 use crate::members::{entries, Members};
 
-use super::{members, uint, Cx, LowerError};
+use super::{uint, Cx, LowerError};
 
 fn states<'a>(cx: &Cx<'a>) -> Option<&'a serde_json::Map<String, Value>> {
     cx.root
@@ -163,10 +163,11 @@ fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
 pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let ids = state_ids(cx);
     let agents = cx.root.member("agents").and_then(|a| a.member("members"));
-    for (key, member, ptr) in members("/agents/members", agents) {
+    let members = At::Text("/agents/members");
+    for (key, member) in entries(agents) {
         let start = match member.member("state").and_then(Value::as_str) {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
-                LowerError::new(format!("{ptr}/state"), format!("no state `{state}`"))
+                LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),
             None => AgentStart::Plain(cx.prompts.get(key).copied()),
         };

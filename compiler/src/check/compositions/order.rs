@@ -53,12 +53,10 @@ impl<'p> Comp<'p> {
         };
         // Where each id was first seen: (top-level index, branch index). Pointers are
         // built only for a duplicate, so a clean composition allocates none here.
-        let id_ptr = |(i, j): (usize, Option<usize>)| match j {
-            None => steps_ptr.index(i).key("id").pointer(),
-            Some(j) => {
-                let tokens = [Token::Index(i), Token::Key("branches"), Token::Index(j)];
-                At::Path(steps_ptr, &tokens).key("id").pointer()
-            }
+        let id_ptr = |(i, j): (usize, Option<usize>)| {
+            // The tokens after the composition's `steps`.
+            let (tokens, n) = Token::step(i, j);
+            At::Path(steps_ptr, &tokens[1..n]).key("id").pointer()
         };
         let mut first: FxHashMap<&'p str, (usize, Option<usize>)> =
             FxHashMap::with_capacity_and_hasher(steps.len(), Default::default());
