@@ -185,11 +185,30 @@ fn take(left: &mut usize, n: usize) -> Result<(), Over> {
     Ok(())
 }
 
+/// The size of a scalar (not an array or object): one, plus a string's bytes.
+#[inline(always)]
+fn scalar_size(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len().saturating_add(1),
+        _ => 1,
+    }
+}
+
+/// Counts a member or item of an array or object that sits inside `depth` of them: a
+/// scalar in place, an array or object by recursion. Most members of an answer are
+/// scalars, so most are counted without a call.
+#[inline(always)]
+fn item(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
+    match v {
+        Value::Array(_) | Value::Object(_) => walk(v, depth, max_depth, left),
+        scalar => take(left, scalar_size(scalar)),
+    }
+}
+
 /// The walk itself: counts `v` against `left`, returning at the first limit passed.
 /// Entering an array or object checks its level before counting it.
 fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
     match v {
-        Value::String(s) => take(left, s.len().saturating_add(1)),
         Value::Array(items) => {
             if depth >= max_depth {
                 return Err(Over::Depth);
@@ -197,20 +216,20 @@ fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(
             take(left, 1)?;
             items
                 .iter()
-                .try_for_each(|item| walk(item, depth + 1, max_depth, left))
+                .try_for_each(|v| item(v, depth + 1, max_depth, left))
         }
         Value::Object(map) => {
             if depth >= max_depth {
                 return Err(Over::Depth);
             }
             take(left, 1)?;
-            for (k, item) in map {
+            for (k, v) in map {
                 take(left, k.len())?;
-                walk(item, depth + 1, max_depth, left)?;
+                item(v, depth + 1, max_depth, left)?;
             }
             Ok(())
         }
-        _ => take(left, 1),
+        scalar => take(left, scalar_size(scalar)),
     }
 }
 
@@ -254,5 +273,60 @@ mod tests {
         let e = limits.value(&json!([[[1]]]), "v").unwrap_err();
         assert!(e.message.contains("`max_value_depth`"), "{e}");
         assert!(limits.value(&json!(1), "v").is_ok());
+    }
+
+    /// The size and nesting of `v` by their definitions in the module doc.
+    fn spec_size_depth(v: &Value) -> (usize, usize) {
+        match v {
+            Value::String(s) => (1 + s.len(), 0),
+            Value::Array(items) => items.iter().fold((1, 1), |(n, d), i| {
+                let (m, e) = spec_size_depth(i);
+                (n + m, d.max(e + 1))
+            }),
+            Value::Object(map) => map.iter().fold((1, 1), |(n, d), (k, i)| {
+                let (m, e) = spec_size_depth(i);
+                (n + k.len() + m, d.max(e + 1))
+            }),
+            _ => (1, 0),
+        }
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            "[a-z\u{e9}]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z]{0,6}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The walk's size and depth verdicts are those of the definitions, at every
+        /// limit around the value's own size and nesting.
+        #[test]
+        fn walk_agrees_with_the_definitions(v in any_value()) {
+            let (size, depth) = spec_size_depth(&v);
+            proptest::prop_assert_eq!(value_size(&v, usize::MAX), Some(size));
+            proptest::prop_assert_eq!(value_size(&v, size), Some(size));
+            proptest::prop_assert_eq!(value_size(&v, size - 1), None);
+            for max_depth in depth.saturating_sub(1)..=depth + 1 {
+                let limits = Limits {
+                    max_value_bytes: usize::MAX - 1,
+                    max_value_depth: max_depth,
+                    max_snapshot_bytes: 0,
+                    max_built_bytes: 0,
+                    max_tool_calls_per_answer: 0,
+                };
+                proptest::prop_assert_eq!(limits.value(&v, "v").is_ok(), depth <= max_depth);
+            }
+        }
     }
 }
