@@ -224,8 +224,14 @@ fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(
             }
             take(left, 1)?;
             for (k, v) in map {
-                take(left, k.len())?;
-                item(v, depth + 1, max_depth, left)?;
+                // A scalar member is counted with its name in one step.
+                match v {
+                    Value::Array(_) | Value::Object(_) => {
+                        take(left, k.len())?;
+                        walk(v, depth + 1, max_depth, left)?;
+                    }
+                    scalar => take(left, k.len().saturating_add(scalar_size(scalar)))?,
+                }
             }
             Ok(())
         }
