@@ -194,14 +194,24 @@ fn scalar_size(v: &Value) -> usize {
     }
 }
 
-/// Counts a member or item of an array or object that sits inside `depth` of them: a
-/// scalar in place, an array or object by recursion. Most members of an answer are
+/// Counts an item of an array, or a member of an object with `name` bytes of name (0
+/// for an item), that sits inside `depth` arrays and objects: a scalar in place, with
+/// its name in one step, an array or object by recursion. Most members of an answer are
 /// scalars, so most are counted without a call.
 #[inline(always)]
-fn item(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
+fn item(
+    v: &Value,
+    name: usize,
+    depth: usize,
+    max_depth: usize,
+    left: &mut usize,
+) -> Result<(), Over> {
     match v {
-        Value::Array(_) | Value::Object(_) => walk(v, depth, max_depth, left),
-        scalar => take(left, scalar_size(scalar)),
+        Value::Array(_) | Value::Object(_) => {
+            take(left, name)?;
+            walk(v, depth, max_depth, left)
+        }
+        scalar => take(left, name.saturating_add(scalar_size(scalar))),
     }
 }
 
@@ -216,7 +226,7 @@ fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(
             take(left, 1)?;
             items
                 .iter()
-                .try_for_each(|v| item(v, depth + 1, max_depth, left))
+                .try_for_each(|v| item(v, 0, depth + 1, max_depth, left))
         }
         Value::Object(map) => {
             if depth >= max_depth {
@@ -224,14 +234,7 @@ fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(
             }
             take(left, 1)?;
             for (k, v) in map {
-                // A scalar member is counted with its name in one step.
-                match v {
-                    Value::Array(_) | Value::Object(_) => {
-                        take(left, k.len())?;
-                        walk(v, depth + 1, max_depth, left)?;
-                    }
-                    scalar => take(left, k.len().saturating_add(scalar_size(scalar)))?,
-                }
+                item(v, k.len(), depth + 1, max_depth, left)?;
             }
             Ok(())
         }
