@@ -1,11 +1,14 @@
 //! Snapshot and resume of a suspended run: example 3 stopped inside its
 //! parallel step with four branch calls outstanding, turned into bytes and brought back
 //! against the same program, as a host moving a run to another machine would.
+//! `ex3_final/snapshot`: the same run once the four branches have answered, waiting on
+//! its final step, so the snapshot holds their outputs (as `packc batch` saves a row's
+//! run after each answer).
 
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use packc_vm::{Input, Need, Run, RunOptions, Target};
+use packc_vm::{Answer, CallId, Input, Need, Run, RunOptions, Target};
 use serde_json::json;
 
 use packc_suite::program;
@@ -33,6 +36,28 @@ fn bench_snapshot(c: &mut Criterion) {
     group.bench_function("ex3_parallel/restore", |b| {
         b.iter(|| Run::restore(p.clone(), &bytes).unwrap())
     });
+    group.finish();
+
+    let answer = json!({"summary": "Residual connections let very deep networks train.",
+                        "entities": ["ResNet", "ImageNet", "CIFAR-10"], "confidence": 0.9,
+                        "type": "research_paper", "complexity": 3, "flagged_terms": []});
+    let ids: Vec<CallId> = run.pending().map(|c| c.id()).collect();
+    for id in ids {
+        let output = Answer::Output {
+            output: answer.clone(),
+            event: None,
+        };
+        run.resume(Input::Answer(id, output)).unwrap();
+    }
+    assert_eq!(run.pending().count(), 1, "waiting on the final step");
+    let bytes = run.snapshot();
+    eprintln!(
+        "snapshot of ex3 waiting on its final step: {} bytes",
+        bytes.len()
+    );
+    let mut group = c.benchmark_group("snapshot");
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("ex3_final/snapshot", |b| b.iter(|| run.snapshot()));
     group.finish();
 }
 

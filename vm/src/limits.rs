@@ -300,28 +300,11 @@ mod tests {
         }
     }
 
-    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            "[a-z\u{e9}]{0,12}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(5, 40, 5, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                proptest::collection::btree_map("[a-z]{0,6}", inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
-
     proptest::proptest! {
         /// The walk's size and depth verdicts are those of the definitions, at every
         /// limit around the value's own size and nesting.
         #[test]
-        fn walk_agrees_with_the_definitions(v in any_value()) {
+        fn walk_agrees_with_the_definitions(v in crate::testing::json_value()) {
             let (size, depth) = spec_size_depth(&v);
             proptest::prop_assert_eq!(value_size(&v, usize::MAX), Some(size));
             proptest::prop_assert_eq!(value_size(&v, size), Some(size));

@@ -2,6 +2,11 @@
 //! postcard cannot carry a `serde_json::Value`. Each adapter is a `#[serde(with = ...)]`
 //! module for one field shape (a value, an optional value, output slots, tool requests,
 //! a lane's result, the call log).
+//!
+//! Writing borrows: a value is written through [`TRef`], straight from the run's state,
+//! never cloned first (a host that snapshots after every answer, as `packc batch` does,
+//! pays only for the text). Reading builds owned values through [`T`]. Both write the
+//! same bytes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,7 +19,7 @@ pub(crate) mod value_text {
     use serde::{de::Error as _, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &Value, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&v.to_string())
+        TRef(v).serialize(s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
@@ -29,7 +34,7 @@ pub(crate) mod map_text {
     use serde::{de::Error as _, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &Map<String, Value>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&Value::Object(v.clone()).to_string())
+        s.serialize_str(&json_text(v)?)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
@@ -38,9 +43,25 @@ pub(crate) mod map_text {
     }
 }
 
-/// A `Serialize`/`Deserialize` wrapper writing a `Value` as text, for containers.
-#[derive(Serialize, Deserialize)]
+/// A value read from its text, for containers.
+#[derive(Deserialize)]
 struct T(#[serde(with = "value_text")] Value);
+
+/// A value written as its text, borrowed from the run's state.
+#[derive(Clone, Copy)]
+struct TRef<'a>(&'a Value);
+
+impl Serialize for TRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&json_text(self.0)?)
+    }
+}
+
+/// Compact JSON text, as `Value`'s `Display` writes it, but written by `serde_json`'s
+/// own writer rather than through `fmt`.
+fn json_text<E: serde::ser::Error>(v: &impl Serialize) -> Result<String, E> {
+    serde_json::to_string(v).map_err(E::custom)
+}
 
 /// `Vec<Value>` as a sequence of texts.
 pub(crate) mod values_text {
@@ -48,7 +69,7 @@ pub(crate) mod values_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Value], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|v| v.to_string()))
+        s.collect_seq(v.iter().map(TRef))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
@@ -62,7 +83,7 @@ pub(crate) mod opt_value_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &Option<Value>, s: S) -> Result<S::Ok, S::Error> {
-        v.as_ref().map(|v| T(v.clone())).serialize(s)
+        v.as_ref().map(TRef).serialize(s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -76,8 +97,7 @@ pub(crate) mod slots_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Option<Value>], s: S) -> Result<S::Ok, S::Error> {
-        let items: Vec<Option<T>> = v.iter().map(|v| v.as_ref().map(|v| T(v.clone()))).collect();
-        items.serialize(s)
+        s.collect_seq(v.iter().map(|v| v.as_ref().map(TRef)))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Option<Value>>, D::Error> {
@@ -95,11 +115,7 @@ pub(crate) mod requests_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[ToolRequest], s: S) -> Result<S::Ok, S::Error> {
-        let items: Vec<(&str, T)> = v
-            .iter()
-            .map(|r| (r.name.as_str(), T(r.args.clone())))
-            .collect();
-        items.serialize(s)
+        s.collect_seq(v.iter().map(|r| (r.name.as_str(), TRef(&r.args))))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ToolRequest>, D::Error> {
@@ -119,9 +135,7 @@ pub(crate) mod opt_result_text {
         r: &Option<Result<Value, RunError>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        r.as_ref()
-            .map(|r| r.as_ref().map(|v| T(v.clone())).map_err(Clone::clone))
-            .serialize(s)
+        r.as_ref().map(|r| r.as_ref().map(TRef)).serialize(s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
@@ -131,33 +145,35 @@ pub(crate) mod opt_result_text {
     }
 }
 
+/// A call record as a snapshot holds it: `SnapRecord<String, T>` when read,
+/// `SnapRecord<&str, TRef>` when written (the same bytes).
 #[derive(Serialize, Deserialize)]
-enum SnapRecord {
+enum SnapRecord<S, V> {
     Model {
-        prompt: String,
-        input: T,
-        system: String,
-        provider: Option<String>,
+        prompt: S,
+        input: V,
+        system: S,
+        provider: Option<S>,
     },
     Tool {
-        tool: String,
-        args: T,
+        tool: S,
+        args: V,
     },
     Guardrail {
-        validator: String,
-        at: String,
+        validator: S,
+        at: S,
         action: crate::guard::GuardAction,
         length: u64,
     },
     Guard {
-        validator: String,
-        params: T,
-        text: String,
+        validator: S,
+        params: V,
+        text: S,
     },
     Extension {
-        extension: String,
-        input: T,
-        params: T,
+        extension: S,
+        input: V,
+        params: V,
     },
 }
 
@@ -170,67 +186,61 @@ pub(crate) mod calls_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[(Tag, CallRecord)], s: S) -> Result<S::Ok, S::Error> {
-        let items: Vec<(Tag, SnapRecord)> = v
-            .iter()
-            .map(|(t, r)| {
-                (
-                    *t,
-                    match r {
-                        CallRecord::Model {
-                            prompt,
-                            input,
-                            system,
-                            provider,
-                        } => SnapRecord::Model {
-                            prompt: prompt.clone(),
-                            input: T(input.clone()),
-                            system: system.clone(),
-                            provider: provider.clone(),
-                        },
-                        CallRecord::Tool { tool, args } => SnapRecord::Tool {
-                            tool: tool.clone(),
-                            args: T(args.clone()),
-                        },
-                        CallRecord::Guardrail {
-                            validator,
-                            at,
-                            action,
-                            length,
-                        } => SnapRecord::Guardrail {
-                            validator: validator.clone(),
-                            at: at.clone(),
-                            action: *action,
-                            length: *length,
-                        },
-                        CallRecord::Guard {
-                            validator,
-                            params,
-                            text,
-                        } => SnapRecord::Guard {
-                            validator: validator.clone(),
-                            params: T(params.clone()),
-                            text: text.clone(),
-                        },
-                        CallRecord::Extension {
-                            extension,
-                            input,
-                            params,
-                        } => SnapRecord::Extension {
-                            extension: extension.clone(),
-                            input: T(input.clone()),
-                            params: T(params.clone()),
-                        },
-                    },
-                )
-            })
-            .collect();
-        items.serialize(s)
+        s.collect_seq(v.iter().map(|(t, r)| {
+            let r: SnapRecord<&str, TRef<'_>> = match r {
+                CallRecord::Model {
+                    prompt,
+                    input,
+                    system,
+                    provider,
+                } => SnapRecord::Model {
+                    prompt,
+                    input: TRef(input),
+                    system,
+                    provider: provider.as_deref(),
+                },
+                CallRecord::Tool { tool, args } => SnapRecord::Tool {
+                    tool,
+                    args: TRef(args),
+                },
+                CallRecord::Guardrail {
+                    validator,
+                    at,
+                    action,
+                    length,
+                } => SnapRecord::Guardrail {
+                    validator,
+                    at,
+                    action: *action,
+                    length: *length,
+                },
+                CallRecord::Guard {
+                    validator,
+                    params,
+                    text,
+                } => SnapRecord::Guard {
+                    validator,
+                    params: TRef(params),
+                    text,
+                },
+                CallRecord::Extension {
+                    extension,
+                    input,
+                    params,
+                } => SnapRecord::Extension {
+                    extension,
+                    input: TRef(input),
+                    params: TRef(params),
+                },
+            };
+            (*t, r)
+        }))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Vec<(Tag, CallRecord)>, D::Error> {
-        Ok(Vec::<(Tag, SnapRecord)>::deserialize(d)?
+        Ok(Vec::<(Tag, SnapRecord<String, T>)>::deserialize(d)?
             .into_iter()
             .map(|(t, r)| {
                 (
@@ -281,5 +291,92 @@ pub(crate) mod calls_text {
                 )
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::CallRecord;
+    use proptest::prelude::*;
+
+    /// A log entry's tag (`trace::Tag`).
+    type Tag = Option<(u32, u32)>;
+
+    fn bytes(v: &impl Serialize) -> Vec<u8> {
+        postcard::to_allocvec(v).unwrap()
+    }
+
+    proptest! {
+        /// A value is written as its `Display` text, the bytes a snapshot has always
+        /// held, and read back equal.
+        #[test]
+        fn a_value_is_written_as_its_display_text(v in crate::testing::json_value()) {
+            let written = bytes(&TRef(&v));
+            prop_assert_eq!(&written, &bytes(&v.to_string()));
+            let T(back) = postcard::from_bytes(&written).unwrap();
+            prop_assert_eq!(back, v);
+        }
+
+        /// Each call record is written as the owned record with its values as text,
+        /// and read back equal.
+        #[test]
+        fn call_records_are_written_as_owned_records(
+            v in crate::testing::json_value(),
+            w in crate::testing::json_value(),
+            name in "[a-z\"]{0,8}",
+        ) {
+            let text = |v: &Value| v.to_string();
+            let s = || name.clone();
+            let records = [
+                CallRecord::Model { prompt: s(), input: v.clone(), system: s(), provider: Some(s()) },
+                CallRecord::Model { prompt: s(), input: v.clone(), system: s(), provider: None },
+                CallRecord::Tool { tool: s(), args: w.clone() },
+                CallRecord::Guardrail {
+                    validator: s(),
+                    at: s(),
+                    action: crate::guard::GuardAction::Blocked,
+                    length: 7,
+                },
+                CallRecord::Guard { validator: s(), params: v.clone(), text: s() },
+                CallRecord::Extension { extension: s(), input: v.clone(), params: w.clone() },
+            ];
+            let owned: Vec<(Tag, SnapRecord<String, String>)> = records
+                .iter()
+                .map(|r| {
+                    let r = match r.clone() {
+                        CallRecord::Model { prompt, input, system, provider } => {
+                            SnapRecord::Model { prompt, input: text(&input), system, provider }
+                        }
+                        CallRecord::Tool { tool, args } => {
+                            SnapRecord::Tool { tool, args: text(&args) }
+                        }
+                        CallRecord::Guardrail { validator, at, action, length } => {
+                            SnapRecord::Guardrail { validator, at, action, length }
+                        }
+                        CallRecord::Guard { validator, params, text: t } => {
+                            SnapRecord::Guard { validator, params: text(&params), text: t }
+                        }
+                        CallRecord::Extension { extension, input, params } => {
+                            SnapRecord::Extension {
+                                extension,
+                                input: text(&input),
+                                params: text(&params),
+                            }
+                        }
+                    };
+                    (Some((1, 2)), r)
+                })
+                .collect();
+            let tagged: Vec<_> = records.iter().map(|r| (Some((1, 2)), r.clone())).collect();
+            #[derive(Serialize)]
+            struct Calls<'a>(#[serde(with = "calls_text")] &'a Vec<(Tag, CallRecord)>);
+            let written = bytes(&Calls(&tagged));
+            prop_assert_eq!(&written, &bytes(&owned));
+            #[derive(Deserialize)]
+            struct Back(#[serde(with = "calls_text")] Vec<(Tag, CallRecord)>);
+            let Back(back) = postcard::from_bytes(&written).unwrap();
+            prop_assert_eq!(back, tagged);
+        }
     }
 }
