@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use packc_vm::{Answer, CallId, Input, Need, Run, RunOptions, Target};
 use serde_json::json;
 
@@ -25,18 +26,16 @@ fn bench_snapshot(c: &mut Criterion) {
         .unwrap();
     assert_eq!(need, Need::Calls);
     assert_eq!(run.pending().count(), 4, "suspended in the parallel step");
-    let bytes = run.snapshot();
-    eprintln!(
-        "snapshot of ex3 suspended in its parallel step: {} bytes",
-        bytes.len()
-    );
     let mut group = c.benchmark_group("snapshot");
-    group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("ex3_parallel/snapshot", |b| b.iter(|| run.snapshot()));
+    let bytes = snapshot_row(
+        &mut group,
+        &run,
+        "ex3_parallel",
+        "suspended in its parallel step",
+    );
     group.bench_function("ex3_parallel/restore", |b| {
         b.iter(|| Run::restore(p.clone(), &bytes).unwrap())
     });
-    group.finish();
 
     let answer = json!({"summary": "Residual connections let very deep networks train.",
                         "entities": ["ResNet", "ImageNet", "CIFAR-10"], "confidence": 0.9,
@@ -50,15 +49,23 @@ fn bench_snapshot(c: &mut Criterion) {
         run.resume(Input::Answer(id, output)).unwrap();
     }
     assert_eq!(run.pending().count(), 1, "waiting on the final step");
-    let bytes = run.snapshot();
-    eprintln!(
-        "snapshot of ex3 waiting on its final step: {} bytes",
-        bytes.len()
-    );
-    let mut group = c.benchmark_group("snapshot");
-    group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("ex3_final/snapshot", |b| b.iter(|| run.snapshot()));
+    snapshot_row(&mut group, &run, "ex3_final", "waiting on its final step");
     group.finish();
+}
+
+/// Benchmarks `<name>/snapshot` of `run`, its throughput in the snapshot's bytes, and
+/// returns the snapshot.
+fn snapshot_row(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    run: &Run,
+    name: &str,
+    state: &str,
+) -> Vec<u8> {
+    let bytes = run.snapshot();
+    eprintln!("snapshot of ex3 {state}: {} bytes", bytes.len());
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function(format!("{name}/snapshot"), |b| b.iter(|| run.snapshot()));
+    bytes
 }
 
 criterion_group!(benches, bench_snapshot);

@@ -36,6 +36,8 @@ pub use json_text::JsonText;
 mod nesting;
 mod prompt;
 mod spec;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text_form;
 mod validate;
 mod workflow;

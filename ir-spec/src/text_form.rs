@@ -508,7 +508,7 @@ mod tests {
         }
 
         #[test]
-        fn a_meter_counts_what_a_string_gets(v in json_value(), limit in 0usize..64) {
+        fn a_meter_counts_what_a_string_gets(v in crate::testing::json_value(), limit in 0usize..64) {
             let text = text_form(&v);
             let mut m = Meter::new(usize::MAX);
             write_text_form(&mut m, &v);
@@ -526,22 +526,5 @@ mod tests {
             let array = text_form(&json!([s]));
             prop_assert_eq!(format!("[\"{inner}\"]"), array);
         }
-    }
-
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            (-1e30f64..1e30).prop_map(|x| json!(x)),
-            "[a-z\\\"\n\u{1}é]{0,6}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 32, 5, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map("[a-c\"]{0,3}", inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
     }
 }

@@ -113,8 +113,6 @@ mod small;
 pub mod snapshot;
 mod state;
 mod suggest;
-#[cfg(test)]
-mod testing;
 mod text;
 mod trace;
 pub mod value;

@@ -304,7 +304,7 @@ mod tests {
         /// The walk's size and depth verdicts are those of the definitions, at every
         /// limit around the value's own size and nesting.
         #[test]
-        fn walk_agrees_with_the_definitions(v in crate::testing::json_value()) {
+        fn walk_agrees_with_the_definitions(v in ir_spec::testing::json_value()) {
             let (size, depth) = spec_size_depth(&v);
             proptest::prop_assert_eq!(value_size(&v, usize::MAX), Some(size));
             proptest::prop_assert_eq!(value_size(&v, size), Some(size));

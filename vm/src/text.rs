@@ -311,7 +311,7 @@ mod tests {
         /// A value is written as its `Display` text, the bytes a snapshot has always
         /// held, and read back equal.
         #[test]
-        fn a_value_is_written_as_its_display_text(v in crate::testing::json_value()) {
+        fn a_value_is_written_as_its_display_text(v in ir_spec::testing::json_value()) {
             let written = bytes(&TRef(&v));
             prop_assert_eq!(&written, &bytes(&v.to_string()));
             let T(back) = postcard::from_bytes(&written).unwrap();
@@ -322,8 +322,8 @@ mod tests {
         /// and read back equal.
         #[test]
         fn call_records_are_written_as_owned_records(
-            v in crate::testing::json_value(),
-            w in crate::testing::json_value(),
+            v in ir_spec::testing::json_value(),
+            w in ir_spec::testing::json_value(),
             name in "[a-z\"]{0,8}",
         ) {
             let text = |v: &Value| v.to_string();

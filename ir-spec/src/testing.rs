@@ -1,12 +1,13 @@
-//! What the unit tests of several modules share.
+//! Proptest strategies for the tests of the crates that use this one (feature
+//! `testing`).
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// Any JSON value up to 5 levels deep: strings and member names with quotes, a
-/// backslash, a newline, a control character and a non-ASCII letter; integers and
-/// finite floats.
-pub(crate) fn json_value() -> impl Strategy<Value = Value> {
+/// Any JSON value up to 5 levels deep: strings with a quote, a backslash, a newline, a
+/// control character and a non-ASCII letter; member names with a quote and a non-ASCII
+/// letter; integers and finite floats.
+pub fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
