@@ -177,6 +177,63 @@ enum SnapRecord<S, V> {
     },
 }
 
+impl<'a, S, V> SnapRecord<S, V> {
+    /// The record of `r`, its strings and values mapped by `text` and `value`.
+    fn of(
+        r: &'a crate::api::CallRecord,
+        text: impl Fn(&'a String) -> S,
+        value: impl Fn(&'a Value) -> V,
+    ) -> Self {
+        use crate::api::CallRecord;
+        match r {
+            CallRecord::Model {
+                prompt,
+                input,
+                system,
+                provider,
+            } => SnapRecord::Model {
+                prompt: text(prompt),
+                input: value(input),
+                system: text(system),
+                provider: provider.as_ref().map(&text),
+            },
+            CallRecord::Tool { tool, args } => SnapRecord::Tool {
+                tool: text(tool),
+                args: value(args),
+            },
+            CallRecord::Guardrail {
+                validator,
+                at,
+                action,
+                length,
+            } => SnapRecord::Guardrail {
+                validator: text(validator),
+                at: text(at),
+                action: *action,
+                length: *length,
+            },
+            CallRecord::Guard {
+                validator,
+                params,
+                text: t,
+            } => SnapRecord::Guard {
+                validator: text(validator),
+                params: value(params),
+                text: text(t),
+            },
+            CallRecord::Extension {
+                extension,
+                input,
+                params,
+            } => SnapRecord::Extension {
+                extension: text(extension),
+                input: value(input),
+                params: value(params),
+            },
+        }
+    }
+}
+
 /// The call log.
 pub(crate) mod calls_text {
     use super::*;
@@ -186,55 +243,10 @@ pub(crate) mod calls_text {
     use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[(Tag, CallRecord)], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|(t, r)| {
-            let r: SnapRecord<&str, TRef<'_>> = match r {
-                CallRecord::Model {
-                    prompt,
-                    input,
-                    system,
-                    provider,
-                } => SnapRecord::Model {
-                    prompt,
-                    input: TRef(input),
-                    system,
-                    provider: provider.as_deref(),
-                },
-                CallRecord::Tool { tool, args } => SnapRecord::Tool {
-                    tool,
-                    args: TRef(args),
-                },
-                CallRecord::Guardrail {
-                    validator,
-                    at,
-                    action,
-                    length,
-                } => SnapRecord::Guardrail {
-                    validator,
-                    at,
-                    action: *action,
-                    length: *length,
-                },
-                CallRecord::Guard {
-                    validator,
-                    params,
-                    text,
-                } => SnapRecord::Guard {
-                    validator,
-                    params: TRef(params),
-                    text,
-                },
-                CallRecord::Extension {
-                    extension,
-                    input,
-                    params,
-                } => SnapRecord::Extension {
-                    extension,
-                    input: TRef(input),
-                    params: TRef(params),
-                },
-            };
-            (*t, r)
-        }))
+        s.collect_seq(
+            v.iter()
+                .map(|(t, r)| (*t, SnapRecord::of(r, String::as_str, TRef))),
+        )
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
@@ -326,7 +338,6 @@ mod tests {
             w in ir_spec::testing::json_value(),
             name in "[a-z\"]{0,8}",
         ) {
-            let text = |v: &Value| v.to_string();
             let s = || name.clone();
             let records = [
                 CallRecord::Model { prompt: s(), input: v.clone(), system: s(), provider: Some(s()) },
@@ -343,30 +354,7 @@ mod tests {
             ];
             let owned: Vec<(Tag, SnapRecord<String, String>)> = records
                 .iter()
-                .map(|r| {
-                    let r = match r.clone() {
-                        CallRecord::Model { prompt, input, system, provider } => {
-                            SnapRecord::Model { prompt, input: text(&input), system, provider }
-                        }
-                        CallRecord::Tool { tool, args } => {
-                            SnapRecord::Tool { tool, args: text(&args) }
-                        }
-                        CallRecord::Guardrail { validator, at, action, length } => {
-                            SnapRecord::Guardrail { validator, at, action, length }
-                        }
-                        CallRecord::Guard { validator, params, text: t } => {
-                            SnapRecord::Guard { validator, params: text(&params), text: t }
-                        }
-                        CallRecord::Extension { extension, input, params } => {
-                            SnapRecord::Extension {
-                                extension,
-                                input: text(&input),
-                                params: text(&params),
-                            }
-                        }
-                    };
-                    (Some((1, 2)), r)
-                })
+                .map(|r| (Some((1, 2)), SnapRecord::of(r, Clone::clone, Value::to_string)))
                 .collect();
             let tagged: Vec<_> = records.iter().map(|r| (Some((1, 2)), r.clone())).collect();
             #[derive(Serialize)]
