@@ -34,10 +34,21 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 }
 
 /// The string rule of `compositions.md` §11.2: with an output schema, a string answer
-/// holding JSON text becomes the parsed value.
+/// holding JSON text becomes the parsed value. Inlined: every prompt answer passes here,
+/// and only a string answer with a schema is parsed (out of line).
+#[inline(always)]
 pub(crate) fn string_rule(schema: bool, v: Value) -> Value {
     match (&v, schema) {
-        (Value::String(s), true) => serde_json::from_str(s).unwrap_or(v),
+        (Value::String(_), true) => parse_string_answer(v),
+        _ => v,
+    }
+}
+
+/// A string answer's JSON text parsed, or the string itself when it is not JSON.
+#[inline(never)]
+fn parse_string_answer(v: Value) -> Value {
+    match &v {
+        Value::String(s) => serde_json::from_str(s).unwrap_or(v),
         _ => v,
     }
 }

@@ -106,7 +106,12 @@ impl Wf {
         let n_artifacts = m.workflow.as_ref().map_or(0, |w| w.artifacts.len());
         Wf {
             visits: Fixed::new(n_states, 0),
-            artifacts: vec![None; n_artifacts],
+            // Not `vec![None; n]`, whose fill loop runs even for no artifacts.
+            artifacts: if n_artifacts == 0 {
+                Vec::new()
+            } else {
+                vec![None; n_artifacts]
+            },
             ..Wf::default()
         }
     }

@@ -642,6 +642,45 @@ fn built_system_prompt_bytes() {
 }
 
 #[test]
+fn built_system_prompt_of_a_whole_reference_input() {
+    // A template that only places the whole input, bound to one reference: a string, an
+    // object, a parallel step's merged output. The reference is resolved once for the
+    // check and the measure.
+    for (binding, first) in [
+        ("${input.t}", None),
+        ("${input}", None),
+        ("${input.n}", None),
+        (
+            "${par.output}",
+            Some("{id: par, kind: parallel, branches: [{id: a, kind: prompt, prompt_task: w}, {id: b, kind: tool, tool: t}], reduce: {strategy: barrier, into: m}}"),
+        ),
+    ] {
+        let step = format!("{{id: s, kind: prompt, prompt_task: x, input: '{binding}'}}");
+        let steps: Vec<&str> = first.into_iter().chain([step.as_str()]).collect();
+        let p = built_pack(&[("w", "W"), ("x", "Doc: {{input}} / {{input}}")], &steps);
+        let input = json!({"t": "a\"b\u{1}é", "n": [1, 2.5, {"k": null}]});
+        let (r, systems, _) = run_built(&p, built(usize::MAX), input.clone());
+        assert_eq!(r.unwrap(), Need::Caller, "{binding}");
+        let len = systems.last().unwrap().len();
+        let (r, systems, _) = run_built(&p, built(len), input.clone());
+        assert_eq!(r.unwrap(), Need::Caller, "{binding}");
+        assert_eq!(systems.last().unwrap().len(), len, "{binding}");
+        let (r, _, _) = run_built(&p, built(len - 1), input);
+        let e = r.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::LimitExceeded, "{binding}: {e}");
+        assert!(e.message.contains("system prompt of `x`"), "{e}");
+    }
+    // A whole reference that does not resolve is still refused before any call.
+    let p = built_pack(
+        &[("x", "Doc: {{input}}")],
+        &["{id: s, kind: prompt, prompt_task: x, input: '${input.missing}'}"],
+    );
+    let (r, systems, _) = run_built(&p, built(usize::MAX), json!({"t": 1}));
+    assert_eq!(r.unwrap_err().kind, ErrorKind::UnresolvedBinding);
+    assert!(systems.is_empty());
+}
+
+#[test]
 fn built_system_prompt_without_placeholders() {
     let p = built_pack(
         &[("w", "Twelve bytes")],

@@ -72,6 +72,9 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
     let measuring = ctx.config.limits.max_built_bytes != usize::MAX;
     // The text length of a step's built input, when it was measured.
     let mut input_len = None;
+    // A step input that is one whole reference, resolved once: by the check below, and
+    // again only if its text is measured.
+    let mut whole = None;
     if let Job::Step(s) = lane.job {
         if let Some(cid) = ctx.cid {
             io.trace(lane.branch, TraceEvent::Step(cid, s));
@@ -89,7 +92,17 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                 return;
             }
         };
-        if let Some(r) = scope.first_unresolved(bind) {
+        let unresolved = match bind {
+            Bind::Whole(r) => match scope.get(r) {
+                Some(v) => {
+                    whole = Some(v);
+                    None
+                }
+                None => Some(r),
+            },
+            _ => scope.first_unresolved(bind),
+        };
+        if let Some(r) = unresolved {
             let (what, step) = bound_name(ctx, s);
             let e = RunError::new(
                 ErrorKind::UnresolvedBinding,
@@ -137,8 +150,14 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                     SystemLen::Inputs { text, inputs } if measuring => {
                         let each = input_len.unwrap_or_else(|| {
                             let mut m = Meter::new(ctx.config.limits.max_built_bytes);
-                            if let Some(env) = env() {
-                                env.input.write_text(&mut m);
+                            // The step's input, as the prompt renders it.
+                            match whole {
+                                Some(v) => v.write_text(&mut m),
+                                None => {
+                                    if let Some(env) = env() {
+                                        env.input.write_text(&mut m);
+                                    }
+                                }
                             }
                             m.len()
                         });
