@@ -644,8 +644,8 @@ fn built_system_prompt_bytes() {
 #[test]
 fn built_system_prompt_of_a_whole_reference_input() {
     // A template that only places the whole input, bound to one reference: a string, an
-    // object, a parallel step's merged output. The reference is resolved once for the
-    // check and the measure.
+    // object, an array, a parallel step's merged output. The value the check resolves
+    // is the one measured.
     for (binding, first) in [
         ("${input.t}", None),
         ("${input}", None),
@@ -676,7 +676,12 @@ fn built_system_prompt_of_a_whole_reference_input() {
         &["{id: s, kind: prompt, prompt_task: x, input: '${input.missing}'}"],
     );
     let (r, systems, _) = run_built(&p, built(usize::MAX), json!({"t": 1}));
-    assert_eq!(r.unwrap_err().kind, ErrorKind::UnresolvedBinding);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnresolvedBinding);
+    assert_eq!(
+        e.message,
+        "`${input.missing}` in the input of step `s` does not resolve"
+    );
     assert!(systems.is_empty());
 }
 

@@ -72,8 +72,8 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
     let measuring = ctx.config.limits.max_built_bytes != usize::MAX;
     // The text length of a step's built input, when it was measured.
     let mut input_len = None;
-    // A step input that is one whole reference, resolved once: by the check below, and
-    // again only if its text is measured.
+    // A step input that is one whole reference: the value the check below resolves it
+    // to, kept for measuring the text the prompt places, so it is resolved only once.
     let mut whole = None;
     if let Job::Step(s) = lane.job {
         if let Some(cid) = ctx.cid {
