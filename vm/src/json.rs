@@ -38,17 +38,14 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 /// and only a string answer with a schema is parsed (out of line).
 #[inline(always)]
 pub(crate) fn string_rule(schema: bool, v: Value) -> Value {
-    match (&v, schema) {
-        (Value::String(_), true) => parse_string_answer(v),
-        _ => v,
+    match v {
+        Value::String(s) if schema => parse_string_answer(s),
+        v => v,
     }
 }
 
 /// A string answer's JSON text parsed, or the string itself when it is not JSON.
 #[inline(never)]
-fn parse_string_answer(v: Value) -> Value {
-    match &v {
-        Value::String(s) => serde_json::from_str(s).unwrap_or(v),
-        _ => v,
-    }
+fn parse_string_answer(s: String) -> Value {
+    serde_json::from_str(&s).unwrap_or(Value::String(s))
 }

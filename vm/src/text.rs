@@ -312,7 +312,8 @@ mod tests {
     use crate::api::CallRecord;
     use proptest::prelude::*;
 
-    /// A log entry's tag (`trace::Tag`).
+    /// A log entry's tag, as `trace::Tag` is: not imported, because `trace` uses this
+    /// module and the modules import one way (`vm/tests/imports.rs`).
     type Tag = Option<(u32, u32)>;
 
     fn bytes(v: &impl Serialize) -> Vec<u8> {

@@ -397,9 +397,20 @@ impl<'a> Scope<'a> {
         text
     }
 
-    /// The first reference of `b` that does not resolve, in resolution order.
+    /// Checks that every reference of `b` resolves: `Err` with the first that does not,
+    /// in resolution order. A binding that is one whole reference (nearly every step's
+    /// input) gives the value it resolved to, so that a caller measuring its text does
+    /// not resolve it again.
     #[inline]
-    pub fn first_unresolved<'b>(&self, b: &'b Bind) -> Option<&'b Ref> {
+    pub fn check<'b>(&self, b: &'b Bind) -> Result<Option<VRef<'a>>, &'b Ref> {
+        match b {
+            Bind::Whole(r) => self.get(r).map(Some).ok_or(r),
+            _ => self.first_unresolved(b).map_or(Ok(None), Err),
+        }
+    }
+
+    /// The first reference of `b` that does not resolve, in resolution order.
+    fn first_unresolved<'b>(&self, b: &'b Bind) -> Option<&'b Ref> {
         match b {
             Bind::Const(_) => None,
             Bind::Whole(r) => (!self.resolves(r)).then_some(r),

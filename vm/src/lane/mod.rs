@@ -72,8 +72,8 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
     let measuring = ctx.config.limits.max_built_bytes != usize::MAX;
     // The text length of a step's built input, when it was measured.
     let mut input_len = None;
-    // A step input that is one whole reference: the value the check below resolves it
-    // to, kept for measuring the text the prompt places, so it is resolved only once.
+    // A step input that is one whole reference: the value the check below resolved it
+    // to, kept for measuring the text the prompt places.
     let mut whole = None;
     if let Job::Step(s) = lane.job {
         if let Some(cid) = ctx.cid {
@@ -92,27 +92,20 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
                 return;
             }
         };
-        let unresolved = match bind {
-            Bind::Whole(r) => match scope.get(r) {
-                Some(v) => {
-                    whole = Some(v);
-                    None
-                }
-                None => Some(r),
-            },
-            _ => scope.first_unresolved(bind),
-        };
-        if let Some(r) = unresolved {
-            let (what, step) = bound_name(ctx, s);
-            let e = RunError::new(
-                ErrorKind::UnresolvedBinding,
-                format!(
-                    "`{}` in the {what} of step `{step}` does not resolve",
-                    scope.ref_text(r)
-                ),
-            );
-            lane.done(Err(e), None);
-            return;
+        match scope.check(bind) {
+            Ok(value) => whole = value,
+            Err(r) => {
+                let (what, step) = bound_name(ctx, s);
+                let e = RunError::new(
+                    ErrorKind::UnresolvedBinding,
+                    format!(
+                        "`{}` in the {what} of step `{step}` does not resolve",
+                        scope.ref_text(r)
+                    ),
+                );
+                lane.done(Err(e), None);
+                return;
+            }
         }
         let builds = matches!(bind, Bind::Interp(_) | Bind::Array(_) | Bind::Object(_));
         if builds && measuring {
