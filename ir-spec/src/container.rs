@@ -326,31 +326,14 @@ impl<'a> Reader<'a> {
 
 /// CRC-32 (IEEE 802.3 polynomial 0xEDB88320, reflected, init and final xor 0xFFFFFFFF),
 /// the checksum of zlib, gzip and PNG.
+///
+/// Computed by `crc32fast`, which folds 64 bytes at a time with carry-less multiplication
+/// where the CPU has it (`pclmulqdq` on x86-64, `crc32` on AArch64) and otherwise reads
+/// 16 bytes a step from tables. A byte-at-a-time table walk, the textbook form, costs a
+/// few nanoseconds a byte: about half of loading and verifying a small artifact, and 1 ms
+/// of compiling a 500 KB one.
 pub fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    0xEDB8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            table[i] = c;
-            i += 1;
-        }
-        table
-    };
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc = TABLE[((crc ^ u32::from(b)) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    !crc
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]
@@ -372,6 +355,35 @@ pub(crate) mod tests {
     fn crc32_matches_zlib() {
         assert_eq!(crc32(b""), 0);
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    /// The CRC-32 of FORMAT.md, one byte at a time, as its definition reads.
+    fn crc32_by_definition(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    0xEDB8_8320 ^ (crc >> 1)
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    proptest::proptest! {
+        /// The fast checksum is the defined one on every length around its block sizes
+        /// (16 and 64 bytes) and at any alignment of the slice.
+        #[test]
+        fn crc32_is_the_defined_checksum(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            skip in 0usize..16,
+        ) {
+            let tail = &bytes[skip.min(bytes.len())..];
+            proptest::prop_assert_eq!(crc32(tail), crc32_by_definition(tail));
+        }
     }
 
     #[test]
