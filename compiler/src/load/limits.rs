@@ -11,6 +11,7 @@
 //! Only well-shaped members are counted (`compositions` a mapping, `steps` a sequence…);
 //! a misshapen one is the schema's to report, and holds nothing to count.
 
+use std::fmt::Write as _;
 use std::ops::ControlFlow;
 
 use serde_json::{Map, Value};
@@ -133,12 +134,13 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             continue;
         };
         let n = step_count(steps);
-        let pointer = format!("/compositions/{}/steps", escape_token(key));
+        // Written only for a diagnostic: a pointer per composition is most of this walk.
+        let pointer = || format!("/compositions/{}/steps", escape_token(key));
         if n > limits.max_steps_per_composition && !largest_reported {
             largest_reported = true;
             let max = limits.max_steps_per_composition;
             out.push(exceeded(
-                pointer.clone(),
+                pointer(),
                 format!("composition `{key}` has {n} steps (parallel branches included), more than the limit of {max} (`max_steps_per_composition`)"),
                 "max_steps_per_composition",
             ));
@@ -148,7 +150,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
             total_reported = true;
             let max = limits.max_total_steps;
             out.push(exceeded(
-                pointer,
+                pointer(),
                 format!("the compositions up to `{key}` have {total} steps, more than the limit of {max} in all (`max_total_steps`)"),
                 "max_total_steps",
             ));
@@ -183,12 +185,12 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
             |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
             declared,
         );
-        let pointer = format!("/prompts/{}/system_template", escape_token(key));
+        let pointer = || format!("/prompts/{}/system_template", escape_token(key));
         if len > limits.max_string_bytes && !one_reported {
             one_reported = true;
             let max = limits.max_string_bytes;
             out.push(exceeded(
-                pointer.clone(),
+                pointer(),
                 format!("the `system_template` of prompt `{key}` is {len} bytes long once its fragments are expanded, more than the limit of {max} bytes (`max_string_bytes`)"),
                 "max_string_bytes",
             ));
@@ -198,7 +200,7 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
             total_reported = true;
             let max = limits.max_total_template_bytes;
             out.push(exceeded(
-                pointer,
+                pointer(),
                 format!("the `system_template`s of the prompts up to `{key}` are {total} bytes long once their fragments are expanded, more than the limit of {max} bytes in all (`max_total_template_bytes`)"),
                 "max_total_template_bytes",
             ));
@@ -213,21 +215,29 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
         return;
     };
     let max = limits.max_attempts;
+    // The step lists met, and those still to visit, last found first. A pointer is
+    // written only for the step blamed.
+    let mut lists: Vec<StepList<'_>> = Vec::new();
+    let mut todo: Vec<usize> = Vec::new();
     for (key, comp) in comps {
         let Some(steps) = comp.member("steps").and_then(Value::as_array) else {
             continue;
         };
-        let base = format!("/compositions/{}/steps", escape_token(key));
-        let mut stack: Vec<(String, &[Value])> = vec![(base, steps)];
-        while let Some((pointer, list)) = stack.pop() {
-            for (i, step) in list.iter().enumerate() {
+        lists.clear();
+        lists.push((None, steps));
+        todo.push(0);
+        while let Some(l) = todo.pop() {
+            for (i, step) in lists[l].1.iter().enumerate() {
                 let n = step
                     .member("modifiers")
                     .and_then(|m| m.member("retry"))
                     .and_then(|r| r.member("max_attempts"))
                     .and_then(Value::as_f64);
                 if n.is_some_and(|n| n > max as f64) {
-                    let at = format!("{pointer}/{i}/modifiers/retry/max_attempts");
+                    let at = format!(
+                        "{}/{i}/modifiers/retry/max_attempts",
+                        steps_pointer(key, &lists, l)
+                    );
                     let n = n.unwrap_or_default();
                     out.push(exceeded(
                         at,
@@ -237,11 +247,33 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
                     return;
                 }
                 if let Some(branches) = step.member("branches").and_then(Value::as_array) {
-                    stack.push((format!("{pointer}/{i}/branches"), branches));
+                    lists.push((Some((l, i)), branches));
+                    todo.push(lists.len() - 1);
                 }
             }
         }
     }
+}
+
+/// A step list [`attempts`] met: where it sits (the index of the list holding its
+/// parallel step, and that step's index there; `None` for a composition's `steps`), and
+/// its steps.
+type StepList<'v> = (Option<(usize, usize)>, &'v [Value]);
+
+/// The pointer of step list `l` of composition `key`, `lists` as [`attempts`] keeps them:
+/// `/compositions/<key>/steps`, then `/<i>/branches` for each parallel step on the way.
+fn steps_pointer(key: &str, lists: &[StepList<'_>], l: usize) -> String {
+    let mut indexes = Vec::new();
+    let mut at = l;
+    while let (Some((parent, i)), _) = lists[at] {
+        indexes.push(i);
+        at = parent;
+    }
+    let mut pointer = format!("/compositions/{}/steps", escape_token(key));
+    for i in indexes.iter().rev() {
+        let _ = write!(pointer, "/{i}/branches");
+    }
+    pointer
 }
 
 /// Variable patterns: at most `max_patterns` of them, each compiling within
@@ -263,15 +295,17 @@ fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
             else {
                 continue;
             };
-            let at = format!(
-                "/prompts/{}/variables/{i}/validation/pattern",
-                escape_token(key)
-            );
+            let at = || {
+                format!(
+                    "/prompts/{}/variables/{i}/validation/pattern",
+                    escape_token(key)
+                )
+            };
             count += 1;
             if count > limits.max_patterns {
                 let max = limits.max_patterns;
                 out.push(exceeded(
-                    at,
+                    at(),
                     format!("the prompts up to `{key}` have more than {max} variable patterns (`max_patterns`)"),
                     "max_patterns",
                 ));
@@ -282,7 +316,7 @@ fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
                 .build();
             if let Err(regex::Error::CompiledTooBig(max)) = built {
                 out.push(exceeded(
-                    at,
+                    at(),
                     format!("this pattern compiles to more than {max} bytes (`max_pattern_size`)"),
                     "max_pattern_size",
                 ));
@@ -296,8 +330,10 @@ fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
 /// the checks refuse but which still cost).
 fn step_count(steps: &[Value]) -> usize {
     let mut n = 0usize;
-    let mut stack: Vec<&[Value]> = vec![steps];
-    while let Some(list) = stack.pop() {
+    // No allocation unless a parallel step is met.
+    let mut stack: Vec<&[Value]> = Vec::new();
+    let mut first = Some(steps);
+    while let Some(list) = first.take().or_else(|| stack.pop()) {
         n = n.saturating_add(list.len());
         for step in list {
             if let Some(branches) = step.member("branches").and_then(Value::as_array) {
@@ -338,5 +374,35 @@ mod tests {
         let steps =
             json!([{"id": "a"}, {"id": "p", "branches": [{"id": "b"}, {"branches": [{}]}]}]);
         assert_eq!(step_count(steps.as_array().unwrap()), 5);
+    }
+
+    #[test]
+    fn a_retry_in_nested_branches_is_blamed_at_its_own_pointer() {
+        let retry = |n: u64| json!({"retry": {"max_attempts": n}});
+        let pack = json!({"compositions": {
+            "a/b": {"steps": [{"id": "s"}]},
+            "c~": {"steps": [
+                {"id": "s"},
+                {"id": "p", "branches": [
+                    {"id": "q", "branches": [{"id": "x"}, {"id": "y", "modifiers": retry(9)}]},
+                ]},
+            ]},
+        }});
+        let limits = Limits {
+            max_attempts: 8,
+            ..Limits::default()
+        };
+        let mut out = Vec::new();
+        assert!(check_limits_parsed(&pack, &limits, &mut out));
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].pointer(),
+            Some("/compositions/c~0/steps/1/branches/0/branches/1/modifiers/retry/max_attempts")
+        );
+        let limits = Limits {
+            max_attempts: 9,
+            ..Limits::default()
+        };
+        assert!(!check_limits_parsed(&pack, &limits, &mut Vec::new()));
     }
 }
