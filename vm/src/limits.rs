@@ -158,7 +158,7 @@ impl Walk {
         if self.over.is_some() {
             return;
         }
-        if let Err(over) = walk(v, depth, self.max_depth, &mut self.left) {
+        if let Err(over) = node(v, depth, self.max_depth, &mut self.left) {
             self.over = Some(over);
         }
     }
@@ -195,9 +195,10 @@ fn scalar_size(v: &Value) -> usize {
 }
 
 /// Counts an item of an array, or a member of an object with `name` bytes of name (0
-/// for an item), that sits inside `depth` arrays and objects: a scalar in place, with
-/// its name in one step, an array or object by recursion. Most members of an answer are
-/// scalars, so most are counted without a call.
+/// for an item), that sits inside `depth` arrays and objects: a scalar or an empty array
+/// or object in place, with its name in one step, any other array or object by
+/// recursion. Most members of an answer are scalars, and empty lists are common
+/// (`"flagged_terms": []`), so most are counted without a call.
 #[inline(always)]
 fn item(
     v: &Value,
@@ -206,18 +207,36 @@ fn item(
     max_depth: usize,
     left: &mut usize,
 ) -> Result<(), Over> {
-    match v {
-        Value::Array(_) | Value::Object(_) => {
-            take(left, name)?;
-            walk(v, depth, max_depth, left)
-        }
-        scalar => take(left, name.saturating_add(scalar_size(scalar))),
+    let empty = match v {
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        scalar => return take(left, name.saturating_add(scalar_size(scalar))),
+    };
+    take(left, name)?;
+    if !empty {
+        return walk(v, depth, max_depth, left);
     }
+    // What `walk` does for an empty array or object, in its order: the level, then one.
+    if depth >= max_depth {
+        return Err(Over::Depth);
+    }
+    take(left, 1)
 }
 
 /// The walk itself: counts `v` against `left`, returning at the first limit passed.
-/// Entering an array or object checks its level before counting it.
+/// Entering an array or object checks its level before counting it. Out of line, for
+/// the arrays and objects nested in a value: the value's own level is [`node`], inlined
+/// into its caller, so that an answer of scalars (or of empty arrays and objects) is
+/// counted without a call.
+#[inline(never)]
 fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
+    node(v, depth, max_depth, left)
+}
+
+/// One level of the walk: `v` itself, which sits inside `depth` arrays and objects, with
+/// its items or members counted in place ([`item`]).
+#[inline(always)]
+fn node(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
     match v {
         Value::Array(items) => {
             if depth >= max_depth {
@@ -282,6 +301,13 @@ mod tests {
         let e = limits.value(&json!([[[1]]]), "v").unwrap_err();
         assert!(e.message.contains("`max_value_depth`"), "{e}");
         assert!(limits.value(&json!(1), "v").is_ok());
+        // Empty arrays and objects, counted in place, still count as a level.
+        assert!(limits.value(&json!([[]]), "v").is_ok());
+        assert!(limits.value(&json!({"a": {}}), "v").is_ok());
+        let e = limits.value(&json!([[{}]]), "v").unwrap_err();
+        assert!(e.message.contains("`max_value_depth`"), "{e}");
+        assert_eq!(value_size(&json!({"a": [], "bc": {}}), 100), Some(6));
+        assert_eq!(value_size(&json!({"a": [], "bc": {}}), 5), None);
     }
 
     /// The size and nesting of `v` by their definitions in the module doc.
