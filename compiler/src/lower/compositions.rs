@@ -358,7 +358,7 @@ fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lowe
     let bad = || LowerError::new(ptr, "malformed predicate");
     let obj = v.as_object().ok_or_else(bad)?;
     let list = |k: &str| -> Result<Vec<Pred>, LowerError> {
-        obj.get(k)
+        obj.member(k)
             .and_then(Value::as_array)
             .ok_or_else(bad)?
             .iter()
@@ -366,10 +366,10 @@ fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lowe
             .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), lookup))
             .collect()
     };
-    if obj.contains_key("all_of") {
+    if obj.member("all_of").is_some() {
         return Ok(Pred::All(list("all_of")?));
     }
-    if obj.contains_key("any_of") {
+    if obj.member("any_of").is_some() {
         return Ok(Pred::Any(list("any_of")?));
     }
     if let Some(inner) = obj.member("not") {

@@ -130,7 +130,7 @@ fn variable(v: &Value) -> Option<Variable> {
         v.member("default").cloned()
     };
     let val = v.member("validation");
-    let get = |k: &str| val.and_then(|val| val.get(k));
+    let get = |k: &str| val.and_then(|val| val.member(k));
     let validation = Validation {
         pattern: get("pattern").and_then(Value::as_str).map(str::to_owned),
         min_length: uint(get("min_length")),

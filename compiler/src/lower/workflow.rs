@@ -136,7 +136,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         });
     }
     let budget = wf.member("engine").and_then(|e| e.member("budget"));
-    let limit = |k: &str| uint(budget.and_then(|b| b.get(k)));
+    let limit = |k: &str| uint(budget.and_then(|b| b.member(k)));
     cx.module.workflow = Some(Workflow {
         entry,
         states: out,

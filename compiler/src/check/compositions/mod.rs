@@ -313,7 +313,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
         );
         return;
     };
-    if !term.contains_key("max_steps") && !term.contains_key("tool_called") {
+    if term.member("max_steps").is_none() && term.member("tool_called").is_none() {
         cx.push(
             Diagnostic::new(
                 DiagKind::AgentMissingTermination,
@@ -387,7 +387,7 @@ fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
         ),
         Some(p) => predicate::check_predicate(cx, c, p, &ptr.key("predicate"), index),
     }
-    if !obj.contains_key("then") {
+    if obj.member("then").is_none() {
         cx.push(
             schema(ptr, "branch step without `then`")
                 .help("name the step to run when the predicate is true"),

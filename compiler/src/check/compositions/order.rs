@@ -154,7 +154,9 @@ pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr
 pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     for key in ["then", "else"] {
-        let Some(target) = obj.get(key) else { continue };
+        let Some(target) = obj.member(key) else {
+            continue;
+        };
         let tptr = ptr.key(key);
         let Some(name) = target.as_str() else {
             cx.push(super::shape::wrong_type(

@@ -111,7 +111,7 @@ pub(super) fn optional_str<'v>(
     ptr: &At<'_>,
     key: &str,
 ) -> Option<&'v str> {
-    let v = obj.get(key)?;
+    let v = obj.member(key)?;
     expect_str(cx, v, &ptr.key(key), What::Member(key))
 }
 
@@ -293,7 +293,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &At<'_>) {
         return;
     };
     for key in ["strategy", "into"] {
-        if !r.contains_key(key) {
+        if r.member(key).is_none() {
             cx.push(
                 schema(rptr, format!("`reduce` without `{key}`"))
                     .help("write `reduce: {strategy: barrier|append|replace, into: <name>}`"),
