@@ -37,26 +37,29 @@ class MockOpenAI:
                     mock.requests.append(body)
                     mock.in_flight += 1
                     mock.most_in_flight = max(mock.most_in_flight, mock.in_flight)
+                status: int
+                payload: Dict[str, Any]
                 try:
                     if mock.delay:
                         time.sleep(mock.delay)
                     if not self.path.endswith("/chat/completions"):
-                        self._send(404, {"error": {"message": f"no route {self.path}"}})
-                        return
-                    message = {"role": "assistant", "content": None, **mock.reply(body)}
-                    self._send(
-                        200,
-                        {
+                        status, payload = 404, {"error": {"message": f"no route {self.path}"}}
+                    else:
+                        message = {"role": "assistant", "content": None, **mock.reply(body)}
+                        status, payload = 200, {
                             "id": "mock",
                             "object": "chat.completion",
                             "model": body.get("model", "mock"),
                             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                             "usage": {"total_tokens": 10},
-                        },
-                    )
+                        }
                 finally:
+                    # A request stops being in flight once its reply is made, before the
+                    # reply is written: a client may send its next request as soon as it
+                    # has read this one's, before this thread would get the lock again.
                     with mock._lock:
                         mock.in_flight -= 1
+                self._send(status, payload)
 
             def _send(self, status: int, payload: Dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
