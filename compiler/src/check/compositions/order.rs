@@ -246,22 +246,37 @@ pub(super) fn check_bindings(
 /// One string of `input`/`args` at `ptr`: a well-formed binding whose references are visible.
 fn check_binding(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>, index: usize) {
     // A malformed binding gets that diagnostic alone, so visibility waits for the whole
-    // string to lex (a second pass, which allocates nothing either).
+    // string to lex. The step ids met are kept meanwhile (a binding with more step
+    // references than `roots` holds is lexed a second time for them; neither pass
+    // allocates).
+    let mut roots = [""; 8];
     let mut steps = 0;
-    match binding_roots(s, |root| steps += usize::from(root.is_some())) {
+    let lexed = binding_roots(s, |root| {
+        if let Some(step) = root {
+            if let Some(slot) = roots.get_mut(steps) {
+                *slot = step;
+            }
+            steps += 1;
+        }
+    });
+    match lexed {
         Err(e) => cx.push(
             Diagnostic::new(DiagKind::UnresolvedBinding, format!("malformed reference: {e}"))
                 .at(ptr)
                 .help("a reference is `${input.a.b}` or `${step_id.output.a.b}`; there is no way to write a literal `${` in a binding"),
         ),
-        Ok(()) if steps > 0 => {
+        Ok(()) if steps <= roots.len() => {
+            for step in &roots[..steps] {
+                check_visible(cx, c, step, ptr, index);
+            }
+        }
+        Ok(()) => {
             let _ = binding_roots(s, |root| {
                 if let Some(step) = root {
                     check_visible(cx, c, step, ptr, index);
                 }
             });
         }
-        Ok(()) => {}
     }
 }
 
@@ -303,4 +318,66 @@ pub(super) fn check_visible(
             did_you_mean("earlier steps", name, visible.iter().copied())
         )),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The messages of the pack's diagnostics at `/compositions/c/steps/<last>/input`, for
+    /// a composition of `n` prompt steps whose last one binds `input`.
+    fn input_messages(n: usize, input: &str) -> Vec<String> {
+        let mut steps: Vec<_> = (0..n)
+            .map(|k| json!({"id": format!("s{k}"), "kind": "prompt", "prompt_task": "p", "input": "${input.t}"}))
+            .collect();
+        steps[n - 1]["input"] = json!(input);
+        let pack = json!({
+            "id": "d", "name": "D", "version": "1.0.0",
+            "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+            "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi {{input}}"}},
+            "compositions": {"c": {"version": 1, "steps": steps}},
+        });
+        let at = format!("/compositions/c/steps/{}/input", n - 1);
+        crate::check_bytes(
+            &serde_json::to_vec(&pack).unwrap(),
+            &crate::Options::default(),
+        )
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.pointer() == Some(at.as_str()))
+        .map(|d| d.message)
+        .collect()
+    }
+
+    /// Every step reference of a binding is checked, in order, once the whole string has
+    /// lexed: with few references (kept while lexing) and with more than are kept (lexed
+    /// again), and none when a later one is malformed.
+    #[test]
+    fn every_step_reference_of_a_binding_is_checked_in_order() {
+        let refs = |ids: &[&str]| {
+            ids.iter()
+                .map(|id| format!("${{{id}.output}}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let late = "step `s11` does not run before this one";
+        let missing = "no step `zz` in this composition";
+        let late_then_missing = |messages: Vec<String>| {
+            assert_eq!(messages.len(), 2, "{messages:?}");
+            assert!(messages[0].ends_with(late), "{messages:?}");
+            assert!(messages[1].ends_with(missing), "{messages:?}");
+        };
+        late_then_missing(input_messages(12, &refs(&["s0", "s11", "zz"])));
+        let many: Vec<String> = (0..9).map(|k| format!("s{k}")).collect();
+        let mut many: Vec<&str> = many.iter().map(String::as_str).collect();
+        many.extend(["s11", "zz"]);
+        late_then_missing(input_messages(12, &refs(&many)));
+        let malformed = format!("{} ${{s0.x}}", refs(&many));
+        let messages = input_messages(12, &malformed);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("malformed reference"),
+            "{messages:?}"
+        );
+    }
 }
