@@ -213,7 +213,15 @@ mod tests {
         assert_eq!(t, JsonText::from_text(t.get().to_owned()).unwrap());
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         assert!(JsonText::from_text(deep(127)).is_ok());
-        assert!(JsonText::from_text(deep(128)).is_err());
+        let e = JsonText::from_text(deep(128)).unwrap_err().to_string();
+        assert!(e.contains("nested deeper than 127"), "{e}");
+        // Many brackets, but inside strings or side by side: scanned, and shallow.
+        let shallow = format!(
+            r#"{{"a": "{}", "b": [{}]}}"#,
+            "[".repeat(200),
+            "[],".repeat(150) + "[]"
+        );
+        assert!(JsonText::from_text(shallow).is_ok());
         assert!(JsonText::from_text("{".to_owned()).is_err());
     }
 }

@@ -195,9 +195,9 @@ fn scalar_size(v: &Value) -> usize {
 }
 
 /// Counts an item of an array, or a member of an object with `name` bytes of name (0
-/// for an item), that sits inside `depth` arrays and objects: a scalar or an empty array
-/// or object in place, with its name in one step, any other array or object by
-/// recursion. Most members of an answer are scalars, and empty lists are common
+/// for an item), that sits inside `depth` arrays and objects: a scalar in place (its name
+/// and itself in one step), an empty array or object in place too (its name, its level,
+/// then itself, as [`walk`] would), any other array or object by recursion. Most members of an answer are scalars, and empty lists are common
 /// (`"flagged_terms": []`), so most are counted without a call.
 #[inline(always)]
 fn item(
@@ -308,6 +308,16 @@ mod tests {
         assert!(e.message.contains("`max_value_depth`"), "{e}");
         assert_eq!(value_size(&json!({"a": [], "bc": {}}), 100), Some(6));
         assert_eq!(value_size(&json!({"a": [], "bc": {}}), 5), None);
+        // Past both limits at once, the name is counted before the level is checked.
+        let tight = Limits {
+            max_value_bytes: 3,
+            max_value_depth: 1,
+            ..limits
+        };
+        let e = tight.value(&json!({"abcdef": []}), "v").unwrap_err();
+        assert!(e.message.contains("`max_value_bytes`"), "{e}");
+        let e = tight.value(&json!({"a": []}), "v").unwrap_err();
+        assert!(e.message.contains("`max_value_depth`"), "{e}");
     }
 
     /// The size and nesting of `v` by their definitions in the module doc.

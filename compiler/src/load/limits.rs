@@ -404,5 +404,31 @@ mod tests {
             ..Limits::default()
         };
         assert!(!check_limits_parsed(&pack, &limits, &mut Vec::new()));
+        // Of several, the first blamed is the first in a composition's own steps, then in
+        // the branches met (the latest found first).
+        let pack = json!({"compositions": {"c": {"steps": [
+            {"id": "p", "branches": [{"id": "x", "modifiers": retry(9)}]},
+            {"id": "q", "branches": [{"id": "y", "modifiers": retry(9)}]},
+            {"id": "s", "modifiers": retry(9)},
+        ]}}});
+        let blamed = |pack: &Value| {
+            let mut out = Vec::new();
+            let limits = Limits {
+                max_attempts: 8,
+                ..Limits::default()
+            };
+            check_limits_parsed(pack, &limits, &mut out);
+            out[0].pointer().map(str::to_owned)
+        };
+        assert_eq!(
+            blamed(&pack).as_deref(),
+            Some("/compositions/c/steps/2/modifiers/retry/max_attempts")
+        );
+        let mut later = pack.clone();
+        later["compositions"]["c"]["steps"][2]["modifiers"] = json!({});
+        assert_eq!(
+            blamed(&later).as_deref(),
+            Some("/compositions/c/steps/1/branches/0/modifiers/retry/max_attempts")
+        );
     }
 }
