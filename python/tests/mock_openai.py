@@ -63,11 +63,16 @@ class MockOpenAI:
 
             def _send(self, status: int, payload: Dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The client has gone (a cancelled batch drops its open requests):
+                    # there is no one to answer.
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
