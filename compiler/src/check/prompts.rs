@@ -81,7 +81,7 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &At<'_>) 
     let fragments = cx.root.member("fragments").and_then(Value::as_object);
     let expanded = expand_fragments(
         template,
-        |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
+        |name| fragments?.member(name)?.as_str(),
         |name| declared.contains(name),
     );
     let mut undeclared = BTreeSet::new();

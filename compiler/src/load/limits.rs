@@ -180,11 +180,7 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
                         .any(|v| v.member("name").and_then(Value::as_str) == Some(name))
                 })
         };
-        let len = expanded_len(
-            template,
-            |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
-            declared,
-        );
+        let len = expanded_len(template, |name| fragments?.member(name)?.as_str(), declared);
         let pointer = || format!("/prompts/{}/system_template", escape_token(key));
         if len > limits.max_string_bytes && !one_reported {
             one_reported = true;

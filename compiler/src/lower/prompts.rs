@@ -157,7 +157,7 @@ fn template(cx: &mut Cx<'_>, prompt: &Value, variables: &[Variable]) -> Vec<Segm
     let fragments = cx.root.member("fragments").and_then(Value::as_object);
     let expanded = expand_fragments(
         text,
-        |name| fragments.and_then(|f| f.get(name)).and_then(Value::as_str),
+        |name| fragments?.member(name)?.as_str(),
         |name| variables.iter().any(|v| v.name == name),
     );
     parse_template(&expanded.text)
