@@ -34,12 +34,12 @@ pub(crate) fn is_ident(s: &str) -> bool {
 ///
 /// `str::find` with a string pattern sets up a Two-Way searcher on every call, which
 /// costs more than the search itself on the short strings a pack is made of: here
-/// `memchr` finds the token's first byte and the rest is compared in place.
+/// [`find_byte`] finds the token's first byte and the rest is compared in place.
 pub(crate) fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
     let hay = text.get(from..)?.as_bytes();
     let (&first, rest) = pat.as_bytes().split_first()?;
     let mut at = 0;
-    while let Some(i) = memchr::memchr(first, &hay[at..]) {
+    while let Some(i) = find_byte(first, &hay[at..]) {
         let start = at + i;
         if hay[start + 1..].starts_with(rest) {
             return Some(from + start);
@@ -47,6 +47,24 @@ pub(crate) fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
         at = start + 1;
     }
     None
+}
+
+/// The first position of `byte` in `hay`.
+///
+/// On x86-64 this is `memchr`'s SSE2 search, which every x86-64 processor has, rather
+/// than `memchr::memchr`, whose first call asks the processor whether it has AVX2. That
+/// question is seven `cpuid` instructions, and in a virtual machine each one traps to the
+/// hypervisor (about 8 µs apiece on the machine `benches/README.md` describes): more than
+/// the rest of `packc check` of a small pack spends lexing, and more than AVX2 gains on
+/// the short strings a pack is made of. Elsewhere `memchr` chooses its kernel when it is
+/// compiled, without asking.
+#[inline]
+pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if let Some(finder) = memchr::arch::x86_64::sse2::memchr::One::new(byte) {
+        return finder.find(hay);
+    }
+    memchr::memchr(byte, hay)
 }
 
 #[cfg(test)]
@@ -72,6 +90,33 @@ mod tests {
                     let want = text.get(from..).and_then(|t| t.find(pat)).map(|o| from + o);
                     assert_eq!(find_from(text, from, pat), want, "{text:?} {pat} {from}");
                 }
+            }
+        }
+    }
+
+    /// The search reads 16 and 64 bytes at a time on x86-64: a byte is found at every
+    /// position of texts on both sides of those sizes, with a decoy of the token's first
+    /// byte before it and the byte again after it.
+    #[test]
+    fn a_byte_is_found_at_every_position_of_long_texts() {
+        for len in [15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200] {
+            for at in 0..len {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = b'}';
+                if at + 1 < len {
+                    bytes[len - 1] = b'}';
+                }
+                assert_eq!(find_byte(b'}', &bytes), Some(at), "len {len}, at {at}");
+                assert_eq!(find_byte(b'$', &bytes), None, "len {len}");
+                let text = String::from_utf8(bytes).unwrap();
+                for from in [0, at / 2, at, at + 1] {
+                    let want = text.get(from..).and_then(|t| t.find('}')).map(|o| from + o);
+                    assert_eq!(find_from(&text, from, "}"), want, "len {len}, at {at}");
+                }
+                let mut text = "$".repeat(at);
+                text.push_str("${");
+                text.push_str(&"x".repeat(len));
+                assert_eq!(find_from(&text, 0, "${"), Some(at), "len {len}, at {at}");
             }
         }
     }
