@@ -54,10 +54,10 @@ pub(crate) fn find_from(text: &str, from: usize, pat: &str) -> Option<usize> {
 /// On x86-64 this is `memchr`'s SSE2 search, which every x86-64 processor has, rather
 /// than `memchr::memchr`, whose first call asks the processor whether it has AVX2. That
 /// question is seven `cpuid` instructions, and in a virtual machine each one traps to the
-/// hypervisor (about 8 µs apiece on the machine `benches/README.md` describes): more than
-/// the rest of `packc check` of a small pack spends lexing, and more than AVX2 gains on
-/// the short strings a pack is made of. Elsewhere `memchr` chooses its kernel when it is
-/// compiled, without asking.
+/// hypervisor (about 8 µs apiece on the machine `benches/README.md` describes), far more
+/// than `packc check` of a small pack spends lexing. Below 32 bytes, which most of a
+/// pack's strings are, the AVX2 kernel runs this SSE2 one anyway. Elsewhere `memchr`
+/// chooses its kernel when it is compiled, without asking.
 #[inline]
 pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -94,9 +94,9 @@ mod tests {
         }
     }
 
-    /// The search reads 16 and 64 bytes at a time on x86-64: a byte is found at every
-    /// position of texts on both sides of those sizes, with a decoy of the token's first
-    /// byte before it and the byte again after it.
+    /// The search changes step at 16, 32 and 64 bytes on x86-64: a byte is found at every
+    /// position of texts on both sides of those sizes (with the same byte again at the
+    /// end), and a token after a run of its first byte (`$$$${`).
     #[test]
     fn a_byte_is_found_at_every_position_of_long_texts() {
         for len in [15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200] {
