@@ -15,6 +15,7 @@ its own.
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,8 +67,14 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__.strip())
     binary, args = sys.argv[1], sys.argv[2:]
-    with open(binary, "rb") as f:
-        header = f.read(18)
+    for tool, package in (("objdump", "binutils"), ("gdb", "gdb")):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not on the PATH: install {package}")
+    try:
+        with open(binary, "rb") as f:
+            header = f.read(18)
+    except OSError as e:
+        sys.exit(f"{binary}: {e.strerror}")
     if header[:4] != b"\x7fELF" or header[16:18] != b"\x02\x00":
         sys.exit(f"{binary}: not a position-dependent ELF executable (ELF type EXEC);"
                  " relink it with -C relocation-model=static (Rust) or -no-pie (C)")
