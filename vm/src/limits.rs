@@ -197,8 +197,9 @@ fn scalar_size(v: &Value) -> usize {
 /// Counts an item of an array, or a member of an object with `name` bytes of name (0
 /// for an item), that sits inside `depth` arrays and objects: a scalar in place (its name
 /// and itself in one step), an empty array or object in place too (its name, its level,
-/// then itself, as [`walk`] would), any other array or object by recursion. Most members of an answer are scalars, and empty lists are common
-/// (`"flagged_terms": []`), so most are counted without a call.
+/// then itself, as [`walk`] would), any other array or object by recursion. Most members
+/// of an answer are scalars, and empty lists are common (`"flagged_terms": []`), so most
+/// are counted without a call.
 #[inline(always)]
 fn item(
     v: &Value,

@@ -357,20 +357,19 @@ fn lower_bind(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, Lowe
 fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
     let bad = || LowerError::new(ptr, "malformed predicate");
     let obj = v.as_object().ok_or_else(bad)?;
-    let list = |k: &str| -> Result<Vec<Pred>, LowerError> {
-        obj.member(k)
-            .and_then(Value::as_array)
+    let list = |k: &str, v: &Value| -> Result<Vec<Pred>, LowerError> {
+        v.as_array()
             .ok_or_else(bad)?
             .iter()
             .enumerate()
             .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), lookup))
             .collect()
     };
-    if obj.member("all_of").is_some() {
-        return Ok(Pred::All(list("all_of")?));
+    if let Some(all) = obj.member("all_of") {
+        return Ok(Pred::All(list("all_of", all)?));
     }
-    if obj.member("any_of").is_some() {
-        return Ok(Pred::Any(list("any_of")?));
+    if let Some(any) = obj.member("any_of") {
+        return Ok(Pred::Any(list("any_of", any)?));
     }
     if let Some(inner) = obj.member("not") {
         return Ok(Pred::Not(Box::new(lower_pred(
