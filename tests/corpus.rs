@@ -172,8 +172,12 @@ const HOST_VALIDATORS: &[(&str, &[(&str, &str)])] = &[
 ];
 
 /// The pack's host validators against [`HOST_VALIDATORS`] and the MANIFEST's unknown types.
-fn host_validator_problems(file: &str, value: &Value, entry: &Value) -> Vec<String> {
-    let found = packc_compiler::validators::host_validators(value);
+fn host_validator_problems(
+    file: &str,
+    doc: &packc_compiler::doc::Node<'_>,
+    entry: &Value,
+) -> Vec<String> {
+    let found = packc_compiler::validators::host_validators(doc);
     let want: Vec<(String, String)> = HOST_VALIDATORS
         .iter()
         .filter(|(name, _)| file.starts_with(&format!("{name}.pack.")))
@@ -279,7 +283,7 @@ fn run(file: &str, path: &PathBuf, entry: &Value) -> Result<(), Failed> {
         problems.push(format!("warnings {warnings:?}, expected {want_warnings:?}"));
     }
     if let Some(loaded) = &checked.loaded {
-        problems.extend(host_validator_problems(file, &loaded.value, entry));
+        problems.extend(host_validator_problems(file, &loaded.doc(), entry));
     }
     if problems.is_empty() {
         Ok(())

@@ -251,7 +251,7 @@ fn input_schema(args: &BatchArgs, target: &str) -> Result<Option<Value>> {
     let Ok(doc) = packc_compiler::load::load_bytes(&bytes, &limits) else {
         return Ok(None);
     };
-    let doc = doc.value;
+    let doc = doc.into_value();
     let composition = match target.split_once(':') {
         Some(("composition", name)) => Some(name.to_owned()),
         None if target == "workflow" => {

@@ -224,7 +224,7 @@ fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Form
     let Some(loaded) = &checked.loaded else {
         return Ok(());
     };
-    let found = packc_compiler::validators::host_validators(&loaded.value);
+    let found = packc_compiler::validators::host_validators(&loaded.doc());
     if found.is_empty() {
         return Ok(());
     }

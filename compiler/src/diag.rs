@@ -8,6 +8,7 @@
 //! `shared/conformance/README.md` letter for letter; new kinds are added, existing
 //! ones are never renamed.
 
+use crate::doc::{Node, Str};
 use std::fmt;
 use std::ops::Range;
 
@@ -445,6 +446,7 @@ impl Token<'_> {
 /// # use std::ops::ControlFlow;
 /// # use packc_compiler::diag::{walk, At};
 /// let v = serde_json::json!({"a": [1, "x"], "b/c": "y"});
+/// let v = packc_compiler::doc::Node::borrow(&v);
 /// let mut strings = Vec::new();
 /// walk::<()>(&v, |tokens, node| {
 ///     if node.is_string() {
@@ -454,17 +456,16 @@ impl Token<'_> {
 /// });
 /// assert_eq!(strings, ["/a/1", "/b~1c"]);
 /// ```
-pub fn walk<'v, B>(
-    v: &'v serde_json::Value,
-    mut visit: impl FnMut(&[Token<'v>], &'v serde_json::Value) -> std::ops::ControlFlow<B>,
+pub fn walk<'v, 's, B>(
+    v: &'v Node<'s>,
+    mut visit: impl FnMut(&[Token<'v>], &'v Node<'s>) -> std::ops::ControlFlow<B>,
 ) -> Option<B> {
-    use serde_json::Value;
     /// The open collections, innermost last; `tokens[i]` is the current member of `frames[i]`.
-    enum Frame<'v> {
-        Array(std::iter::Enumerate<std::slice::Iter<'v, Value>>),
-        Object(serde_json::map::Iter<'v>),
+    enum Frame<'v, 's> {
+        Array(std::iter::Enumerate<std::slice::Iter<'v, Node<'s>>>),
+        Object(std::slice::Iter<'v, (Str<'s>, Node<'s>)>),
     }
-    let mut frames: Vec<Frame<'v>> = Vec::new();
+    let mut frames: Vec<Frame<'v, 's>> = Vec::new();
     let mut tokens: Vec<Token<'v>> = Vec::new();
     let mut next = Some(v);
     loop {
@@ -473,8 +474,8 @@ pub fn walk<'v, B>(
                 return Some(b);
             }
             match node {
-                Value::Array(items) => frames.push(Frame::Array(items.iter().enumerate())),
-                Value::Object(members) => frames.push(Frame::Object(members.iter())),
+                Node::Array(items) => frames.push(Frame::Array(items.iter().enumerate())),
+                Node::Object(members) => frames.push(Frame::Object(members.as_slice().iter())),
                 _ => {}
             }
         }

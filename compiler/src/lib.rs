@@ -27,6 +27,7 @@
 
 pub mod check;
 pub mod diag;
+pub mod doc;
 pub mod load;
 pub mod lower;
 mod members;
@@ -84,7 +85,7 @@ impl Checked {
     /// given, else its `$schema` claim's; level 1.5 when it did not parse.
     pub fn level(&self, over: Option<ir_spec::SpecLevel>) -> ir_spec::SpecLevel {
         match &self.loaded {
-            Some(l) => schema::level_of(&l.value, over),
+            Some(l) => schema::level_of(&l.doc(), over),
             None => over.unwrap_or_default(),
         }
     }
@@ -143,25 +144,37 @@ pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options)
 }
 
 fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
-    let (text, value) = load::json_fast::parse_source(bytes, &options.limits)?;
+    check_json_fast_then(bytes, options, |_, _| ()).map(|(checked, ())| checked)
+}
+
+/// [`check_json_fast`], then `then` on the same parsed document and the diagnostics
+/// found, so that a build reads the text once.
+fn check_json_fast_then<R>(
+    bytes: &[u8],
+    options: &Options,
+    then: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
+) -> Option<(Checked, R)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if !load::json_fast::looks_like_json(text) {
+        return None;
+    }
+    let doc = doc::parse(text, &options.limits)?;
     let mut diagnostics = Vec::new();
-    // The parser has refused every string past the limit already.
-    run_checks(&value, options, Strings::Parsed, &mut diagnostics);
-    // The span index reads the JSON text itself, and only along the paths asked about
-    // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
-    // and whatever is reported later (lowering, host validators) is located all the same.
+    run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
+    let after = then(&doc, &diagnostics);
+    drop(doc);
     let spans = load::SpanIndex::of_json(text);
     if !diagnostics.is_empty() {
         sort(&mut diagnostics, &spans);
         diagnostics.dedup();
     }
-    Some(Checked {
-        loaded: Some(load::Loaded { value, spans }),
+    let checked = Checked {
+        loaded: Some(load::Loaded::json(spans)),
         diagnostics,
-    })
+    };
+    Some((checked, after))
 }
 
-/// Whether a document's strings still need the length limit checked.
 #[derive(Clone, Copy)]
 enum Strings {
     /// Loaded by a loader that does not check them.
@@ -171,7 +184,7 @@ enum Strings {
 }
 
 fn run_checks(
-    value: &serde_json::Value,
+    value: &doc::Node<'_>,
     options: &Options,
     strings: Strings,
     out: &mut Vec<Diagnostic>,
@@ -197,7 +210,7 @@ fn run_checks(
 /// Check an already loaded pack document.
 pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
     let mut diagnostics = Vec::new();
-    run_checks(&loaded.value, options, Strings::Unchecked, &mut diagnostics);
+    run_checks(&loaded.doc(), options, Strings::Unchecked, &mut diagnostics);
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
     Checked {
@@ -220,12 +233,16 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
             pointer: String::new(),
             message: "the pack has errors".into(),
         })?;
+    lower_doc(&loaded.doc(), options)
+}
+
+fn lower_doc(doc: &doc::Node<'_>, options: &Options) -> Result<ir_spec::Module, lower::LowerError> {
     let lower_options = lower::LowerOptions {
         base_dir: options.base_dir.clone(),
         allow_paths: options.allow_paths.clone(),
         spec_level: options.spec_level,
     };
-    lower::lower(&loaded.value, &lower_options)
+    lower::lower(doc, &lower_options)
 }
 
 /// The compiler version written into every artifact header, e.g. `packc 0.1.0`.
@@ -263,12 +280,32 @@ pub fn build_artifact(
     source: &[u8],
     options: &Options,
 ) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    let checked = check_bytes(source, options);
-    if checked.has_errors() {
-        return Ok((checked, None));
-    }
-    let artifact = artifact(&checked, source, options)?;
-    Ok((checked, Some(artifact)))
+    // A JSON pack is parsed once, and lowered from the document it was checked on.
+    let fast = if source.len() <= options.limits.max_source_bytes {
+        check_json_fast_then(source, options, |doc, diagnostics| {
+            let clean = !diagnostics.iter().any(Diagnostic::is_error);
+            clean.then(|| lower_doc(doc, options))
+        })
+    } else {
+        None
+    };
+    let (checked, module) = match fast {
+        Some((checked, module)) => (checked, module.transpose()?),
+        None => {
+            let checked = check_loading(source, options);
+            if checked.has_errors() {
+                return Ok((checked, None));
+            }
+            let module = lower(&checked, options)?;
+            (checked, Some(module))
+        }
+    };
+    let artifact = module.map(|module| ir_spec::Artifact {
+        source_hash: source_hash(source),
+        compiler: COMPILER_VERSION.to_owned(),
+        module,
+    });
+    Ok((checked, artifact))
 }
 
 /// Sort diagnostics by position in the source, then kind and message, so output is

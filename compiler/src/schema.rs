@@ -18,7 +18,7 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::members::Members;
+use crate::doc::Node;
 
 use crate::diag::{join, DiagKind, Diagnostic};
 
@@ -96,32 +96,6 @@ fn validator(which: Which) -> &'static Validator {
     })
 }
 
-/// Whether this process has compiled the validator of `which` already.
-fn compiled(which: Which) -> bool {
-    VALIDATORS[which.slot()].get().is_some()
-}
-
-/// Packs with at most this many prompts, tools and workflow states together are walked
-/// by [`quick`] first. The walk costs about ten times what the compiled validator takes
-/// on the same members, and compiling it costs as much as walking about 500 prompts:
-/// below this size the walk always wins. Compositions do not count: the walk skips
-/// them (their schema errors are left to the composition checks), while the compiled
-/// validator walks them too.
-const QUICK_MAX_ENTRIES: usize = 200;
-
-fn small(pack: &Value) -> bool {
-    let entries = |key: &str| {
-        pack.get(key)
-            .and_then(Value::as_object)
-            .map_or(0, |m| m.len())
-    };
-    let states = pack
-        .pointer("/workflow/states")
-        .and_then(Value::as_object)
-        .map_or(0, |m| m.len());
-    entries("prompts") + entries("tools") + states <= QUICK_MAX_ENTRIES
-}
-
 /// The spec version a `$schema` URL claims, if it names one (`.../v1.6/...` → `(1, 6, 0)`).
 ///
 /// A path segment `vX.Y` or `vX.Y.Z` names a version; `latest`, `v1` or a URL that cannot be
@@ -156,8 +130,8 @@ pub struct Claim {
 
 /// The claim of `pack`'s `$schema`: the §1 table. No `$schema`, or a URL that names no
 /// version (and is not `latest`), is level 1.5.
-pub fn claim(pack: &Value) -> Claim {
-    let url = pack.member("$schema").and_then(Value::as_str);
+pub fn claim(pack: &Node<'_>) -> Claim {
+    let url = pack.member("$schema").and_then(Node::as_str);
     let version = url.and_then(claimed_version);
     let latest = url.is_some_and(|u| u.split(['/', '?', '#']).any(|seg| seg == "latest"));
     let level = match version {
@@ -175,12 +149,12 @@ pub fn claim(pack: &Value) -> Claim {
 
 /// Whether the pack's `$schema` claims a spec version above 1.9 (unknown members are
 /// then tolerated).
-pub fn claims_newer_version(pack: &Value) -> bool {
+pub fn claims_newer_version(pack: &Node<'_>) -> bool {
     claim(pack).newer
 }
 
 /// The level `pack` is read at: `over` when given (`--spec-level`), else its claim's.
-pub fn level_of(pack: &Value, over: Option<SpecLevel>) -> SpecLevel {
+pub fn level_of(pack: &Node<'_>, over: Option<SpecLevel>) -> SpecLevel {
     over.unwrap_or_else(|| claim(pack).level)
 }
 
@@ -189,7 +163,7 @@ pub fn level_of(pack: &Value, over: Option<SpecLevel>) -> SpecLevel {
 ///
 /// Errors inside `/compositions/<c>` are left to the composition checks; unknown members
 /// are tolerated (with one warning) when the pack claims a version above 1.9.
-pub fn validate_at(pack: &Value, over: Option<SpecLevel>, out: &mut Vec<Diagnostic>) {
+pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagnostic>) {
     let c = claim(pack);
     let level = over.unwrap_or(c.level);
     let which = match level {
@@ -212,13 +186,15 @@ pub fn validate_at(pack: &Value, over: Option<SpecLevel>, out: &mut Vec<Diagnost
             ),
         );
     }
-    // A valid pack has nothing to report: the validator, whose compilation costs more
-    // than the rest of a small pack's check, is built only to describe what is wrong.
-    // Once built, or for a large pack, the compiled validator is the faster walk.
-    if !compiled(which) && small(pack) && quick::valid(tree(which), pack) == quick::Verdict::Valid {
+    // A valid pack has nothing to report. The walk reads the pack as it was parsed; the
+    // validator needs it as a `serde_json` value, and its compilation costs more than
+    // the rest of a small pack's check, so both are paid only to describe what is wrong
+    // (or what the walk cannot decide).
+    if quick::valid(tree(which), pack) == quick::Verdict::Valid {
         return;
     }
-    for error in validator(which).iter_errors(pack) {
+    let value = pack.to_value();
+    for error in validator(which).iter_errors(&value) {
         let path = error.instance_path().as_str();
         if is_in_composition(path) {
             continue;
@@ -283,7 +259,7 @@ pub fn later_level_defining(name: &str, level: SpecLevel) -> Option<&'static str
 }
 
 /// Validate `pack` against the schema of its claimed level.
-pub fn validate(pack: &Value, out: &mut Vec<Diagnostic>) {
+pub fn validate(pack: &Node<'_>, out: &mut Vec<Diagnostic>) {
     validate_at(pack, None, out);
 }
 /// `/compositions/<c>/...` (the composition object itself and everything inside it).
@@ -342,7 +318,7 @@ fn candidates(schema_path: &str) -> Vec<String> {
     for seg in schema_path.split('/').skip(1) {
         at = at.and_then(|node| match seg {
             "$ref" => node
-                .member("$ref")
+                .get("$ref")
                 .and_then(Value::as_str)
                 .and_then(|r| schema.pointer(r.strip_prefix('#')?)),
             _ => match node {
@@ -357,7 +333,7 @@ fn candidates(schema_path: &str) -> Vec<String> {
         .unwrap_or_default();
     list.iter()
         .map(
-            |c| match (c.member("$ref").and_then(Value::as_str), c.member("type")) {
+            |c| match (c.get("$ref").and_then(Value::as_str), c.get("type")) {
                 (Some(r), _) => format!("`{}`", r.rsplit('/').next().unwrap_or(r)),
                 (None, Some(Value::String(t))) => article(t),
                 _ => "another form".to_owned(),
@@ -410,7 +386,7 @@ mod tests {
 
     fn kinds_at(v: &Value) -> Vec<(DiagKind, String)> {
         let mut out = Vec::new();
-        validate(v, &mut out);
+        validate(&Node::borrow(v), &mut out);
         out.into_iter()
             .map(|d| (d.kind, d.pointer().unwrap_or("").to_string()))
             .collect()
@@ -493,7 +469,7 @@ mod tests {
         let mut pack = minimal();
         pack["skills"] = json!([3]);
         let mut out = Vec::new();
-        validate(&pack, &mut out);
+        validate(&Node::borrow(&pack), &mut out);
         let d = out
             .iter()
             .find(|d| d.message.contains("matches none of the forms"))
@@ -537,7 +513,7 @@ mod tests {
             let Ok(loaded) = crate::load::load_str(&text, &Default::default()) else {
                 continue;
             };
-            let value = loaded.value;
+            let value = loaded.into_value();
             match value.get("pack") {
                 Some(pack @ Value::Object(_)) => packs.push((pack.clone(), &all[..])),
                 _ if value.get("prompts").is_some() => packs.push((value, &all[..])),
@@ -567,7 +543,7 @@ mod tests {
         let mut decided = [0; 3];
         for (pack, levels) in &packs {
             for &which in *levels {
-                let verdict = quick::valid(tree(which), pack);
+                let verdict = quick::valid(tree(which), &Node::borrow(pack));
                 // What `validate_at` keeps: errors outside the compositions' members.
                 let valid = validator(which)
                     .iter_errors(pack)
@@ -585,8 +561,11 @@ mod tests {
         let ex2 = std::fs::read_to_string(root.join("examples/rfc0010-ex2.pack.yaml")).unwrap();
         let ex2 = crate::load::load_str(&ex2, &Default::default())
             .unwrap()
-            .value;
-        assert_eq!(quick::valid(tree(Which::V1_5), &ex2), quick::Verdict::Valid);
+            .into_value();
+        assert_eq!(
+            quick::valid(tree(Which::V1_5), &Node::borrow(&ex2)),
+            quick::Verdict::Valid
+        );
     }
 
     fn collect(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -636,7 +615,7 @@ mod tests {
 
     #[test]
     fn claims_pick_levels() {
-        let level = |s: &str| claim(&json!({ "$schema": s })).level;
+        let level = |s: &str| claim(&Node::borrow(&json!({ "$schema": s }))).level;
         let url = |v: &str| format!("https://promptpack.org/schema/{v}/promptpack.schema.json");
         assert_eq!(level(&url("v1.0")), SpecLevel::V1_5);
         assert_eq!(level(&url("v1.5.0")), SpecLevel::V1_5);
@@ -649,9 +628,9 @@ mod tests {
         assert_eq!(level(&url("latest")), SpecLevel::V1_9);
         assert_eq!(level(&url("v3.1")), SpecLevel::V1_9);
         assert_eq!(level("not a url"), SpecLevel::V1_5);
-        assert_eq!(claim(&json!({})).level, SpecLevel::V1_5);
-        assert!(!claim(&json!({})).declared);
-        assert!(claim(&json!({"$schema": url("v1.6")})).v1_6);
+        assert_eq!(claim(&Node::borrow(&json!({}))).level, SpecLevel::V1_5);
+        assert!(!claim(&Node::borrow(&json!({}))).declared);
+        assert!(claim(&Node::borrow(&json!({"$schema": url("v1.6")}))).v1_6);
     }
 
     #[test]
@@ -662,7 +641,7 @@ mod tests {
             "states": {"a": {"prompt_task": "p", "control": "agent"}}});
         let at = |v: &Value, over| {
             let mut out = Vec::new();
-            validate_at(v, over, &mut out);
+            validate_at(&Node::borrow(v), over, &mut out);
             out.into_iter()
                 .map(|d| (d.kind, d.pointer().unwrap_or("").to_owned(), d.help))
                 .collect::<Vec<_>>()
@@ -693,7 +672,7 @@ mod tests {
         );
         assert_eq!(c("https://promptpack.org/schema/latest/x.json"), None);
         assert_eq!(c("https://promptpack.org/schema/v1/x.json"), None);
-        let newer = |s: &str| claims_newer_version(&json!({ "$schema": s }));
+        let newer = |s: &str| claims_newer_version(&Node::borrow(&json!({ "$schema": s })));
         assert!(newer("https://promptpack.org/schema/v1.9.1/x.json"));
         assert!(newer("https://promptpack.org/schema/v2.0/x.json"));
         assert!(!newer("https://promptpack.org/schema/v1.9.0/x.json"));

@@ -46,7 +46,7 @@ pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
     match json_fast::parse_source(&bytes, &limits) {
         Some((_, value)) => Ok(value),
         None => load_bytes(&bytes, &limits)
-            .map(|loaded| loaded.value)
+            .map(crate::load::Loaded::into_value)
             .map_err(|d| unusable(d.message)),
     }
 }

@@ -17,10 +17,8 @@
 //! Unknown params are ignored. A type that is not built in is a host validator
 //! ([`Check::Host`]): the host decides, and `packc check` lists them.
 
+use crate::doc::{Node, Obj};
 use ir_spec::{Check, Direction, Guard, JsonText, DEFAULT_BLOCKED_MESSAGE};
-use serde_json::{Map, Value};
-
-use crate::members::Members;
 
 use crate::diag::DiagKind;
 
@@ -66,26 +64,26 @@ pub fn built_in(ty: &str) -> Option<&'static str> {
 /// Reads one entry of a prompt's `validators`. `level_1_8`: the pack is read at spec
 /// level 1.8 or above (`fail_on_violation: true` then warns too). The guard is `None`
 /// when the validator is disabled, inert or invalid (or not an object with a `type`).
-pub fn read(v: &Value, level_1_8: bool) -> (Option<Guard>, Vec<Problem>) {
+pub fn read(v: &Node, level_1_8: bool) -> (Option<Guard>, Vec<Problem>) {
     let mut problems = Vec::new();
     let Some(obj) = v.as_object() else {
         return (None, problems);
     };
-    let Some(ty) = obj.member("type").and_then(Value::as_str) else {
+    let Some(ty) = obj.member("type").and_then(Node::as_str) else {
         return (None, problems);
     };
     match obj.member("fail_on_violation") {
-        Some(Value::Bool(false)) => problems.push(deprecated(false)),
-        Some(Value::Bool(true)) if level_1_8 => problems.push(deprecated(true)),
+        Some(Node::Bool(false)) => problems.push(deprecated(false)),
+        Some(Node::Bool(true)) if level_1_8 => problems.push(deprecated(true)),
         _ => {}
     }
-    if obj.member("enabled") == Some(&Value::Bool(false)) {
+    if obj.member("enabled") == Some(&Node::Bool(false)) {
         return (None, problems);
     }
-    let empty = Map::new();
+    let empty = Obj::default();
     let params = obj
         .member("params")
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
         .unwrap_or(&empty);
     let mut r = Reader {
         ty,
@@ -97,8 +95,8 @@ pub fn read(v: &Value, level_1_8: bool) -> (Option<Guard>, Vec<Problem>) {
     let check = r.check();
     let message = obj
         .member("message")
-        .and_then(Value::as_str)
-        .or_else(|| params.member("message").and_then(Value::as_str))
+        .and_then(Node::as_str)
+        .or_else(|| params.member("message").and_then(Node::as_str))
         .unwrap_or(DEFAULT_BLOCKED_MESSAGE)
         .to_owned();
     let invalid = r
@@ -139,7 +137,7 @@ fn deprecated(value: bool) -> Problem {
 
 struct Reader<'a> {
     ty: &'a str,
-    params: &'a Map<String, Value>,
+    params: &'a Obj<'a>,
     problems: Vec<Problem>,
     /// Why the validator can never trigger.
     inert: Option<String>,
@@ -158,9 +156,9 @@ impl<'a> Reader<'a> {
     fn direction(&mut self) -> Option<Direction> {
         match self.params.member("direction") {
             None => Some(Direction::Output),
-            Some(Value::String(s)) if s == "output" => Some(Direction::Output),
-            Some(Value::String(s)) if s == "input" => Some(Direction::Input),
-            Some(Value::String(s)) if s == "both" => Some(Direction::Both),
+            Some(Node::String(s)) if s == "output" => Some(Direction::Output),
+            Some(Node::String(s)) if s == "input" => Some(Direction::Input),
+            Some(Node::String(s)) if s == "both" => Some(Direction::Both),
             Some(other) => {
                 self.invalid(
                     "direction",
@@ -232,15 +230,15 @@ impl<'a> Reader<'a> {
     fn check(&mut self) -> Option<Check> {
         let Some(canonical) = built_in(self.ty) else {
             return Some(Check::Host {
-                params: JsonText::from_value(&Value::Object(self.params.clone())),
+                params: JsonText::from_value(&Node::Object(self.params.clone()).to_value()),
             });
         };
         match canonical {
             "banned_words" => {
                 let word_boundary = match self.params.member("match_mode") {
                     None => true,
-                    Some(Value::String(s)) if s == "word_boundary" => true,
-                    Some(Value::String(s)) if s == "substring" => false,
+                    Some(Node::String(s)) if s == "word_boundary" => true,
+                    Some(Node::String(s)) if s == "substring" => false,
                     Some(other) => {
                         self.invalid(
                             "match_mode",
@@ -266,7 +264,7 @@ impl<'a> Reader<'a> {
                 let tokens = self.limit("max_tokens");
                 let named = ["max_characters", "max", "max_chars", "max_tokens"]
                     .iter()
-                    .any(|n| self.params.contains_key(*n));
+                    .any(|n| self.params.contains_key(n));
                 if !named {
                     self.inert = Some(
                         "it has none of `max_characters`, `max`, `max_chars` or `max_tokens`"
@@ -295,7 +293,7 @@ impl<'a> Reader<'a> {
             "regex" => {
                 let expect_match = match self.params.member("expect_match") {
                     None => true,
-                    Some(Value::Bool(b)) => *b,
+                    Some(Node::Bool(b)) => *b,
                     Some(other) => {
                         self.invalid(
                             "expect_match",
@@ -310,7 +308,7 @@ impl<'a> Reader<'a> {
                         self.inert = Some("it has no `params.pattern`".to_owned());
                         return None;
                     }
-                    Some(Value::String(p)) => p.clone(),
+                    Some(Node::String(p)) => p.as_str().to_owned(),
                     Some(other) => {
                         self.invalid(
                             "pattern",
@@ -341,7 +339,8 @@ impl<'a> Reader<'a> {
                     self.inert = Some("it has no `params.schema`".to_owned());
                     return None;
                 };
-                if let Err(e) = jsonschema::validator_for(schema) {
+                let schema = schema.to_value();
+                if let Err(e) = jsonschema::validator_for(&schema) {
                     self.invalid(
                         "schema",
                         format!("`schema` is not a usable JSON Schema: {e}"),
@@ -349,7 +348,7 @@ impl<'a> Reader<'a> {
                     );
                     return None;
                 }
-                Some(Check::JsonSchema(JsonText::from_value(schema)))
+                Some(Check::JsonSchema(JsonText::from_value(&schema)))
             }
             _ => None,
         }
@@ -358,16 +357,16 @@ impl<'a> Reader<'a> {
 
 /// Every enabled host validator of a pack (a `type` that is not built in): its pointer
 /// and its type, in source order. `packc check` lists them; a live host must serve each.
-pub fn host_validators(pack: &Value) -> Vec<(String, String)> {
+pub fn host_validators(pack: &Node) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let prompts = pack.member("prompts").and_then(Value::as_object);
+    let prompts = pack.member("prompts").and_then(Node::as_object);
     for (key, prompt) in prompts.into_iter().flatten() {
-        let list = prompt.member("validators").and_then(Value::as_array);
+        let list = prompt.member("validators").and_then(Node::as_array);
         for (i, v) in list.into_iter().flatten().enumerate() {
-            let Some(ty) = v.member("type").and_then(Value::as_str) else {
+            let Some(ty) = v.member("type").and_then(Node::as_str) else {
                 continue;
             };
-            if built_in(ty).is_some() || v.member("enabled") == Some(&Value::Bool(false)) {
+            if built_in(ty).is_some() || v.member("enabled") == Some(&Node::Bool(false)) {
                 continue;
             }
             let ptr = crate::diag::join("/prompts", &[key, "validators", &i.to_string()]);
@@ -382,8 +381,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn kinds(v: Value) -> Vec<(&'static str, Vec<&'static str>)> {
-        read(&v, false)
+    fn kinds(v: serde_json::Value) -> Vec<(&'static str, Vec<&'static str>)> {
+        read(&Node::borrow(&v), false)
             .1
             .into_iter()
             .map(|p| (p.kind.as_str(), p.at))
@@ -393,7 +392,9 @@ mod tests {
     #[test]
     fn params_are_parsed_once() {
         let (g, p) = read(
-            &json!({"type": "content_excludes", "params": {"words": ["Darn", "darn", ""], "match_mode": "substring"}}),
+            &Node::borrow(
+                &json!({"type": "content_excludes", "params": {"words": ["Darn", "darn", ""], "match_mode": "substring"}}),
+            ),
             false,
         );
         assert!(p.is_empty());
@@ -408,7 +409,9 @@ mod tests {
         );
         assert_eq!(g.message, DEFAULT_BLOCKED_MESSAGE);
         let (g, _) = read(
-            &json!({"type": "length", "params": {"max": 10, "max_chars": 8.0, "max_tokens": 3, "message": "m"}}),
+            &Node::borrow(
+                &json!({"type": "length", "params": {"max": 10, "max_chars": 8.0, "max_tokens": 3, "message": "m"}}),
+            ),
             false,
         );
         let g = g.unwrap();
@@ -454,7 +457,7 @@ mod tests {
             json!({"type": "banned_words", "params": {"words": []}}),
             json!({"type": "regex"}),
         ] {
-            let (g, p) = read(&v, false);
+            let (g, p) = read(&Node::borrow(&v), false);
             assert!(g.is_none(), "{v}");
             assert_eq!(p.len(), 1, "{v}");
             assert_eq!(p[0].kind, DiagKind::InertValidator);
@@ -471,9 +474,9 @@ mod tests {
             [("deprecated_fail_on_violation", vec!["fail_on_violation"])]
         );
         assert!(kinds(t.clone()).is_empty());
-        assert_eq!(read(&t, true).1.len(), 1);
+        assert_eq!(read(&Node::borrow(&t), true).1.len(), 1);
         // Enforced either way.
-        assert!(read(&f, false).0.is_some());
+        assert!(read(&Node::borrow(&f), false).0.is_some());
     }
 
     #[test]
@@ -482,7 +485,7 @@ mod tests {
             {"type": "toxicity"}, {"type": "max_length", "params": {"max": 3}},
             {"type": "pii_leakge", "enabled": false}]}}});
         assert_eq!(
-            host_validators(&pack),
+            host_validators(&Node::borrow(&pack)),
             [("/prompts/p/validators/0".to_owned(), "toxicity".to_owned())]
         );
     }

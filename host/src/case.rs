@@ -127,7 +127,7 @@ impl Case {
     /// member is checked against the case format first (`Err`: each problem located).
     pub fn parse(text: &str, dir: &Path) -> Result<Case, Vec<Problem>> {
         let loaded = load_checked(text, Section::Case)?;
-        let v = &loaded.value;
+        let v = loaded.value();
         let string = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let pack = match string(v, "pack_file") {
             Some(file) => PackSource::File(dir.join(file)),
@@ -168,7 +168,7 @@ impl RunSpec {
     /// checked against the case format as a case's `run` is.
     pub fn parse(text: &str) -> Result<RunSpec, Vec<Problem>> {
         let loaded = load_checked(text, Section::Run)?;
-        Ok(read_run(&loaded.value))
+        Ok(read_run(loaded.value()))
     }
 }
 
@@ -188,7 +188,7 @@ fn load_checked(text: &str, root: Section) -> Result<Loaded, Vec<Problem>> {
             message: format!("{}{help}", d.message),
         }]
     })?;
-    let problems = case_format::check(text, &loaded.value, &loaded.spans, root);
+    let problems = case_format::check(text, loaded.value(), &loaded.spans, root);
     if problems.is_empty() {
         Ok(loaded)
     } else {

@@ -125,7 +125,7 @@ mod tests {
         let text = to_yaml(&v);
         let back = packc_compiler::load::load_str(&text, &Default::default())
             .unwrap()
-            .value;
+            .into_value();
         assert_eq!(back, v, "{text}");
         assert!(text.contains("about: a live run\n"), "{text}");
         assert!(text.contains("- output:\n"), "{text}");

@@ -14,9 +14,7 @@ mod workflow;
 use rustc_hash::FxHashSet as HashSet;
 use std::path::PathBuf;
 
-use serde_json::{Map, Value};
-
-use crate::members::Members;
+use crate::doc::{Node, Obj};
 
 use crate::diag::Diagnostic;
 
@@ -45,7 +43,7 @@ impl CheckOptions {
 }
 
 /// Run every semantic check on `pack`, pushing diagnostics to `out` (unsorted).
-pub fn check(pack: &Value, options: &CheckOptions, out: &mut Vec<Diagnostic>) {
+pub fn check(pack: &Node, options: &CheckOptions, out: &mut Vec<Diagnostic>) {
     let Some(root) = pack.as_object() else {
         return; // the schema stage reports a non-object document
     };
@@ -78,10 +76,10 @@ struct Names<'a> {
 }
 
 impl<'a> Names<'a> {
-    fn collect(root: &'a Map<String, Value>) -> Names<'a> {
-        let keys = |v: Option<&'a Value>| -> HashSet<&'a str> {
-            v.and_then(Value::as_object)
-                .map(|m| m.keys().map(String::as_str).collect())
+    fn collect(root: &'a Obj<'a>) -> Names<'a> {
+        let keys = |v: Option<&'a Node<'a>>| -> HashSet<&'a str> {
+            v.and_then(Node::as_object)
+                .map(|m| m.keys().map(|k| k.as_str()).collect())
                 .unwrap_or_default()
         };
         let workflow = root.member("workflow");
@@ -90,25 +88,25 @@ impl<'a> Names<'a> {
             tools: keys(root.member("tools")),
             evals: root
                 .member("evals")
-                .and_then(Value::as_array)
+                .and_then(Node::as_array)
                 .map(|evals| {
                     evals
                         .iter()
-                        .filter_map(|e| e.member("id").and_then(Value::as_str))
+                        .filter_map(|e| e.member("id").and_then(Node::as_str))
                         .collect()
                 })
                 .unwrap_or_default(),
             members: keys(root.member("agents").and_then(|a| a.member("members"))),
             states: keys(workflow.and_then(|w| w.member("states"))),
             compositions: keys(root.member("compositions")),
-            has_workflow: workflow.is_some_and(Value::is_object),
+            has_workflow: workflow.is_some_and(Node::is_object),
         }
     }
 }
 
 /// The checking context shared by the rule modules.
 struct Cx<'a, 'o> {
-    root: &'a Map<String, Value>,
+    root: &'a Obj<'a>,
     names: Names<'a>,
     /// The pack claims a spec version above 1.9: unknown members are tolerated.
     newer_spec: bool,
@@ -136,14 +134,14 @@ fn is_ident(s: &str) -> bool {
 }
 
 /// A short name for a JSON value's type, for messages.
-fn type_of(v: &Value) -> &'static str {
+fn type_of(v: &Node) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Node::Null => "null",
+        Node::Bool(_) => "a boolean",
+        Node::Number(_) => "a number",
+        Node::String(_) => "a string",
+        Node::Array(_) => "an array",
+        Node::Object(_) => "an object",
     }
 }
 

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use crate::doc::Node;
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
@@ -26,8 +26,8 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
 
 /// `validators` (`later-versions.md` §4): `invalid_validator`, `inert_validator`,
 /// `deprecated_fail_on_violation`, as [`crate::validators::read`] finds them.
-fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
-    let Some(list) = prompt.member("validators").and_then(Value::as_array) else {
+fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
+    let Some(list) = prompt.member("validators").and_then(Node::as_array) else {
         return;
     };
     let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
@@ -44,8 +44,8 @@ fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
     }
 }
 
-fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
-    let Some(tools) = prompt.member("tools").and_then(Value::as_array) else {
+fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
+    let Some(tools) = prompt.member("tools").and_then(Node::as_array) else {
         return;
     };
     for (k, name) in tools.iter().enumerate() {
@@ -65,20 +65,20 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Value, ptr: &At<'_>) {
     }
 }
 
-fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Value, ptr: &At<'_>) {
-    let Some(template) = prompt.member("system_template").and_then(Value::as_str) else {
+fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
+    let Some(template) = prompt.member("system_template").and_then(Node::as_str) else {
         return;
     };
     let declared: BTreeSet<&str> = prompt
         .member("variables")
-        .and_then(Value::as_array)
+        .and_then(Node::as_array)
         .map(|vars| {
             vars.iter()
-                .filter_map(|v| v.member("name").and_then(Value::as_str))
+                .filter_map(|v| v.member("name").and_then(Node::as_str))
                 .collect()
         })
         .unwrap_or_default();
-    let fragments = cx.root.member("fragments").and_then(Value::as_object);
+    let fragments = cx.root.member("fragments").and_then(Node::as_object);
     let expanded = expand_fragments(
         template,
         |name| fragments?.member(name)?.as_str(),

@@ -3,11 +3,11 @@
 //! `control: agent` cycle), providers (`duplicate_provider_key`, `unresolved_provider`,
 //! `provider_role`) and governance controls (`unresolved_control`).
 
+use crate::doc::Node;
 use indexmap::IndexMap;
 use ir_spec::SpecLevel;
-use serde_json::Value;
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{join, At, DiagKind, Diagnostic, Token};
@@ -31,7 +31,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
 /// The states of a workflow in source order, with what the rules read.
 struct Graph<'a> {
     names: Vec<&'a str>,
-    states: Vec<&'a Value>,
+    states: Vec<&'a Node<'a>>,
     terminal: Vec<bool>,
     external: Vec<bool>,
     /// The state's own answer can name an event (internal, hybrid, composition modes).
@@ -43,9 +43,9 @@ struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    fn of(cx: &Cx<'a, '_>, wf: &'a Value) -> Graph<'a> {
-        let states = wf.member("states").and_then(Value::as_object);
-        let entries: Vec<(&str, &Value)> = states
+    fn of(cx: &Cx<'a, '_>, wf: &'a Node<'a>) -> Graph<'a> {
+        let states = wf.member("states").and_then(Node::as_object);
+        let entries: Vec<(&str, &Node)> = states
             .into_iter()
             .flat_map(|m| m.iter())
             .map(|(k, v)| (k.as_str(), v))
@@ -55,17 +55,17 @@ impl<'a> Graph<'a> {
             .enumerate()
             .map(|(i, (k, _))| (*k, i))
             .collect();
-        let on_event = |v: &'a Value| v.member("on_event").and_then(Value::as_object);
+        let on_event = |v: &'a Node<'a>| v.member("on_event").and_then(Node::as_object);
         let terminal: Vec<bool> = entries
             .iter()
             .map(|(_, v)| {
-                v.member("terminal").and_then(Value::as_bool) == Some(true)
+                v.member("terminal").and_then(Node::as_bool) == Some(true)
                     || on_event(v).is_none_or(|m| m.is_empty())
             })
             .collect();
-        let mode = |v: &Value| {
+        let mode = |v: &Node| {
             v.member("orchestration")
-                .and_then(Value::as_str)
+                .and_then(Node::as_str)
                 .unwrap_or("internal")
                 .to_owned()
         };
@@ -83,13 +83,13 @@ impl<'a> Graph<'a> {
             .iter()
             .map(|(_, v)| {
                 v.member("on_max_visits")
-                    .and_then(Value::as_str)
+                    .and_then(Node::as_str)
                     .and_then(|t| index.get(t).copied())
             })
             .collect();
         let mut roots: Vec<usize> = wf
             .member("entry")
-            .and_then(Value::as_str)
+            .and_then(Node::as_str)
             .and_then(|e| index.get(e).copied())
             .into_iter()
             .collect();
@@ -107,7 +107,7 @@ impl<'a> Graph<'a> {
             model_driven: entries.iter().map(|(_, v)| mode(v) != "external").collect(),
             agent: entries
                 .iter()
-                .map(|(_, v)| v.member("control").and_then(Value::as_str) == Some("agent"))
+                .map(|(_, v)| v.member("control").and_then(Node::as_str) == Some("agent"))
                 .collect(),
             terminal,
             edges,
@@ -226,8 +226,8 @@ fn providers(cx: &mut Cx<'_, '_>) {
     let mut first: IndexMap<&str, usize> = IndexMap::new();
     for (i, item) in items.iter().enumerate() {
         let key = match item {
-            Value::String(k) => Some(k.as_str()),
-            Value::Object(o) => o.member("key").and_then(Value::as_str),
+            Node::String(k) => Some(k.as_str()),
+            Node::Object(o) => o.member("key").and_then(Node::as_str),
             _ => None,
         };
         let Some(key) = key else { continue };
@@ -269,7 +269,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
             .at(ptr)
             .help(format!(
                 "declare it under `requires: {{providers: [{key}]}}`; {}",
-                did_you_mean("providers", key, keys.iter().map(String::as_str))
+                did_you_mean("providers", key, keys.iter().map(|k| k.as_str()))
             )),
         );
         false
@@ -279,7 +279,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
     }
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
     for (name, prompt) in entries(root.member("prompts")) {
-        if let Some(key) = prompt.member("provider").and_then(Value::as_str) {
+        if let Some(key) = prompt.member("provider").and_then(Node::as_str) {
             if resolve(cx, key, &At::Text("/prompts").key(name).key("provider")) {
                 if let Some(role) = role_of(key) {
                     prompt_role.insert(name, role);
@@ -291,13 +291,13 @@ fn providers(cx: &mut Cx<'_, '_>) {
     if let Some(states) = root
         .member("workflow")
         .and_then(|w| w.member("states"))
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
     {
         for (name, state) in states {
-            let Some(p) = state.member("prompt_task").and_then(Value::as_str) else {
+            let Some(p) = state.member("prompt_task").and_then(Node::as_str) else {
                 continue;
             };
-            if state.member("orchestration").and_then(Value::as_str) == Some("composition") {
+            if state.member("orchestration").and_then(Node::as_str) == Some("composition") {
                 continue;
             }
             if let Some(role) = prompt_role.get(p).filter(|r| *r != "llm") {
@@ -315,25 +315,25 @@ fn providers(cx: &mut Cx<'_, '_>) {
     let compositions = At::Text("/compositions");
     for (name, comp) in entries(root.member("compositions")) {
         let cptr = compositions.key(name);
-        let steps = comp.member("steps").and_then(Value::as_array);
+        let steps = comp.member("steps").and_then(Node::as_array);
         for (i, step) in steps.into_iter().flatten().enumerate() {
-            let branches = step.member("branches").and_then(Value::as_array);
+            let branches = step.member("branches").and_then(Node::as_array);
             let nested = branches.into_iter().flatten().enumerate();
             let nested = nested.map(|(j, b)| (b, Some(j)));
             for (s, branch) in std::iter::once((step, None)).chain(nested) {
                 let (tokens, n) = Token::step(i, branch);
                 let ptr = At::Path(&cptr, &tokens[..n]);
-                let kind = s.member("kind").and_then(Value::as_str);
+                let kind = s.member("kind").and_then(Node::as_str);
                 if !matches!(kind, Some("prompt" | "agent")) {
                     continue;
                 }
-                let own = s.member("provider").and_then(Value::as_str);
+                let own = s.member("provider").and_then(Node::as_str);
                 let mut role = None;
                 if let Some(key) = own {
                     if resolve(cx, key, &ptr.key("provider")) {
                         role = role_of(key);
                     }
-                } else if let Some(p) = s.member("prompt_task").and_then(Value::as_str) {
+                } else if let Some(p) = s.member("prompt_task").and_then(Node::as_str) {
                     role = prompt_role.get(p).cloned();
                 }
                 let role = role.filter(|r| r != "llm");
@@ -363,12 +363,12 @@ fn governance(cx: &mut Cx<'_, '_>) {
         return;
     }
     let root = cx.root;
-    let prompts = root.member("prompts").and_then(Value::as_object);
-    let ids_in = |list: Option<&Value>| -> Vec<String> {
-        list.and_then(Value::as_array)
+    let prompts = root.member("prompts").and_then(Node::as_object);
+    let ids_in = |list: Option<&Node>| -> Vec<String> {
+        list.and_then(Node::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|v| v.member("id").and_then(Value::as_str).map(str::to_owned))
+            .filter_map(|v| v.member("id").and_then(Node::as_str).map(str::to_owned))
             .collect()
     };
     let validators: Vec<String> = prompts
@@ -383,7 +383,7 @@ fn governance(cx: &mut Cx<'_, '_>) {
             .flat_map(|m| m.values())
             .flat_map(|p| ids_in(p.member("evals"))),
     );
-    let mut places: Vec<(String, &Value)> = Vec::new();
+    let mut places: Vec<(String, &Node)> = Vec::new();
     if let Some(g) = root.member("metadata").and_then(|m| m.member("governance")) {
         places.push(("/metadata/governance".into(), g));
     }
@@ -393,9 +393,9 @@ fn governance(cx: &mut Cx<'_, '_>) {
         }
     }
     for (base, g) in places {
-        let obligations = g.member("obligations").and_then(Value::as_array);
+        let obligations = g.member("obligations").and_then(Node::as_array);
         for (i, o) in obligations.into_iter().flatten().enumerate() {
-            let controls = o.member("controls").and_then(Value::as_array);
+            let controls = o.member("controls").and_then(Node::as_array);
             for (j, c) in controls.into_iter().flatten().enumerate() {
                 let ptr = |k: &str| {
                     join(
@@ -404,7 +404,7 @@ fn governance(cx: &mut Cx<'_, '_>) {
                     )
                 };
                 for (what, known) in [("validator", &validators), ("eval", &evals)] {
-                    let Some(id) = c.get(what).and_then(Value::as_str) else {
+                    let Some(id) = c.get(what).and_then(Node::as_str) else {
                         continue;
                     };
                     if !known.iter().any(|k| k == id) {
@@ -417,7 +417,7 @@ fn governance(cx: &mut Cx<'_, '_>) {
                             .help(did_you_mean(
                                 &format!("{what} ids"),
                                 id,
-                                known.iter().map(String::as_str),
+                                known.iter().map(|k| k.as_str()),
                             )),
                         );
                     }

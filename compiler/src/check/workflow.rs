@@ -2,10 +2,10 @@
 //! states, prompts and compositions, orchestration modes, and the warnings over the
 //! transition graph (`unreachable_state`, `no_terminal_state`, `unbounded_loop`).
 
+use crate::doc::{Node, Obj};
 use indexmap::IndexMap;
-use serde_json::{Map, Value};
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{join, At, DiagKind, Diagnostic};
@@ -33,8 +33,8 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>, what: &str) -> Di
     ))
 }
 
-fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
-    if let Some(entry) = workflow.member("entry").and_then(Value::as_str) {
+fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
+    if let Some(entry) = workflow.member("entry").and_then(Node::as_str) {
         if !cx.names.states.contains(entry) {
             let d = unresolved_state(cx, entry, &At::Text("/workflow/entry"), "entry state");
             cx.push(d);
@@ -49,8 +49,8 @@ fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Value) {
     graph_warnings(cx, workflow);
 }
 
-fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
-    let mode = state.member("orchestration").and_then(Value::as_str);
+fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
+    let mode = state.member("orchestration").and_then(Node::as_str);
     let composition = state.member("composition");
     let prompt_task = state.member("prompt_task");
     if mode == Some("composition") {
@@ -85,7 +85,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
                 .at(ptr)
                 .help("add `prompt_task: <key of prompts>`, or run a composition with `orchestration: composition`"),
             ),
-            Some(Value::String(task)) if !cx.names.prompts.contains(task.as_str()) => {
+            Some(Node::String(task)) if !cx.names.prompts.contains(task.as_str()) => {
                 let d = Diagnostic::new(
                     DiagKind::UnresolvedPrompt,
                     format!("prompt_task `{task}` names no prompt"),
@@ -97,7 +97,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
             Some(_) => {}
         }
     }
-    if let Some(Value::String(c)) = composition {
+    if let Some(Node::String(c)) = composition {
         if !cx.names.compositions.contains(c.as_str()) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedComposition,
@@ -122,14 +122,14 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
             }
         }
     }
-    if let (Some(Value::String(c)), Some(Value::Object(events))) =
+    if let (Some(Node::String(c)), Some(Node::Object(events))) =
         (composition, state.member("on_event"))
     {
         if !events.is_empty() {
             event_output(cx, name, c, events, ptr);
         }
     }
-    if let Some(target) = state.member("on_max_visits").and_then(Value::as_str) {
+    if let Some(target) = state.member("on_max_visits").and_then(Node::as_str) {
         if !cx.names.states.contains(target) {
             let d = unresolved_state(cx, target, &ptr.key("on_max_visits"), "on_max_visits");
             cx.push(d);
@@ -137,8 +137,8 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Value, ptr: &At<'_>) {
     }
 }
 
-fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
-    if let Some(entry) = agents.member("entry").and_then(Value::as_str) {
+fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
+    if let Some(entry) = agents.member("entry").and_then(Node::as_str) {
         if !cx.names.prompts.contains(entry) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedPrompt,
@@ -169,7 +169,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
             ));
             cx.push(d);
         }
-        let Some(state) = def.member("state").and_then(Value::as_str) else {
+        let Some(state) = def.member("state").and_then(Node::as_str) else {
             continue;
         };
         let sptr = ptr.key("state");
@@ -194,8 +194,8 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Value) {
 /// Warnings over the transition graph (`workflow.md` §16). Nodes are states; edges go from
 /// each non-terminal state to its `on_event` targets and from each state with
 /// `on_max_visits` to that target. Roots: `entry` and every `AgentDef.state`.
-fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
-    let Some(states) = workflow.member("states").and_then(Value::as_object) else {
+fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
+    let Some(states) = workflow.member("states").and_then(Node::as_object) else {
         return;
     };
     let index: IndexMap<&str, usize> = states
@@ -208,8 +208,8 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     let mut terminal = vec![false; n];
     let mut bounded = vec![false; n];
     for (i, state) in states.values().enumerate() {
-        let on_event = state.member("on_event").and_then(Value::as_object);
-        terminal[i] = state.member("terminal").and_then(Value::as_bool) == Some(true)
+        let on_event = state.member("on_event").and_then(Node::as_object);
+        terminal[i] = state.member("terminal").and_then(Node::as_bool) == Some(true)
             || on_event.is_none_or(|m| m.is_empty());
         bounded[i] = state.member("max_visits").is_some();
         if !terminal[i] {
@@ -221,7 +221,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
         }
         if let Some(&t) = state
             .member("on_max_visits")
-            .and_then(Value::as_str)
+            .and_then(Node::as_str)
             .and_then(|t| index.get(t))
         {
             edges[i].push(t);
@@ -232,7 +232,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     let mut roots: Vec<usize> = Vec::new();
     if let Some(&e) = workflow
         .member("entry")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .and_then(|e| index.get(e))
     {
         roots.push(e);
@@ -247,7 +247,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     }
     let has_entry = workflow
         .member("entry")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .is_some_and(|e| index.contains_key(e));
     for (name, &i) in &index {
         if has_entry && !reached[i] {
@@ -276,11 +276,11 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
     let has_budget = workflow
         .member("engine")
         .and_then(|e| e.member("budget"))
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
         .is_some_and(|b| {
             ["max_total_visits", "max_tool_calls", "max_wall_time_sec"]
                 .iter()
-                .any(|k| b.contains_key(*k))
+                .any(|k| b.contains_key(k))
         });
     if has_budget {
         return;
@@ -304,13 +304,13 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Value) {
 /// components, iteratively so that a long chain of states cannot overflow the stack.
 /// The states agent members start in (`agents.members.*.state`): roots of the workflow
 /// graph besides its entry.
-pub(super) fn agent_states(root: &Map<String, Value>) -> impl Iterator<Item = &str> {
+pub(super) fn agent_states<'a>(root: &'a Obj<'_>) -> impl Iterator<Item = &'a str> {
     root.member("agents")
         .and_then(|a| a.member("members"))
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
         .into_iter()
         .flat_map(|m| m.values())
-        .filter_map(|d| d.member("state").and_then(Value::as_str))
+        .filter_map(|d| d.member("state").and_then(Node::as_str))
 }
 
 pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
@@ -369,32 +369,26 @@ pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
 
 /// A composition state moves on only when its composition's output has an `event`
 /// member (`workflow.md`): warn when the output step's schema rules that out.
-fn event_output(
-    cx: &mut Cx<'_, '_>,
-    state: &str,
-    comp: &str,
-    events: &serde_json::Map<String, Value>,
-    ptr: &At<'_>,
-) {
+fn event_output(cx: &mut Cx<'_, '_>, state: &str, comp: &str, events: &Obj, ptr: &At<'_>) {
     let Some(c) = cx
         .root
         .member("compositions")
         .and_then(|cs| cs.get(comp))
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
     else {
         return;
     };
-    let Some(steps) = c.member("steps").and_then(Value::as_array) else {
+    let Some(steps) = c.member("steps").and_then(Node::as_array) else {
         return;
     };
-    let output = match c.member("output").and_then(Value::as_str) {
+    let output = match c.member("output").and_then(Node::as_str) {
         Some(id) => steps
             .iter()
-            .find(|s| s.member("id").and_then(Value::as_str) == Some(id)),
+            .find(|s| s.member("id").and_then(Node::as_str) == Some(id)),
         None => steps.last(),
     };
     let Some(step) = output else { return };
-    let (Some(Value::String(file)), Some(folders)) =
+    let (Some(Node::String(file)), Some(folders)) =
         (step.member("output_schema"), cx.options.folders())
     else {
         return;
@@ -402,8 +396,10 @@ fn event_output(
     let Ok(schema) = crate::schema_files::read(&folders, file) else {
         return; // `unresolved_schema` says why
     };
-    let ty = schema.member("type").and_then(Value::as_str);
-    let properties = schema.member("properties").and_then(Value::as_object);
+    let ty = schema.get("type").and_then(serde_json::Value::as_str);
+    let properties = schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object);
     let why = match (ty, properties) {
         (Some(t), _) if t != "object" => format!("its output is {} (schema `{file}`)", article(t)),
         (_, Some(p)) if !p.contains_key("event") => {
@@ -411,8 +407,8 @@ fn event_output(
         }
         _ => return,
     };
-    let step_id = step.member("id").and_then(Value::as_str).unwrap_or("?");
-    let names: Vec<&str> = events.keys().map(String::as_str).collect();
+    let step_id = step.member("id").and_then(Node::as_str).unwrap_or("?");
+    let names: Vec<&str> = events.keys().map(|k| k.as_str()).collect();
     cx.push(
         Diagnostic::new(
             DiagKind::EventNeverOutput,

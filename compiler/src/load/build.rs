@@ -171,10 +171,7 @@ impl<'t> Builder<'t> {
 
     fn finish(self) -> Result<Loaded, Diagnostic> {
         match self.root {
-            Some(value) if !self.root_blank => Ok(Loaded {
-                value,
-                spans: self.index,
-            }),
+            Some(value) if !self.root_blank => Ok(Loaded::new(value, self.index)),
             _ => Err(Diagnostic::new(DiagKind::ParseError, "the file is empty")
                 .help("a pack file holds one YAML mapping or JSON object")),
         }

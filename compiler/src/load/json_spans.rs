@@ -289,7 +289,7 @@ mod tests {
         // A fresh lazy index scans for each lookup; a used one has indexed every node.
         let used = SpanIndex::of_json(text);
         let mut pointers = Vec::new();
-        pointers_of(&loaded.value, String::new(), &mut pointers);
+        pointers_of(loaded.value(), String::new(), &mut pointers);
         // Each lookup reads the text: check an even spread of at most 40 nodes.
         let step = pointers.len().div_ceil(40).max(1);
         for node in pointers.into_iter().step_by(step) {

@@ -14,9 +14,7 @@
 use std::fmt::Write as _;
 use std::ops::ControlFlow;
 
-use serde_json::{Map, Value};
-
-use crate::members::Members;
+use crate::doc::{Node, Obj};
 
 use super::Limits;
 use crate::diag::{escape_token, walk, At, DiagKind, Diagnostic, Token};
@@ -24,7 +22,7 @@ use crate::syntax::expanded_len;
 
 /// Checks `pack` against the limits past parsing; pushes one `limit_exceeded` per limit
 /// passed. Returns whether any was.
-pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
+pub fn check_limits(pack: &Node, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
     let long = long_string(pack, limits.max_string_bytes);
     let passed = long.is_some();
     out.extend(long);
@@ -34,7 +32,7 @@ pub fn check_limits(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) ->
 /// [`check_limits`] without the string length, for a document whose parser has refused
 /// every string past `max_string_bytes` already ([`json_fast::parse`](super::json_fast::parse)):
 /// no walk over every node. Returns whether a limit was passed.
-pub fn check_limits_parsed(pack: &Value, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
+pub fn check_limits_parsed(pack: &Node, limits: &Limits, out: &mut Vec<Diagnostic>) -> bool {
     let before = out.len();
     if let Some(root) = pack.as_object() {
         counts(root, limits, out);
@@ -55,11 +53,11 @@ fn exceeded(pointer: String, message: String, limit: &str) -> Diagnostic {
 
 /// The first string (a value or a mapping key, in document order) longer than `max`.
 /// The walk builds no pointer until it has something to report.
-fn long_string(pack: &Value, max: usize) -> Option<Diagnostic> {
+fn long_string(pack: &Node, max: usize) -> Option<Diagnostic> {
     walk(pack, |tokens, node| {
         let (what, len) = match (tokens.last(), node) {
             (Some(Token::Key(k)), _) if k.len() > max => ("key", k.len()),
-            (_, Value::String(s)) if s.len() > max => ("string", s.len()),
+            (_, Node::String(s)) if s.len() > max => ("string", s.len()),
             _ => return ControlFlow::Continue(()),
         };
         let message = format!(
@@ -70,9 +68,9 @@ fn long_string(pack: &Value, max: usize) -> Option<Diagnostic> {
     })
 }
 
-fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    fn map(v: Option<&Value>) -> Option<&Map<String, Value>> {
-        v.and_then(Value::as_object)
+fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    fn map<'a, 's>(v: Option<&'a Node<'s>>) -> Option<&'a Obj<'s>> {
+        v.and_then(Node::as_object)
     }
     let mut count = |pointer: &str, what: &str, n: usize, max: usize, limit: &str| {
         if n > max {
@@ -130,7 +128,7 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
     let mut total_reported = false;
     let mut largest_reported = false;
     for (key, comp) in comps {
-        let Some(steps) = comp.member("steps").and_then(Value::as_array) else {
+        let Some(steps) = comp.member("steps").and_then(Node::as_array) else {
             continue;
         };
         let n = step_count(steps);
@@ -160,24 +158,24 @@ fn counts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>)
 
 /// Each prompt's `system_template` with its fragments expanded, measured without
 /// expanding it: at most `max_string_bytes` each and `max_total_template_bytes` in all.
-fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.member("prompts").and_then(Value::as_object) else {
+fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(prompts) = root.member("prompts").and_then(Node::as_object) else {
         return;
     };
-    let fragments = root.member("fragments").and_then(Value::as_object);
+    let fragments = root.member("fragments").and_then(Node::as_object);
     let mut total = 0usize;
     let (mut one_reported, mut total_reported) = (false, false);
     for (key, prompt) in prompts {
-        let Some(template) = prompt.member("system_template").and_then(Value::as_str) else {
+        let Some(template) = prompt.member("system_template").and_then(Node::as_str) else {
             continue;
         };
         let declared = |name: &str| {
             prompt
                 .member("variables")
-                .and_then(Value::as_array)
+                .and_then(Node::as_array)
                 .is_some_and(|vars| {
                     vars.iter()
-                        .any(|v| v.member("name").and_then(Value::as_str) == Some(name))
+                        .any(|v| v.member("name").and_then(Node::as_str) == Some(name))
                 })
         };
         let len = expanded_len(template, |name| fragments?.member(name)?.as_str(), declared);
@@ -206,8 +204,8 @@ fn templates(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnosti
 
 /// Every step's `retry.max_attempts` (parallel branches included) at most
 /// `max_attempts`; the first past it is blamed.
-fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(comps) = root.member("compositions").and_then(Value::as_object) else {
+fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(comps) = root.member("compositions").and_then(Node::as_object) else {
         return;
     };
     let max = limits.max_attempts;
@@ -216,7 +214,7 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
     let mut lists: Vec<StepList<'_>> = Vec::new();
     let mut todo: Vec<usize> = Vec::new();
     for (key, comp) in comps {
-        let Some(steps) = comp.member("steps").and_then(Value::as_array) else {
+        let Some(steps) = comp.member("steps").and_then(Node::as_array) else {
             continue;
         };
         lists.clear();
@@ -228,7 +226,7 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
                     .member("modifiers")
                     .and_then(|m| m.member("retry"))
                     .and_then(|r| r.member("max_attempts"))
-                    .and_then(Value::as_f64);
+                    .and_then(Node::as_f64);
                 if n.is_some_and(|n| n > max as f64) {
                     let at = format!(
                         "{}/{i}/modifiers/retry/max_attempts",
@@ -242,7 +240,7 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
                     ));
                     return;
                 }
-                if let Some(branches) = step.member("branches").and_then(Value::as_array) {
+                if let Some(branches) = step.member("branches").and_then(Node::as_array) {
                     lists.push((Some((l, i)), branches));
                     todo.push(lists.len() - 1);
                 }
@@ -254,7 +252,7 @@ fn attempts(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
 /// A step list [`attempts`] met: where it sits (the index of the list holding its
 /// parallel step, and that step's index there; `None` for a composition's `steps`), and
 /// its steps.
-type StepList<'v> = (Option<(usize, usize)>, &'v [Value]);
+type StepList<'v> = (Option<(usize, usize)>, &'v [Node<'v>]);
 
 /// The pointer of step list `l` of composition `key`, `lists` as [`attempts`] keeps them:
 /// `/compositions/<key>/steps`, then `/<i>/branches` for each parallel step on the way.
@@ -274,20 +272,20 @@ fn steps_pointer(key: &str, lists: &[StepList<'_>], l: usize) -> String {
 
 /// Variable patterns: at most `max_patterns` of them, each compiling within
 /// `max_pattern_size` (the check the artifact loader makes, `packc_vm::Program`).
-fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.member("prompts").and_then(Value::as_object) else {
+fn patterns(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(prompts) = root.member("prompts").and_then(Node::as_object) else {
         return;
     };
     let mut count = 0usize;
     for (key, prompt) in prompts {
-        let Some(vars) = prompt.member("variables").and_then(Value::as_array) else {
+        let Some(vars) = prompt.member("variables").and_then(Node::as_array) else {
             continue;
         };
         for (i, var) in vars.iter().enumerate() {
             let Some(pattern) = var
                 .member("validation")
                 .and_then(|v| v.member("pattern"))
-                .and_then(Value::as_str)
+                .and_then(Node::as_str)
             else {
                 continue;
             };
@@ -324,15 +322,15 @@ fn patterns(root: &Map<String, Value>, limits: &Limits, out: &mut Vec<Diagnostic
 
 /// Steps of a `steps` list, with every parallel's `branches` (nested ones too, which
 /// the checks refuse but which still cost).
-fn step_count(steps: &[Value]) -> usize {
+fn step_count(steps: &[Node]) -> usize {
     let mut n = 0usize;
     // No allocation unless a parallel step is met.
-    let mut stack: Vec<&[Value]> = Vec::new();
+    let mut stack: Vec<&[Node]> = Vec::new();
     let mut first = Some(steps);
     while let Some(list) = first.take().or_else(|| stack.pop()) {
         n = n.saturating_add(list.len());
         for step in list {
-            if let Some(branches) = step.member("branches").and_then(Value::as_array) {
+            if let Some(branches) = step.member("branches").and_then(Node::as_array) {
                 stack.push(branches);
             }
         }
@@ -345,8 +343,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn first(pack: &Value, max: usize) -> Option<(String, String)> {
-        long_string(pack, max).map(|d| (d.pointer().unwrap_or_default().to_owned(), d.message))
+    fn first(pack: &serde_json::Value, max: usize) -> Option<(String, String)> {
+        long_string(&Node::borrow(pack), max)
+            .map(|d| (d.pointer().unwrap_or_default().to_owned(), d.message))
     }
 
     #[test]
@@ -369,6 +368,7 @@ mod tests {
     fn parallel_branches_count_as_steps() {
         let steps =
             json!([{"id": "a"}, {"id": "p", "branches": [{"id": "b"}, {"branches": [{}]}]}]);
+        let steps = Node::borrow(&steps);
         assert_eq!(step_count(steps.as_array().unwrap()), 5);
     }
 
@@ -389,7 +389,7 @@ mod tests {
             ..Limits::default()
         };
         let mut out = Vec::new();
-        assert!(check_limits_parsed(&pack, &limits, &mut out));
+        assert!(check_limits_parsed(&Node::borrow(&pack), &limits, &mut out));
         assert_eq!(out.len(), 1);
         assert_eq!(
             out[0].pointer(),
@@ -399,7 +399,11 @@ mod tests {
             max_attempts: 9,
             ..Limits::default()
         };
-        assert!(!check_limits_parsed(&pack, &limits, &mut Vec::new()));
+        assert!(!check_limits_parsed(
+            &Node::borrow(&pack),
+            &limits,
+            &mut Vec::new()
+        ));
         // Of several, the first blamed is the first in a composition's own steps, then in
         // the branches met (the latest found first).
         let pack = json!({"compositions": {"c": {"steps": [
@@ -407,13 +411,13 @@ mod tests {
             {"id": "q", "branches": [{"id": "y", "modifiers": retry(9)}]},
             {"id": "s", "modifiers": retry(9)},
         ]}}});
-        let blamed = |pack: &Value| {
+        let blamed = |pack: &serde_json::Value| {
             let mut out = Vec::new();
             let limits = Limits {
                 max_attempts: 8,
                 ..Limits::default()
             };
-            check_limits_parsed(pack, &limits, &mut out);
+            check_limits_parsed(&Node::borrow(pack), &limits, &mut out);
             out[0].pointer().map(str::to_owned)
         };
         assert_eq!(

@@ -115,6 +115,27 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// No limit at all: for reading again a text that was read within limits.
+    pub(crate) fn none() -> Limits {
+        Limits {
+            max_source_bytes: usize::MAX,
+            max_depth: usize::MAX,
+            max_nodes: usize::MAX,
+            max_string_bytes: usize::MAX,
+            max_total_template_bytes: usize::MAX,
+            max_compositions: usize::MAX,
+            max_steps_per_composition: usize::MAX,
+            max_total_steps: usize::MAX,
+            max_states: usize::MAX,
+            max_prompts: usize::MAX,
+            max_tools: usize::MAX,
+            max_agents: usize::MAX,
+            max_attempts: usize::MAX,
+            max_patterns: usize::MAX,
+            max_pattern_size: usize::MAX,
+        }
+    }
+
     /// The name of every field, as [`Limits::set`] takes them.
     pub const NAMES: &'static [&'static str] = &[
         "max_source_bytes",
@@ -165,12 +186,67 @@ impl Limits {
 }
 
 /// A loaded document: its value and where each of its nodes is written.
+///
+/// A JSON pack checked on the fast path keeps only its text (in its lazy span index):
+/// the checks and lowering read it as a [`Node`](crate::doc::Node) that borrows the
+/// text ([`Loaded::doc`]), and the `serde_json` value is parsed only if something asks
+/// for it ([`Loaded::value`]).
 #[derive(Clone, Debug)]
 pub struct Loaded {
-    /// The document, aliases expanded.
-    pub value: serde_json::Value,
+    /// The document, aliases expanded: set by the loader, or parsed from the JSON text
+    /// when first asked for.
+    value: std::sync::OnceLock<serde_json::Value>,
     /// The byte spans of its nodes, by JSON pointer.
     pub spans: SpanIndex,
+}
+
+impl Loaded {
+    /// A document loaded as `value`, written where `spans` say.
+    pub fn new(value: serde_json::Value, spans: SpanIndex) -> Loaded {
+        Loaded {
+            value: std::sync::OnceLock::from(value),
+            spans,
+        }
+    }
+
+    /// A JSON document that parsed within the limits: `spans` is its lazy index
+    /// ([`SpanIndex::of_json`]), which keeps the text.
+    pub(crate) fn json(spans: SpanIndex) -> Loaded {
+        Loaded {
+            value: std::sync::OnceLock::new(),
+            spans,
+        }
+    }
+
+    /// The document as a `serde_json` value.
+    pub fn value(&self) -> &serde_json::Value {
+        self.value.get_or_init(|| {
+            // The text parsed within the caller's limits when it was checked, so it
+            // parses within none.
+            self.spans
+                .json_text()
+                .and_then(|text| json_fast::parse(text, &Limits::none()))
+                .unwrap_or_default()
+        })
+    }
+
+    /// The document as a `serde_json` value, taken.
+    pub fn into_value(self) -> serde_json::Value {
+        self.value();
+        self.value.into_inner().unwrap_or_default()
+    }
+
+    /// The document as the checks and lowering read it: borrowed from the value when
+    /// there is one, else parsed from the JSON text, borrowing its strings.
+    pub fn doc(&self) -> crate::doc::Node<'_> {
+        if let Some(value) = self.value.get() {
+            return crate::doc::Node::borrow(value);
+        }
+        self.spans
+            .json_text()
+            .and_then(|text| crate::doc::parse(text, &Limits::none()))
+            .unwrap_or(crate::doc::Node::Null)
+    }
 }
 
 /// Load a source from its bytes: size check (`limit_exceeded`), UTF-8 check

@@ -122,8 +122,13 @@ impl SpanIndex {
     /// recorded. For a checked JSON pack with a few diagnostics to locate, this costs a
     /// fraction of indexing every node.
     pub fn of_json(text: &str) -> SpanIndex {
+        SpanIndex::of_json_text(text.into())
+    }
+
+    /// [`SpanIndex::of_json`] of a text the caller owns already.
+    pub(crate) fn of_json_text(text: Box<str>) -> SpanIndex {
         let lazy = Lazy {
-            text: text.into(),
+            text,
             lookups: AtomicUsize::new(0),
             full: OnceLock::new(),
         };
@@ -186,6 +191,11 @@ impl SpanIndex {
         self.recorded().nodes.len()
     }
 
+    /// The text of a lazy JSON index ([`SpanIndex::of_json`]).
+    pub(crate) fn json_text(&self) -> Option<&str> {
+        self.json.as_deref().map(|lazy| &*lazy.text)
+    }
+
     /// Whether no node is recorded (nothing was loaded).
     pub fn is_empty(&self) -> bool {
         self.json.is_none() && self.nodes.is_empty()
@@ -201,7 +211,7 @@ impl SpanIndex {
         if let Some((id, true)) = all.walk(pointer) {
             all.copy_into(id, &mut spans);
         }
-        Loaded { value, spans }
+        Loaded::new(value, spans)
     }
 
     /// Add a node at `slot`; `None` once the ids run out.

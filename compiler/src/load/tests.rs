@@ -18,7 +18,7 @@ fn fail(text: &str) -> Diagnostic {
 
 fn fail_with(text: &str, limits: &Limits) -> Diagnostic {
     match load_str(text, limits) {
-        Ok(loaded) => panic!("{text:?} should fail, loaded {}", loaded.value),
+        Ok(loaded) => panic!("{text:?} should fail, loaded {}", loaded.value()),
         Err(d) => {
             assert_eq!(d.kind, DiagKind::ParseError, "{d:?}");
             d
@@ -89,8 +89,8 @@ after: ~
     );
     assert_eq!(texts(text, &l, "/after"), (Some("after"), "~"));
     assert_eq!(texts(text, &l, "").1, text.trim_end());
-    assert_eq!(l.value["prompt"], json!("hello\nworld\n"));
-    assert_eq!(l.value["after"], json!(null));
+    assert_eq!(l.value()["prompt"], json!("hello\nworld\n"));
+    assert_eq!(l.value()["after"], json!(null));
     assert_eq!(l.spans.len(), 14);
 }
 
@@ -126,11 +126,11 @@ fn spans_json() {
     assert_eq!(texts(text, &l, "/list/5/k"), (Some("\"k\""), "\"v\""));
     assert_eq!(texts(text, &l, "/empty"), (Some("\"empty\""), "{}"));
     assert_eq!(
-        l.value,
+        *l.value(),
         json!({"name": "demo", "version": 1.0, "list": [1, -2, 350.0, true, null, {"k": "v"}], "empty": {}})
     );
-    assert!(l.value["version"].is_f64());
-    let keys: Vec<&String> = l.value.as_object().unwrap().keys().collect();
+    assert!(l.value()["version"].is_f64());
+    let keys: Vec<&String> = l.value().as_object().unwrap().keys().collect();
     assert_eq!(keys, ["name", "version", "list", "empty"]);
 }
 
@@ -219,7 +219,7 @@ true: bool key
 ~: null key
 ";
     let l = load(text);
-    let v = &l.value;
+    let v = &l.value();
     assert_eq!(v["n1"], json!(null));
     assert_eq!(v["n2"], json!(null));
     assert_eq!(v["n3"], json!(null));
@@ -255,7 +255,7 @@ fn special_floats_are_refused() {
     assert!(d.help.is_some());
     fail("[.nan]");
     fail("x: -.Inf");
-    assert_eq!(load("x: '.inf'").value, json!({"x": ".inf"}));
+    assert_eq!(*load("x: '.inf'").value(), json!({"x": ".inf"}));
 }
 
 #[test]
@@ -265,7 +265,7 @@ fn unsupported_tags() {
     fail("a: !!binary aGVsbG8=\n");
     fail("a: !!int abc\n");
     fail("a: !!map [1]\n");
-    assert_eq!(load("a: !!seq [1]\n").value, json!({"a": [1]}));
+    assert_eq!(*load("a: !!seq [1]\n").value(), json!({"a": [1]}));
 }
 
 #[test]
@@ -282,9 +282,9 @@ fn empty_files() {
         assert_eq!(d.message, "the file is empty", "{text:?}");
         assert_eq!(d.site, Site::Whole);
     }
-    assert_eq!(load("--- null\n").value, json!(null));
-    assert_eq!(load("[]").value, json!([]));
-    assert_eq!(load("just text").value, json!("just text"));
+    assert_eq!(*load("--- null\n").value(), json!(null));
+    assert_eq!(*load("[]").value(), json!([]));
+    assert_eq!(*load("just text").value(), json!("just text"));
 }
 
 #[test]
@@ -399,12 +399,12 @@ keyed: *kk
 ";
     let l = load(text);
     assert_eq!(
-        l.value["copy"],
+        l.value()["copy"],
         json!({"model": "m1", "params": {"t": 0.5}})
     );
-    assert_eq!(l.value["list"], json!([1, 1]));
-    assert_eq!(l.value["again"], json!("name"));
-    assert_eq!(l.value["keyed"], json!("anchored"));
+    assert_eq!(l.value()["list"], json!([1, 1]));
+    assert_eq!(l.value()["again"], json!("name"));
+    assert_eq!(l.value()["keyed"], json!("anchored"));
     // The alias itself has its own span; what it copies points at the anchor's text.
     assert_eq!(texts(text, &l, "/copy"), (Some("copy"), "*base"));
     assert_eq!(texts(text, &l, "/copy/params/t"), (Some("t"), "0.5"));
@@ -421,7 +421,7 @@ fn nested_alias_copies() {
     let text = "a: &a [1, 2]\nb: &b {x: *a, y: *a}\nc: [*b, *b]\n";
     let l = load(text);
     assert_eq!(
-        l.value["c"],
+        l.value()["c"],
         json!([{"x": [1, 2], "y": [1, 2]}, {"x": [1, 2], "y": [1, 2]}])
     );
     assert_eq!(texts(text, &l, "/c/1/y/1"), (None, "2"));
@@ -523,7 +523,7 @@ fn duplicate_keys_json() {
     assert_eq!(span_of(&d), 15..18);
     assert_eq!(first_label(&d).site, Site::Span(7..10));
     // The same key in different mappings is fine.
-    assert!(load(r#"{"a": {"k": 1}, "b": {"k": 1}}"#).value["b"]["k"] == json!(1));
+    assert!(load(r#"{"a": {"k": 1}, "b": {"k": 1}}"#).value()["b"]["k"] == json!(1));
 }
 
 #[test]
@@ -539,7 +539,7 @@ fn multiple_documents() {
     fail("--- 1\n--- 2\n");
     fail("a: 1\n...\nb: 2\n");
     // One document with explicit markers is fine.
-    assert_eq!(load("---\na: 1\n...\n").value, json!({"a": 1}));
+    assert_eq!(*load("---\na: 1\n...\n").value(), json!({"a": 1}));
 }
 
 #[test]
@@ -567,8 +567,8 @@ fn subtree_rebases_pointers() {
     assert!(load_str(text, &Limits::default()).is_err());
     let text = "defs: &d {t: 1}\npack:\n  prompts:\n    p: {id: 1}\n  uses: *d\n";
     let l = load(text);
-    let sub = l.spans.subtree("/pack", l.value["pack"].clone());
-    assert_eq!(sub.value["uses"], json!({"t": 1}));
+    let sub = l.spans.subtree("/pack", l.value()["pack"].clone());
+    assert_eq!(sub.value()["uses"], json!({"t": 1}));
     assert_eq!(texts(text, &sub, "/prompts/p/id"), (Some("id"), "1"));
     assert_eq!(texts(text, &sub, "/uses/t"), (Some("t"), "1"));
     assert_eq!(sub.spans.get("").unwrap().key, None);

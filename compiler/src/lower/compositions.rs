@@ -3,13 +3,13 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::doc::Node;
 use ir_spec::{
     Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Ref, Root, Step, StepId,
     StepKind,
 };
-use serde_json::Value;
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::prompts::{offered, policy};
 use super::{strings, uint32, Cx, LowerError};
@@ -31,7 +31,7 @@ pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
 
 /// A step value with where it is, in the flattened order.
 struct Flat<'v> {
-    step: &'v Value,
+    step: &'v Node<'v>,
     /// Its index in `steps`, and in its parallel step's `branches` for a branch.
     at: (usize, Option<usize>),
     top: bool,
@@ -40,18 +40,18 @@ struct Flat<'v> {
 fn lower_one(
     cx: &mut Cx<'_>,
     key: &str,
-    comp: &Value,
+    comp: &Node,
     ptr: &At<'_>,
 ) -> Result<Composition, LowerError> {
     // Pass 1: number the steps; a parallel's branches directly follow it.
     let mut flat = Vec::new();
     let steps = comp
         .member("steps")
-        .and_then(Value::as_array)
+        .and_then(Node::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
-        let branches = step.member("branches").and_then(Value::as_array);
+        let branches = step.member("branches").and_then(Node::as_array);
         flat.push(Flat {
             step,
             at: (i, None),
@@ -77,7 +77,7 @@ fn lower_one(
         }
         // Only top-level steps can be named (then/else/depends_on/output/references).
         if f.top {
-            if let Some(name) = f.step.member("id").and_then(Value::as_str) {
+            if let Some(name) = f.step.member("id").and_then(Node::as_str) {
                 ids.entry(name).or_insert(id);
             }
         }
@@ -93,7 +93,7 @@ fn lower_one(
         let s = f.step;
         let (tokens, n) = Token::step(f.at.0, f.at.1);
         let p = &At::Path(ptr, &tokens[..n]);
-        let kind_name = s.member("kind").and_then(Value::as_str).unwrap_or("");
+        let kind_name = s.member("kind").and_then(Node::as_str).unwrap_or("");
         let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)
         else {
             return Err(LowerError::new(
@@ -108,12 +108,9 @@ fn lower_one(
         };
         let kind = match vocab_kind {
             Kind::Prompt | Kind::Agent => {
-                let task = s
-                    .member("prompt_task")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let task = s.member("prompt_task").and_then(Node::as_str).unwrap_or("");
                 let prompt = cx.prompt(task, &p.key("prompt_task"))?;
-                let input = bind("input")?.unwrap_or(Bind::Const(Value::Null));
+                let input = bind("input")?.unwrap_or(Bind::Const(serde_json::Value::Null));
                 let output_schema = output_schema(cx, s.member("output_schema"));
                 if vocab_kind == Kind::Prompt {
                     StepKind::Prompt {
@@ -132,7 +129,7 @@ fn lower_one(
                     let term = s.member("termination");
                     let tool_called = match term
                         .and_then(|t| t.member("tool_called"))
-                        .and_then(Value::as_str)
+                        .and_then(Node::as_str)
                     {
                         Some(t) => Some(cx.tool(t, &p.key("termination").key("tool_called"))?),
                         None => None,
@@ -149,22 +146,23 @@ fn lower_one(
                 }
             }
             Kind::Tool => {
-                let name = s.member("tool").and_then(Value::as_str).unwrap_or("");
+                let name = s.member("tool").and_then(Node::as_str).unwrap_or("");
                 StepKind::Tool {
                     tool: cx.tool(name, &p.key("tool"))?,
-                    args: bind("args")?.unwrap_or(Bind::Const(Value::Object(Default::default()))),
+                    args: bind("args")?
+                        .unwrap_or(Bind::Const(serde_json::Value::Object(Default::default()))),
                 }
             }
             Kind::Branch => {
                 let target = |k: &str| -> Result<Option<StepId>, LowerError> {
                     s.get(k)
-                        .and_then(Value::as_str)
+                        .and_then(Node::as_str)
                         .map(|n| lookup(n, &p.key(k)))
                         .transpose()
                 };
                 StepKind::Branch {
                     predicate: lower_pred(
-                        s.member("predicate").unwrap_or(&Value::Null),
+                        s.member("predicate").unwrap_or(&Node::Null),
                         &p.key("predicate"),
                         &lookup,
                     )?,
@@ -176,20 +174,20 @@ fn lower_one(
             Kind::Parallel => {
                 let n = s
                     .member("branches")
-                    .and_then(Value::as_array)
+                    .and_then(Node::as_array)
                     .map_or(0, Vec::len);
                 let first = i + 1;
                 let branches = (first..first + n).filter_map(StepId::from_index).collect();
                 let reduce = s.member("reduce");
                 let strategy = reduce
                     .and_then(|r| r.member("strategy"))
-                    .and_then(Value::as_str)
+                    .and_then(Node::as_str)
                     .and_then(Strategy::parse)
                     .unwrap_or(Strategy::Barrier)
                     .reduce();
                 let into = reduce
                     .and_then(|r| r.member("into"))
-                    .and_then(Value::as_str)
+                    .and_then(Node::as_str)
                     .unwrap_or("")
                     .to_owned();
                 StepKind::Parallel {
@@ -207,23 +205,23 @@ fn lower_one(
                     "depends_on",
                     "modifiers",
                 ];
-                let params: serde_json::Map<String, Value> = s
+                let params: serde_json::Map<String, serde_json::Value> = s
                     .as_object()
                     .into_iter()
                     .flatten()
                     .filter(|(k, _)| !NOT_PARAMS.contains(&k.as_str()))
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, v)| (k.as_str().to_owned(), v.to_value()))
                     .collect();
                 StepKind::Extension {
                     kind: kind_name.to_owned(),
-                    params: ir_spec::JsonText::from_value(&Value::Object(params)),
-                    input: bind("input")?.unwrap_or(Bind::Const(Value::Null)),
+                    params: ir_spec::JsonText::from_value(&serde_json::Value::Object(params)),
+                    input: bind("input")?.unwrap_or(Bind::Const(serde_json::Value::Null)),
                 }
             }
         };
         let depends_on = s
             .member("depends_on")
-            .and_then(Value::as_array)
+            .and_then(Node::as_array)
             .into_iter()
             .flatten()
             .enumerate()
@@ -240,7 +238,7 @@ fn lower_one(
         let evals = strings(modifiers.and_then(|m| m.member("eval")))
             .map(str::to_owned)
             .collect();
-        let id = s.member("id").and_then(Value::as_str).unwrap_or("");
+        let id = s.member("id").and_then(Node::as_str).unwrap_or("");
         out.push(Step {
             id: cx.intern(id),
             kind,
@@ -269,7 +267,7 @@ fn lower_one(
             }
         }
     }
-    let output = match comp.member("output").and_then(Value::as_str) {
+    let output = match comp.member("output").and_then(Node::as_str) {
         Some(name) => Some(lookup(name, &ptr.key("output"))?),
         None => None,
     };
@@ -284,7 +282,7 @@ fn lower_one(
 /// A step's `output_schema` (`compositions.md` 2.25): embedded when the pack is a file
 /// and the file is found; dropped when the pack is a file and it is not; kept by name for
 /// an inline pack.
-fn output_schema(cx: &Cx<'_>, v: Option<&Value>) -> Option<OutputSchema> {
+fn output_schema(cx: &Cx<'_>, v: Option<&Node>) -> Option<OutputSchema> {
     let name = v?.as_str()?.to_owned();
     match cx.options.folders() {
         None => Some(OutputSchema { name, schema: None }),
@@ -311,10 +309,10 @@ fn lower_ref(r: Reference, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Ref, Low
 }
 
 /// A step's `input` / `args` value → [`Bind`] (`compositions.md` §3.5).
-fn lower_bind(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
+fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
     Ok(match v {
-        Value::String(s) => match parse_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
-            Binding::Literal(t) => Bind::Const(Value::String(t)),
+        Node::String(s) => match parse_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
+            Binding::Literal(t) => Bind::Const(serde_json::Value::String(t)),
             Binding::Whole(r) => Bind::Whole(lower_ref(r, ptr, lookup)?),
             Binding::Template(parts) => Bind::Interp(
                 parts
@@ -326,38 +324,43 @@ fn lower_bind(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, Lowe
                     .collect::<Result<_, LowerError>>()?,
             ),
         },
-        Value::Array(items) => {
+        Node::Array(items) => {
             let items = items
                 .iter()
                 .enumerate()
                 .map(|(i, item)| lower_bind(item, &ptr.index(i), lookup))
                 .collect::<Result<Vec<_>, _>>()?;
             if items.iter().all(|b| matches!(b, Bind::Const(_))) {
-                Bind::Const(v.clone())
+                Bind::Const(v.to_value())
             } else {
                 Bind::Array(items)
             }
         }
-        Value::Object(m) => {
+        Node::Object(m) => {
             let items = m
                 .iter()
-                .map(|(k, item)| Ok((k.clone(), lower_bind(item, &ptr.key(k), lookup)?)))
+                .map(|(k, item)| {
+                    Ok((
+                        k.as_str().to_owned(),
+                        lower_bind(item, &ptr.key(k), lookup)?,
+                    ))
+                })
                 .collect::<Result<Vec<_>, LowerError>>()?;
             if items.iter().all(|(_, b)| matches!(b, Bind::Const(_))) {
-                Bind::Const(v.clone())
+                Bind::Const(v.to_value())
             } else {
                 Bind::Object(items)
             }
         }
-        other => Bind::Const(other.clone()),
+        other => Bind::Const(other.to_value()),
     })
 }
 
 /// A branch `predicate` → [`Pred`] (`compositions.md` §7).
-fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
+fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
     let bad = || LowerError::new(ptr, "malformed predicate");
     let obj = v.as_object().ok_or_else(bad)?;
-    let list = |k: &str, v: &Value| -> Result<Vec<Pred>, LowerError> {
+    let list = |k: &str, v: &Node| -> Result<Vec<Pred>, LowerError> {
         v.as_array()
             .ok_or_else(bad)?
             .iter()
@@ -378,7 +381,7 @@ fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lowe
             lookup,
         )?)));
     }
-    let path_text = obj.member("path").and_then(Value::as_str).ok_or_else(bad)?;
+    let path_text = obj.member("path").and_then(Node::as_str).ok_or_else(bad)?;
     let pptr = ptr.key("path");
     let reference =
         parse_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
@@ -389,7 +392,9 @@ fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lowe
             expect: expect.as_bool().ok_or_else(bad)?,
         });
     }
-    let value = obj.member("value").cloned().unwrap_or(Value::Null);
+    let value = obj
+        .member("value")
+        .map_or(serde_json::Value::Null, Node::to_value);
     let ordered = |op| Compare::Ordered {
         op,
         bound: value.as_f64(),
@@ -400,7 +405,7 @@ fn lower_pred(v: &Value, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lowe
     };
     let op = obj
         .member("op")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .and_then(Op::parse)
         .ok_or_else(bad)?;
     let test = match op {

@@ -18,11 +18,10 @@ mod workflow;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
+use crate::doc::{Node, Obj};
 use ir_spec::{Module, PromptId, StrId, ToolId};
-use serde_json::{Map, Value};
 
 use crate::diag::At;
-use crate::members::Members;
 
 /// What lowering needs beyond the pack value.
 #[derive(Clone, Debug, Default)]
@@ -71,11 +70,12 @@ impl LowerError {
 /// Lowers a checked pack.
 ///
 /// ```
-/// let pack = serde_json::json!({"id": "p", "prompts": {"hi": {"system_template": "Hi {{name}}"}}});
+/// let text = r#"{"id": "p", "prompts": {"hi": {"system_template": "Hi {{name}}"}}}"#;
+/// let pack = packc_compiler::doc::parse(text, &Default::default()).unwrap();
 /// let module = packc_compiler::lower::lower(&pack, &Default::default()).unwrap();
 /// assert_eq!(module.prompts.len(), 1);
 /// ```
-pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError> {
+pub fn lower(pack: &Node, options: &LowerOptions) -> Result<Module, LowerError> {
     let root = pack
         .as_object()
         .ok_or_else(|| LowerError::new("", "the pack is not an object"))?;
@@ -83,7 +83,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
     cx.level = crate::schema::level_of(pack, options.spec_level);
     cx.module.id = root
         .member("id")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .unwrap_or_default()
         .to_owned();
     prompts::lower_tools(&mut cx);
@@ -99,7 +99,7 @@ pub fn lower(pack: &Value, options: &LowerOptions) -> Result<Module, LowerError>
 
 /// Lowering state: the module being built and the name → index maps.
 struct Cx<'a> {
-    root: &'a Map<String, Value>,
+    root: &'a Obj<'a>,
     /// The spec level the pack is read at.
     level: ir_spec::SpecLevel,
     options: &'a LowerOptions,
@@ -112,10 +112,10 @@ struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    fn new(root: &'a Map<String, Value>, options: &'a LowerOptions) -> Self {
-        let keys = |v: Option<&'a Value>| -> Vec<&'a str> {
-            v.and_then(Value::as_object)
-                .map(|m| m.keys().map(String::as_str).collect())
+    fn new(root: &'a Obj<'a>, options: &'a LowerOptions) -> Self {
+        let keys = |v: Option<&'a Node<'a>>| -> Vec<&'a str> {
+            v.and_then(Node::as_object)
+                .map(|m| m.keys().map(|k| k.as_str()).collect())
                 .unwrap_or_default()
         };
         let ids = |names: Vec<&'a str>| names.into_iter().enumerate();
@@ -163,23 +163,23 @@ impl<'a> Cx<'a> {
 }
 
 /// The strings of an array member, skipping other items (none when it is not an array).
-fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
-    v.and_then(Value::as_array)
+fn strings<'a>(v: Option<&'a Node<'_>>) -> impl Iterator<Item = &'a str> {
+    v.and_then(Node::as_array)
         .into_iter()
         .flatten()
-        .filter_map(Value::as_str)
+        .filter_map(Node::as_str)
 }
 
 /// A non-negative integer member as `u64`.
-fn uint(v: Option<&Value>) -> Option<u64> {
-    v.and_then(Value::as_u64).or_else(|| {
-        v.and_then(Value::as_f64)
+fn uint(v: Option<&Node>) -> Option<u64> {
+    v.and_then(Node::as_u64).or_else(|| {
+        v.and_then(Node::as_f64)
             .filter(|f| *f >= 0.0)
             .map(|f| f as u64)
     })
 }
 
 /// A non-negative integer member as `u32`, saturating.
-fn uint32(v: Option<&Value>) -> Option<u32> {
+fn uint32(v: Option<&Node>) -> Option<u32> {
     uint(v).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
 }

@@ -1,12 +1,12 @@
 //! Prompts and tools (`workflow.md` §6, §14).
 
+use crate::doc::Node;
 use ir_spec::{
     PathSeg, Placeholder, Prompt, Segment, Tool, ToolPolicy, ToolRef, Validation, VarRoot, VarType,
     Variable,
 };
-use serde_json::Value;
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{strings, uint, uint32, Cx, LowerError};
 use crate::syntax::{self, expand_fragments, parse_template};
@@ -17,7 +17,7 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
         let key = cx.intern(key);
         let text = |name: &str| {
             tool.get(name)
-                .and_then(Value::as_str)
+                .and_then(Node::as_str)
                 .unwrap_or_default()
                 .to_owned()
         };
@@ -26,7 +26,9 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
             name: text("name"),
             description: text("description"),
             parameters: ir_spec::JsonText::from_value(
-                tool.member("parameters").unwrap_or(&Value::Null),
+                &tool
+                    .member("parameters")
+                    .map_or(serde_json::Value::Null, Node::to_value),
             ),
         });
     }
@@ -38,7 +40,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
         let key = cx.intern(key);
         let variables: Vec<Variable> = prompt
             .member("variables")
-            .and_then(Value::as_array)
+            .and_then(Node::as_array)
             .map(|vars| vars.iter().filter_map(variable).collect())
             .unwrap_or_default();
         let system = template(cx, prompt, &variables);
@@ -48,7 +50,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
         let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
         let guards = prompt
             .member("validators")
-            .and_then(Value::as_array)
+            .and_then(Node::as_array)
             .map(|list| {
                 list.iter()
                     .filter_map(|v| crate::validators::read(v, level_1_8).0)
@@ -62,7 +64,9 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             tools,
             policy,
             parameters: ir_spec::JsonText::from_value(
-                prompt.member("parameters").unwrap_or(&Value::Null),
+                &prompt
+                    .member("parameters")
+                    .map_or(serde_json::Value::Null, Node::to_value),
             ),
             guards,
         });
@@ -96,12 +100,12 @@ pub(super) fn offered(cx: &mut Cx<'_>, names: &[&str], policy: &ToolPolicy) -> V
 }
 
 /// `tool_policy`.
-pub(super) fn policy(v: Option<&Value>) -> ToolPolicy {
+pub(super) fn policy(v: Option<&Node>) -> ToolPolicy {
     let Some(v) = v else {
         return ToolPolicy::default();
     };
     ToolPolicy {
-        tool_choice_none: v.member("tool_choice").and_then(Value::as_str) == Some("none"),
+        tool_choice_none: v.member("tool_choice").and_then(Node::as_str) == Some("none"),
         max_rounds: uint32(v.member("max_rounds")),
         max_tool_calls_per_turn: uint32(v.member("max_tool_calls_per_turn")),
         blocklist: strings(v.member("blocklist")).map(str::to_owned).collect(),
@@ -109,13 +113,13 @@ pub(super) fn policy(v: Option<&Value>) -> ToolPolicy {
 }
 
 /// One entry of `variables`; `None` without a string `name`.
-fn variable(v: &Value) -> Option<Variable> {
+fn variable(v: &Node) -> Option<Variable> {
     let name = v.member("name")?.as_str()?.to_owned();
     let required = v
         .member("required")
-        .and_then(Value::as_bool)
+        .and_then(Node::as_bool)
         .unwrap_or(false);
-    let ty = match v.member("type").and_then(Value::as_str) {
+    let ty = match v.member("type").and_then(Node::as_str) {
         Some("string") => Some(VarType::String),
         Some("number") => Some(VarType::Number),
         Some("boolean") => Some(VarType::Boolean),
@@ -127,17 +131,19 @@ fn variable(v: &Value) -> Option<Variable> {
     let default = if required {
         None
     } else {
-        v.member("default").cloned()
+        v.member("default").map(Node::to_value)
     };
     let val = v.member("validation");
     let get = |k: &str| val.and_then(|val| val.member(k));
     let validation = Validation {
-        pattern: get("pattern").and_then(Value::as_str).map(str::to_owned),
+        pattern: get("pattern").and_then(Node::as_str).map(str::to_owned),
         min_length: uint(get("min_length")),
         max_length: uint(get("max_length")),
-        minimum: get("minimum").and_then(Value::as_f64),
-        maximum: get("maximum").and_then(Value::as_f64),
-        allowed: get("enum").and_then(Value::as_array).cloned(),
+        minimum: get("minimum").and_then(Node::as_f64),
+        maximum: get("maximum").and_then(Node::as_f64),
+        allowed: get("enum")
+            .and_then(Node::as_array)
+            .map(|items| items.iter().map(Node::to_value).collect()),
     };
     Some(Variable {
         name,
@@ -149,12 +155,12 @@ fn variable(v: &Value) -> Option<Variable> {
 }
 
 /// The `system_template`, fragments expanded, placeholders classified.
-fn template(cx: &mut Cx<'_>, prompt: &Value, variables: &[Variable]) -> Vec<Segment> {
+fn template(cx: &mut Cx<'_>, prompt: &Node, variables: &[Variable]) -> Vec<Segment> {
     let text = prompt
         .member("system_template")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .unwrap_or_default();
-    let fragments = cx.root.member("fragments").and_then(Value::as_object);
+    let fragments = cx.root.member("fragments").and_then(Node::as_object);
     let expanded = expand_fragments(
         text,
         |name| fragments?.member(name)?.as_str(),

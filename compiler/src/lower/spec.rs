@@ -3,45 +3,40 @@
 //! 0017) and the governance facts (RFC 0013, RFC 0016). Runs after the other lowering
 //! passes, over the tables they built.
 
+use crate::doc::{Node, Obj};
 use ir_spec::{Provider, SpecInfo, SpecLevel};
-use serde_json::Value;
-
-use crate::members::Members;
 
 use super::Cx;
 
 /// The items of a pack's `requires.providers` list, as written (none when it is absent or
 /// not a list).
-pub(crate) fn provider_items(root: &serde_json::Map<String, Value>) -> &[Value] {
+pub(crate) fn provider_items<'a, 's>(root: &'a Obj<'s>) -> &'a [Node<'s>] {
     root.member("requires")
         .and_then(|r| r.member("providers"))
-        .and_then(Value::as_array)
+        .and_then(Node::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
 }
 
 /// The `requires.providers` entries of a pack, as written: the string shorthand is
 /// `{key, role: llm, required: true}`.
-pub(crate) fn declared_providers(root: &serde_json::Map<String, Value>) -> Vec<Provider> {
+pub(crate) fn declared_providers(root: &Obj) -> Vec<Provider> {
     provider_items(root)
         .iter()
         .filter_map(|item| match item {
-            Value::String(key) => Some(Provider {
-                key: key.clone(),
+            Node::String(key) => Some(Provider {
+                key: key.as_str().to_owned(),
                 role: "llm".into(),
                 required: true,
             }),
-            Value::Object(o) => Some(Provider {
+            Node::Object(o) => Some(Provider {
                 key: o.member("key")?.as_str()?.to_owned(),
                 role: o
                     .member("role")
-                    .and_then(Value::as_str)
+                    .and_then(Node::as_str)
                     .unwrap_or("llm")
                     .to_owned(),
-                required: o
-                    .member("required")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true),
+                required: o.member("required").and_then(Node::as_bool).unwrap_or(true),
             }),
             _ => None,
         })
@@ -60,14 +55,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
             cx.module.workflow.as_ref(),
             root.member("workflow")
                 .and_then(|w| w.member("states"))
-                .and_then(Value::as_object),
+                .and_then(Node::as_object),
         ) {
             spec.holds_turn = wf
                 .states
                 .iter()
                 .zip(states.values())
                 .map(|(s, v)| {
-                    !s.terminal && v.member("control").and_then(Value::as_str) != Some("agent")
+                    !s.terminal && v.member("control").and_then(Node::as_str) != Some("agent")
                 })
                 .collect();
         }
@@ -89,20 +84,20 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
             spec.providers.push(p);
         }
     }
-    let index = |providers: &[Provider], v: Option<&Value>| -> Option<u32> {
+    let index = |providers: &[Provider], v: Option<&Node>| -> Option<u32> {
         let key = v?.as_str()?;
         let i = providers.iter().position(|p| p.key == key)?;
         u32::try_from(i).ok()
     };
     if level >= SpecLevel::V1_9 {
-        let prompts = root.member("prompts").and_then(Value::as_object);
+        let prompts = root.member("prompts").and_then(Node::as_object);
         spec.prompt_providers = prompts
             .into_iter()
             .flat_map(|m| m.values())
             .map(|p| index(&spec.providers, p.member("provider")).unwrap_or(0))
             .collect();
         let named_any = spec.prompt_providers.iter().any(|p| *p != 0);
-        let comps = root.member("compositions").and_then(Value::as_object);
+        let comps = root.member("compositions").and_then(Node::as_object);
         let mut any_step = false;
         for (comp, c) in comps
             .into_iter()
@@ -112,14 +107,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
             let mut flat = Vec::with_capacity(c.steps.len());
             for step in comp
                 .member("steps")
-                .and_then(Value::as_array)
+                .and_then(Node::as_array)
                 .into_iter()
                 .flatten()
             {
                 flat.push(step);
                 flat.extend(
                     step.member("branches")
-                        .and_then(Value::as_array)
+                        .and_then(Node::as_array)
                         .into_iter()
                         .flatten(),
                 );
@@ -157,7 +152,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
         spec.governance = root
             .member("metadata")
             .and_then(|m| m.member("governance"))
-            .cloned();
+            .map(Node::to_value);
     }
     cx.module.spec = spec;
 }

@@ -2,22 +2,22 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::doc::{Node, Obj};
 use ir_spec::{
     Agent, AgentStart, ArtifactId, ArtifactMode, Budget, CompId, EventId, Orchestration, State,
     StateBody, StateId, StrId, Workflow,
 };
-use serde_json::Value;
 
 use crate::diag::At;
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{uint, Cx, LowerError};
 
-fn states<'a>(cx: &Cx<'a>) -> Option<&'a serde_json::Map<String, Value>> {
+fn states<'a>(cx: &Cx<'a>) -> Option<&'a Obj<'a>> {
     cx.root
         .member("workflow")
         .and_then(|w| w.member("states"))
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
 }
 
 fn state_ids(cx: &Cx<'_>) -> HashMap<String, StateId> {
@@ -25,7 +25,7 @@ fn state_ids(cx: &Cx<'_>) -> HashMap<String, StateId> {
         .map(|s| {
             s.keys()
                 .enumerate()
-                .filter_map(|(i, k)| Some((k.clone(), StateId::from_index(i)?)))
+                .filter_map(|(i, k)| Some((k.as_str().to_owned(), StateId::from_index(i)?)))
                 .collect()
         })
         .unwrap_or_default()
@@ -37,14 +37,14 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
     for state in states(cx).into_iter().flat_map(|s| s.values()) {
         for name in state
             .member("artifacts")
-            .and_then(Value::as_object)
+            .and_then(Node::as_object)
             .into_iter()
             .flat_map(|a| a.keys())
         {
-            if !cx.artifacts.contains_key(name) {
+            if !cx.artifacts.contains_key(name.as_str()) {
                 if let Some(id) = ArtifactId::from_index(names.len()) {
-                    cx.artifacts.insert(name.clone(), id);
-                    names.push(name.clone());
+                    cx.artifacts.insert(name.as_str().to_owned(), id);
+                    names.push(name.as_str().to_owned());
                 }
             }
         }
@@ -58,8 +58,8 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         return Ok(());
     };
     let ids = state_ids(cx);
-    let state_id = |name: Option<&Value>, ptr: &At<'_>| -> Result<StateId, LowerError> {
-        let name = name.and_then(Value::as_str).unwrap_or_default();
+    let state_id = |name: Option<&Node>, ptr: &At<'_>| -> Result<StateId, LowerError> {
+        let name = name.and_then(Node::as_str).unwrap_or_default();
         ids.get(name)
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
@@ -68,7 +68,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
     let comps: HashMap<&str, CompId> = cx
         .root
         .member("compositions")
-        .and_then(Value::as_object)
+        .and_then(Node::as_object)
         .map(|c| {
             c.keys()
                 .enumerate()
@@ -80,25 +80,19 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
     let base = At::Text("/workflow/states");
     for (key, s) in entries(wf.member("states")) {
         let ptr = base.key(key);
-        let mode = match s.member("orchestration").and_then(Value::as_str) {
+        let mode = match s.member("orchestration").and_then(Node::as_str) {
             Some("external") => Orchestration::External,
             Some("hybrid") => Orchestration::Hybrid,
             Some("composition") => Orchestration::Composition,
             _ => Orchestration::Internal,
         };
         let body = if mode == Orchestration::Composition {
-            let name = s
-                .member("composition")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let name = s.member("composition").and_then(Node::as_str).unwrap_or("");
             StateBody::Composition(comps.get(name).copied().ok_or_else(|| {
                 LowerError::new(ptr.key("composition"), format!("no composition `{name}`"))
             })?)
         } else {
-            let name = s
-                .member("prompt_task")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let name = s.member("prompt_task").and_then(Node::as_str).unwrap_or("");
             StateBody::Prompt(cx.prompt(name, &ptr.key("prompt_task"))?)
         };
         let mut on_event = Vec::new();
@@ -108,14 +102,14 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             on_event.push((event_id(cx, event), target));
         }
         let terminal =
-            s.member("terminal").and_then(Value::as_bool) == Some(true) || on_event.is_empty();
+            s.member("terminal").and_then(Node::as_bool) == Some(true) || on_event.is_empty();
         let on_max_visits = match s.member("on_max_visits") {
             Some(v) => Some(state_id(Some(v), &ptr.key("on_max_visits"))?),
             None => None,
         };
         let mut arts = Vec::new();
         for (name, def) in entries(s.member("artifacts")) {
-            let mode = match def.member("mode").and_then(Value::as_str) {
+            let mode = match def.member("mode").and_then(Node::as_str) {
                 Some("append") => ArtifactMode::Append,
                 _ => ArtifactMode::Replace,
             };
@@ -131,7 +125,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             on_event,
             max_visits: uint(s.member("max_visits")),
             on_max_visits,
-            persistent: s.member("persistence").and_then(Value::as_str) == Some("persistent"),
+            persistent: s.member("persistence").and_then(Node::as_str) == Some("persistent"),
             artifacts: arts,
         });
     }
@@ -165,7 +159,7 @@ pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let agents = cx.root.member("agents").and_then(|a| a.member("members"));
     let members = At::Text("/agents/members");
     for (key, member) in entries(agents) {
-        let start = match member.member("state").and_then(Value::as_str) {
+        let start = match member.member("state").and_then(Node::as_str) {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
                 LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),

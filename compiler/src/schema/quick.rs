@@ -9,6 +9,11 @@
 //! [`Verdict::Unknown`] the compiled validator runs as before and writes the diagnostics,
 //! so they are the same as without this module, byte for byte.
 //!
+//! The walk reads the pack as the checks do ([`crate::doc::Node`]), at any size; the
+//! validator needs the pack as a `serde_json` value, built only when the walk does not
+//! answer `Valid`. A `$ref` is resolved once a walk, and each `pattern` compiled once a
+//! process.
+//!
 //! Only [`Verdict::Valid`] is trusted, and it is given only when every keyword met was
 //! understood exactly: the draft 2020-12 keywords the embedded schemas use (`$ref` within
 //! the document, `type`, `properties`, `additionalProperties`, `required`, `enum`,
@@ -19,14 +24,17 @@
 //! too large to compare exactly) is [`Verdict::Unknown`], and `Unknown` spreads through
 //! `oneOf`, `anyOf`, `if` and the keywords of a schema so that no answer is ever guessed.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use serde_json::{Number, Value};
+use serde_json::Number;
+
+use crate::doc::Node as Doc;
 
 use super::pattern::Matcher;
 use super::tree::{member, Node};
-use crate::members::Members;
 
 /// What [`valid`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,10 +78,11 @@ fn of(ok: bool) -> Verdict {
 /// schema error inside one to the composition checks, which report each problem with
 /// its own kind, so [`Verdict::Valid`] means that the compiled validator would report
 /// nothing that `validate_at` keeps. The object `compositions` itself is checked.
-pub(super) fn valid(schema: &'static Node, instance: &Value) -> Verdict {
+pub(super) fn valid(schema: &'static Node, instance: &Doc) -> Verdict {
     Walk {
         root: schema,
         compositions: instance.get("compositions"),
+        resolved: RefCell::default(),
     }
     .check(schema, instance, 0)
 }
@@ -88,11 +97,14 @@ type SchemaMembers = &'static [(&'static str, Node)];
 struct Walk<'a> {
     root: &'static Node,
     /// The pack's `compositions` object, whose members are not walked.
-    compositions: Option<&'a Value>,
+    compositions: Option<&'a Doc<'a>>,
+    /// The `$ref`s resolved so far, by the address and length of their text (the schema
+    /// tree is never freed, so an address names one reference).
+    resolved: RefCell<HashMap<(usize, usize), Option<&'static Node>>>,
 }
 
 impl Walk<'_> {
-    fn check(&self, schema: &'static Node, instance: &Value, depth: usize) -> Verdict {
+    fn check(&self, schema: &'static Node, instance: &Doc, depth: usize) -> Verdict {
         let map = match schema {
             Node::Bool(b) => return of(*b),
             Node::Obj(map) => *map,
@@ -119,7 +131,7 @@ impl Walk<'_> {
         schema: SchemaMembers,
         key: &str,
         value: &'static Node,
-        instance: &Value,
+        instance: &Doc,
         depth: usize,
     ) -> Verdict {
         match key {
@@ -129,7 +141,7 @@ impl Walk<'_> {
             | "examples" | "deprecated" | "readOnly" | "writeOnly" | "version" | "format" => Valid,
             // Read by `if`.
             "then" | "else" => Valid,
-            "$ref" => match value.as_str().and_then(|r| self.resolve(r)) {
+            "$ref" => match value.as_str().and_then(|r| self.resolve_cached(r)) {
                 Some(target) => self.check(target, instance, depth + 1),
                 None => Unknown,
             },
@@ -150,7 +162,7 @@ impl Walk<'_> {
             },
             "const" => equal(value, instance).map_or(Unknown, of),
             "properties" => match (value, instance) {
-                (Node::Obj(props), Value::Object(members)) => {
+                (Node::Obj(props), Doc::Object(members)) => {
                     let mut verdict = Valid;
                     for (name, sub) in *props {
                         if let Some(member) = members.member(name) {
@@ -169,7 +181,7 @@ impl Walk<'_> {
                 if member(schema, "patternProperties").is_some() {
                     return Unknown;
                 }
-                let Value::Object(members) = instance else {
+                let Doc::Object(members) = instance else {
                     return Valid;
                 };
                 if self.compositions.is_some_and(|c| std::ptr::eq(c, instance)) {
@@ -193,7 +205,7 @@ impl Walk<'_> {
                 verdict
             }
             "required" => match (value, instance) {
-                (Node::Arr(names), Value::Object(members)) => {
+                (Node::Arr(names), Doc::Object(members)) => {
                     let mut verdict = Valid;
                     for name in *names {
                         match name.as_str() {
@@ -208,7 +220,7 @@ impl Walk<'_> {
                 _ => Unknown,
             },
             "items" => match instance {
-                Value::Array(items) => {
+                Doc::Array(items) => {
                     let mut verdict = Valid;
                     for item in items {
                         verdict = verdict.and(|| self.check(value, item, depth + 1));
@@ -221,22 +233,22 @@ impl Walk<'_> {
                 _ => Valid,
             },
             "minItems" | "maxItems" => match (count(value), instance) {
-                (Some(n), Value::Array(items)) => of(within(key, items.len(), n)),
+                (Some(n), Doc::Array(items)) => of(within(key, items.len(), n)),
                 (Some(_), _) => Valid,
                 (None, _) => Unknown,
             },
             "minProperties" | "maxProperties" => match (count(value), instance) {
-                (Some(n), Value::Object(members)) => of(within(key, members.len(), n)),
+                (Some(n), Doc::Object(members)) => of(within(key, members.len(), n)),
                 (Some(_), _) => Valid,
                 (None, _) => Unknown,
             },
             "minLength" | "maxLength" => match (count(value), instance) {
-                (Some(n), Value::String(s)) => of(within(key, s.chars().count(), n)),
+                (Some(n), Doc::String(s)) => of(within(key, s.chars().count(), n)),
                 (Some(_), _) => Valid,
                 (None, _) => Unknown,
             },
             "minimum" | "maximum" => match (value, instance) {
-                (Node::Num(_), Value::Number(n)) => {
+                (Node::Num(_), Doc::Number(n)) => {
                     match (exact(n), value.as_number().as_ref().and_then(exact)) {
                         (Some(n), Some(limit)) => of(if key == "minimum" {
                             n >= limit
@@ -251,7 +263,7 @@ impl Walk<'_> {
             },
             "uniqueItems" => match (value, instance) {
                 (Node::Bool(false), _) => Valid,
-                (Node::Bool(true), Value::Array(items)) => {
+                (Node::Bool(true), Doc::Array(items)) => {
                     let mut verdict = Valid;
                     for (i, a) in items.iter().enumerate() {
                         for b in &items[i + 1..] {
@@ -268,7 +280,7 @@ impl Walk<'_> {
                 _ => Unknown,
             },
             "pattern" => match (value, instance) {
-                (Node::Str(pattern), Value::String(s)) => {
+                (Node::Str(pattern), Doc::String(s)) => {
                     if !s.is_ascii() {
                         return Unknown;
                     }
@@ -320,6 +332,18 @@ impl Walk<'_> {
         }
     }
 
+    /// [`Walk::resolve`], once per reference of the schema tree and walk: a pack of
+    /// thousands of prompts resolves the same few references for each.
+    fn resolve_cached(&self, reference: &'static str) -> Option<&'static Node> {
+        let key = (reference.as_ptr() as usize, reference.len());
+        if let Some(&found) = self.resolved.borrow().get(&key) {
+            return found;
+        }
+        let found = self.resolve(reference);
+        self.resolved.borrow_mut().insert(key, found);
+        found
+    }
+
     /// A `$ref` within the document (`#` or `#/json/pointer`).
     fn resolve(&self, reference: &str) -> Option<&'static Node> {
         let pointer = reference.strip_prefix('#')?;
@@ -347,20 +371,20 @@ fn within(key: &str, len: usize, limit: usize) -> bool {
 
 /// `type` (one name or a list); `integer` is decided for numbers written without a
 /// fraction only.
-fn types(value: &Node, instance: &Value) -> Verdict {
+fn types(value: &Node, instance: &Doc) -> Verdict {
     let one = |name: &Node| -> Verdict {
         let Some(name) = name.as_str() else {
             return Unknown;
         };
         match (name, instance) {
-            ("null", Value::Null)
-            | ("boolean", Value::Bool(_))
-            | ("object", Value::Object(_))
-            | ("array", Value::Array(_))
-            | ("string", Value::String(_))
-            | ("number", Value::Number(_)) => Valid,
-            ("integer", Value::Number(n)) if n.is_f64() => Unknown,
-            ("integer", Value::Number(_)) => Valid,
+            ("null", Doc::Null)
+            | ("boolean", Doc::Bool(_))
+            | ("object", Doc::Object(_))
+            | ("array", Doc::Array(_))
+            | ("string", Doc::String(_))
+            | ("number", Doc::Number(_)) => Valid,
+            ("integer", Doc::Number(n)) if n.is_f64() => Unknown,
+            ("integer", Doc::Number(_)) => Valid,
             ("null" | "boolean" | "object" | "array" | "string" | "number" | "integer", _) => {
                 Invalid
             }
@@ -395,7 +419,7 @@ fn exact(n: &Number) -> Option<f64> {
     n.as_f64()
 }
 
-/// A JSON value as [`equal`] reads it: a pack's [`Value`] or a schema's [`Node`].
+/// A JSON value as [`equal`] reads it: a pack's [`Doc`] or a schema's [`Node`].
 trait Json: Sized {
     /// The number, when this is one.
     fn number(&self) -> Option<Number>;
@@ -404,28 +428,28 @@ trait Json: Sized {
     /// How many members, and each by name, when this is an object.
     fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Self)>)>;
     /// Whether this `null`, boolean or string equals `b` (`false` for anything else).
-    fn scalar_eq(&self, b: &Value) -> bool;
+    fn scalar_eq(&self, b: &Doc) -> bool;
 }
 
-impl Json for Value {
+impl Json for Doc<'_> {
     fn number(&self) -> Option<Number> {
         match self {
-            Value::Number(n) => Some(n.clone()),
+            Doc::Number(n) => Some(n.clone()),
             _ => None,
         }
     }
 
-    fn items(&self) -> Option<&[Value]> {
+    fn items(&self) -> Option<&[Self]> {
         self.as_array().map(Vec::as_slice)
     }
 
-    fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Value)>)> {
+    fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Self)>)> {
         let map = self.as_object()?;
         Some((map.len(), map.iter().map(|(k, v)| (k.as_str(), v))))
     }
 
-    fn scalar_eq(&self, b: &Value) -> bool {
-        matches!(self, Value::Null | Value::Bool(_) | Value::String(_)) && self == b
+    fn scalar_eq(&self, b: &Doc) -> bool {
+        matches!(self, Doc::Null | Doc::Bool(_) | Doc::String(_)) && self == b
     }
 }
 
@@ -448,11 +472,11 @@ impl Json for Node {
         }
     }
 
-    fn scalar_eq(&self, b: &Value) -> bool {
+    fn scalar_eq(&self, b: &Doc) -> bool {
         match (self, b) {
-            (Node::Null, Value::Null) => true,
-            (Node::Bool(x), Value::Bool(y)) => x == y,
-            (Node::Str(x), Value::String(y)) => x == y,
+            (Node::Null, Doc::Null) => true,
+            (Node::Bool(x), Doc::Bool(y)) => x == y,
+            (Node::Str(x), Doc::String(y)) => *x == y.as_str(),
             _ => false,
         }
     }
@@ -460,8 +484,8 @@ impl Json for Node {
 
 /// JSON equality as JSON Schema defines it (`1` equals `1.0`); `None` when two numbers
 /// cannot be compared exactly.
-fn equal(a: &impl Json, b: &Value) -> Option<bool> {
-    if let (Some(x), Value::Number(y)) = (a.number(), b) {
+fn equal(a: &impl Json, b: &Doc) -> Option<bool> {
+    if let (Some(x), Doc::Number(y)) = (a.number(), b) {
         if x == *y {
             return Some(true);
         }
@@ -470,7 +494,7 @@ fn equal(a: &impl Json, b: &Value) -> Option<bool> {
             _ => None,
         };
     }
-    if let (Some(x), Value::Array(y)) = (a.items(), b) {
+    if let (Some(x), Doc::Array(y)) = (a.items(), b) {
         if x.len() != y.len() {
             return Some(false);
         }
@@ -481,7 +505,7 @@ fn equal(a: &impl Json, b: &Value) -> Option<bool> {
         }
         return Some(true);
     }
-    if let (Some((len, members)), Value::Object(y)) = (a.members(), b) {
+    if let (Some((len, members)), Doc::Object(y)) = (a.members(), b) {
         if len != y.len() {
             return Some(false);
         }
@@ -519,8 +543,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn v(schema: Value, instance: Value) -> Verdict {
-        valid(Node::leak(&schema), &instance)
+    fn v(schema: serde_json::Value, instance: serde_json::Value) -> Verdict {
+        valid(Node::leak(&schema), &Doc::borrow(&instance))
     }
 
     #[test]

@@ -14,9 +14,9 @@ mod order;
 mod predicate;
 mod shape;
 
-use serde_json::{Map, Value};
+use crate::doc::{Node, Obj};
 
-use crate::members::{entries, Members};
+use crate::members::entries;
 
 use super::{did_you_mean, is_ident, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
@@ -34,7 +34,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
     }
 }
 
-fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &At<'_>) {
+fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Node, ptr: &At<'_>) {
     if RESERVED_NAMES.contains(&name) {
         cx.push(
             Diagnostic::new(
@@ -50,14 +50,14 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &At<'_>
     };
     shape::composition_members(cx, obj, ptr);
     let steps_ptr = ptr.key("steps");
-    let steps: &[Value] = match obj.member("steps") {
+    let steps: &[Node] = match obj.member("steps") {
         None => {
             cx.push(
                 schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list"),
             );
             &[]
         }
-        Some(Value::Array(a)) if a.is_empty() => {
+        Some(Node::Array(a)) if a.is_empty() => {
             cx.push(schema(&steps_ptr, "`steps` must not be empty"));
             &[]
         }
@@ -71,7 +71,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &At<'_>
         let sptr = steps_ptr.index(i);
         check_step(cx, &mut c, step, &sptr, i, false);
     }
-    if let Some(output) = obj.member("output").and_then(Value::as_str) {
+    if let Some(output) = obj.member("output").and_then(Node::as_str) {
         order::check_output(cx, &c, output, &ptr.key("output"));
     }
 }
@@ -80,7 +80,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Value, ptr: &At<'_>
 fn check_step(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
-    step: &Value,
+    step: &Node,
     ptr: &At<'_>,
     index: usize,
     nested: bool,
@@ -210,7 +210,7 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
     .help(did_you_mean("tools", name, cx.names.tools.iter().copied()))
 }
 
-fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let Some(v) = obj.member("prompt_task") else {
         cx.push(
             schema(ptr, "step without `prompt_task`")
@@ -233,7 +233,7 @@ fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>
     }
 }
 
-fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let optr = ptr.key("output_schema");
     let Some(name) = optional_str(cx, obj, ptr, "output_schema") else {
         return;
@@ -265,7 +265,7 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'
     }
 }
 
-fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let tools_ptr = ptr.key("tools");
     let mut step_tools: Option<Vec<&str>> = None;
     if let Some(v) = obj.member("tools") {
@@ -355,7 +355,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
     // 6.3.1: the step's tools, else its prompt's.
     let listed: Vec<&str> = step_tools.unwrap_or_else(|| {
         obj.member("prompt_task")
-            .and_then(Value::as_str)
+            .and_then(Node::as_str)
             .and_then(|p| {
                 cx.root
                     .member("prompts")?
@@ -363,7 +363,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
                     .member("tools")?
                     .as_array()
             })
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .map(|a| a.iter().filter_map(Node::as_str).collect())
             .unwrap_or_default()
     });
     if !listed.contains(&t) {

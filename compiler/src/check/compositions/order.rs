@@ -4,10 +4,8 @@
 
 use std::ops::ControlFlow;
 
+use crate::doc::{Node, Obj};
 use rustc_hash::FxHashMap;
-use serde_json::{Map, Value};
-
-use crate::members::Members;
 
 use super::super::{did_you_mean, Cx};
 use super::shape::{expect_array, expect_str, schema, What};
@@ -28,7 +26,7 @@ pub(super) struct TopStep {
 /// composition's top-level steps (a step of a parallel branch has its parallel step's).
 #[derive(Clone, Copy)]
 pub(super) struct Step<'a> {
-    pub(super) obj: &'a Map<String, Value>,
+    pub(super) obj: &'a Obj<'a>,
     pub(super) ptr: &'a At<'a>,
     pub(super) index: usize,
 }
@@ -45,7 +43,11 @@ pub(super) struct Comp<'p> {
 impl<'p> Comp<'p> {
     /// Pre-order walk collecting ids: top-level steps by index, nested ones apart, and
     /// `duplicate_step_id` at every second occurrence (2.3).
-    pub(super) fn collect(cx: &mut Cx<'_, '_>, steps: &'p [Value], steps_ptr: &At<'_>) -> Comp<'p> {
+    pub(super) fn collect(
+        cx: &mut Cx<'_, '_>,
+        steps: &'p [Node<'p>],
+        steps_ptr: &At<'_>,
+    ) -> Comp<'p> {
         let mut c = Comp {
             top: FxHashMap::with_capacity_and_hasher(steps.len(), Default::default()),
             nested: FxHashMap::default(),
@@ -82,16 +84,16 @@ impl<'p> Comp<'p> {
         for (i, step) in steps.iter().enumerate() {
             let kind = step
                 .member("kind")
-                .and_then(Value::as_str)
+                .and_then(Node::as_str)
                 .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
-            if let Some(id) = step.member("id").and_then(Value::as_str) {
+            if let Some(id) = step.member("id").and_then(Node::as_str) {
                 if seen(cx, id, (i, None)) {
                     c.top.insert(id, TopStep { index: i, kind });
                 }
             }
-            if let Some(branches) = step.member("branches").and_then(Value::as_array) {
+            if let Some(branches) = step.member("branches").and_then(Node::as_array) {
                 for (j, b) in branches.iter().enumerate() {
-                    if let Some(id) = b.member("id").and_then(Value::as_str) {
+                    if let Some(id) = b.member("id").and_then(Node::as_str) {
                         if seen(cx, id, (i, Some(j))) {
                             c.nested.insert(id, i);
                         }
@@ -230,13 +232,13 @@ pub(super) fn check_depends_on(
 pub(super) fn check_bindings(
     cx: &mut Cx<'_, '_>,
     c: &Comp<'_>,
-    v: Option<&Value>,
+    v: Option<&Node>,
     ptr: &At<'_>,
     index: usize,
 ) {
     let Some(v) = v else { return };
     walk::<()>(v, |tokens, node| {
-        if let Value::String(s) = node {
+        if let Node::String(s) = node {
             check_binding(cx, c, s, &At::Path(ptr, tokens), index);
         }
         ControlFlow::Continue(())
@@ -369,7 +371,7 @@ mod tests {
         };
         late_then_missing(input_messages(12, &refs(&["s0", "s11", "zz"])));
         let many: Vec<String> = (0..9).map(|k| format!("s{k}")).collect();
-        let mut many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let mut many: Vec<&str> = many.iter().map(|k| k.as_str()).collect();
         many.extend(["s11", "zz"]);
         late_then_missing(input_messages(12, &refs(&many)));
         let malformed = format!("{} ${{s0.x}}", refs(&many));

@@ -2,9 +2,7 @@
 //! with exactly its members, a known operator, a literal `value`, a `path` that is one
 //! reference visible from the branch.
 
-use serde_json::Value;
-
-use crate::members::Members;
+use crate::doc::Node;
 
 use super::super::{type_of, Cx};
 use super::order::{check_visible, Comp};
@@ -23,13 +21,13 @@ fn invalid_predicate(ptr: &At<'_>, message: impl Into<String>) -> Diagnostic {
 pub(super) fn check_predicate(
     cx: &mut Cx<'_, '_>,
     c: &mut Comp<'_>,
-    p: &Value,
+    p: &Node,
     ptr: &At<'_>,
     index: usize,
 ) {
     let Some(obj) = p.as_object() else {
         let found = match p {
-            Value::String(s) => format!("the expression {s:?}"),
+            Node::String(s) => format!("the expression {s:?}"),
             v => type_of(v).to_string(),
         };
         cx.push(invalid_predicate(ptr, format!("a predicate must be an object, found {found}; free-form expressions are not predicates")));
@@ -61,7 +59,7 @@ pub(super) fn check_predicate(
     };
     let extra: Vec<&str> = obj
         .keys()
-        .map(String::as_str)
+        .map(|k| k.as_str())
         .filter(|k| !variant.contains(k))
         .collect();
     if !extra.is_empty() {
@@ -75,7 +73,7 @@ pub(super) fn check_predicate(
         ));
         return;
     }
-    if let Some(missing) = variant.iter().find(|k| !obj.contains_key(**k)) {
+    if let Some(missing) = variant.iter().find(|k| !obj.contains_key(k)) {
         cx.push(invalid_predicate(
             ptr,
             format!("predicate is missing `{missing}`"),
@@ -157,11 +155,11 @@ fn quote_list(items: &[&str]) -> String {
         .join(", ")
 }
 
-fn contains_reference_text(v: &Value) -> bool {
+fn contains_reference_text(v: &Node) -> bool {
     match v {
-        Value::String(s) => s.contains("${"),
-        Value::Array(a) => a.iter().any(contains_reference_text),
-        Value::Object(o) => o.values().any(contains_reference_text),
+        Node::String(s) => s.contains("${"),
+        Node::Array(a) => a.iter().any(contains_reference_text),
+        Node::Object(o) => o.values().any(contains_reference_text),
         _ => false,
     }
 }

@@ -4,9 +4,7 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
-
-use crate::members::Members;
+use crate::doc::{Node, Obj};
 
 use super::super::{did_you_mean, is_ident, type_of, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
@@ -48,7 +46,7 @@ impl fmt::Display for What<'_> {
 }
 
 /// "`what` must be `expected`, found <type of v>" at `ptr`.
-pub(super) fn wrong_type(ptr: &At<'_>, what: What<'_>, expected: &str, v: &Value) -> Diagnostic {
+pub(super) fn wrong_type(ptr: &At<'_>, what: What<'_>, expected: &str, v: &Node) -> Diagnostic {
     schema(
         ptr,
         format!("{what} must be {expected}, found {}", type_of(v)),
@@ -58,11 +56,11 @@ pub(super) fn wrong_type(ptr: &At<'_>, what: What<'_>, expected: &str, v: &Value
 /// `get(v)`, or a `schema_violation` "`what` must be `expected`" at `ptr` and `None`.
 fn expect<'v, T>(
     cx: &mut Cx<'_, '_>,
-    v: &'v Value,
+    v: &'v Node<'v>,
     ptr: &At<'_>,
     what: What<'_>,
     expected: &str,
-    get: fn(&'v Value) -> Option<T>,
+    get: fn(&'v Node<'v>) -> Option<T>,
 ) -> Option<T> {
     let got = get(v);
     if got.is_none() {
@@ -74,31 +72,31 @@ fn expect<'v, T>(
 /// `v` as a string, or a `schema_violation` at `ptr` and `None`.
 pub(super) fn expect_str<'v>(
     cx: &mut Cx<'_, '_>,
-    v: &'v Value,
+    v: &'v Node<'v>,
     ptr: &At<'_>,
     what: What<'_>,
 ) -> Option<&'v str> {
-    expect(cx, v, ptr, what, "a string", Value::as_str)
+    expect(cx, v, ptr, what, "a string", Node::as_str)
 }
 
 /// `v` as an object, or a `schema_violation` at `ptr` and `None`.
 pub(super) fn expect_object<'v>(
     cx: &mut Cx<'_, '_>,
-    v: &'v Value,
+    v: &'v Node<'v>,
     ptr: &At<'_>,
     what: What<'_>,
-) -> Option<&'v Map<String, Value>> {
-    expect(cx, v, ptr, what, "an object", Value::as_object)
+) -> Option<&'v Obj<'v>> {
+    expect(cx, v, ptr, what, "an object", Node::as_object)
 }
 
 /// `v` as an array, or a `schema_violation` "must be `expected`" at `ptr` and `None`.
 pub(super) fn expect_array<'v>(
     cx: &mut Cx<'_, '_>,
-    v: &'v Value,
+    v: &'v Node<'v>,
     ptr: &At<'_>,
     what: What<'_>,
     expected: &str,
-) -> Option<&'v [Value]> {
+) -> Option<&'v [Node<'v>]> {
     expect(cx, v, ptr, what, expected, |v| {
         v.as_array().map(Vec::as_slice)
     })
@@ -107,7 +105,7 @@ pub(super) fn expect_array<'v>(
 /// The member `key` of `obj` at `ptr`, which must be a string when present.
 pub(super) fn optional_str<'v>(
     cx: &mut Cx<'_, '_>,
-    obj: &'v Map<String, Value>,
+    obj: &'v Obj<'v>,
     ptr: &At<'_>,
     key: &str,
 ) -> Option<&'v str> {
@@ -117,7 +115,7 @@ pub(super) fn optional_str<'v>(
 
 /// The members of a composition object: none unknown, `version: 1`, the string members
 /// strings, `engine` an object.
-pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let newer = cx.newer_spec;
     for (key, _) in obj {
         let later = key == "extensions" && cx.level >= ir_spec::SpecLevel::V1_8;
@@ -159,12 +157,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>,
 /// level 1.9 is a `schema_violation` naming v1.9; `provider` on a step that makes no
 /// model call, and any other unknown member, is the warning `ignored_member`. A member
 /// another v1 kind owns is a `schema_violation`.
-pub(super) fn step_members(
-    cx: &mut Cx<'_, '_>,
-    kind: Kind,
-    obj: &Map<String, Value>,
-    ptr: &At<'_>,
-) {
+pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Obj, ptr: &At<'_>) {
     for key in obj.keys() {
         let key = key.as_str();
         if KIND_MEMBERS.contains(&key) || SHARED_STEP_MEMBERS.contains(&key) {
@@ -234,7 +227,7 @@ pub(super) fn step_members(
 }
 
 /// A step's `modifiers`: `retry.max_attempts` ≥ 1, `eval` a list of eval ids.
-pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<'_>) {
+pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let Some(mods) = obj.member("modifiers") else {
         return;
     };
@@ -288,7 +281,7 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Map<String, Value>, ptr: &At<
 
 /// A parallel step's `reduce` (present): an object of a known `strategy` and an
 /// identifier `into`, nothing else.
-pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Value, rptr: &At<'_>) {
+pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Node, rptr: &At<'_>) {
     let Some(r) = expect_object(cx, reduce, rptr, What::Member("reduce")) else {
         return;
     };

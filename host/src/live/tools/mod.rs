@@ -166,7 +166,7 @@ impl ToolBindings {
     pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, BindingsError> {
         let loaded = packc_compiler::load::load_str(text, &Default::default())
             .map_err(|d| BindingsError::Syntax(d.message))?;
-        let section = |name: &str| loaded.value.get(name).and_then(Value::as_object);
+        let section = |name: &str| loaded.value().get(name).and_then(Value::as_object);
         if ["tools", "guards", "extensions"]
             .iter()
             .all(|name| section(name).is_none())
