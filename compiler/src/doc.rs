@@ -15,7 +15,6 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;
 
 use crate::load::Limits;
@@ -422,136 +421,214 @@ impl PartialEq<serde_json::Value> for Node<'_> {
 /// Parse strict JSON within `limits` (depth, nodes and string length), refusing duplicate
 /// keys, into a document that borrows `text`'s strings. `None` when the text is not such
 /// a document; the caller then loads it the slow way for a located diagnostic. It accepts
-/// exactly what [`json_fast::parse`](crate::load::json_fast::parse) accepts.
+/// exactly what [`json_fast::parse`](crate::load::json_fast::parse) accepts, and reads
+/// numbers and escaped strings as `serde_json` does (it hands those tokens to it).
 pub fn parse<'s>(text: &'s str, limits: &Limits) -> Option<Node<'s>> {
     let text = text.trim_start_matches('\u{feff}');
-    let mut de = serde_json::Deserializer::from_str(text);
-    let mut budget = Budget {
-        count: crate::load::json_fast::Count::new(limits),
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        nodes: 0,
+        // `serde_json` refuses a 128th level of nesting, whatever the limit says.
+        depth_left: limits.max_depth.min(SERDE_JSON_MAX_DEPTH),
+        limits,
         items: Vec::new(),
         members: Vec::new(),
     };
-    let node = (&mut budget).deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(node)
+    let node = parser.value()?;
+    parser.skip_space();
+    (parser.at == parser.bytes.len()).then_some(node)
 }
 
-struct Budget<'l, 's> {
-    count: crate::load::json_fast::Count<'l>,
-    /// The items of the open arrays, innermost last.
+/// The deepest nesting `serde_json` parses.
+const SERDE_JSON_MAX_DEPTH: usize = 127;
+
+/// A recursive-descent reader of one JSON text.
+struct Parser<'s, 'l> {
+    text: &'s str,
+    bytes: &'s [u8],
+    /// The next byte to read.
+    at: usize,
+    nodes: usize,
+    /// Arrays and objects that may still open inside the current one.
+    depth_left: usize,
+    limits: &'l Limits,
+    /// The items of the open arrays, innermost last: an array is allocated once, at its
+    /// final size.
     items: Vec<Node<'s>>,
     /// The members of the open objects, innermost last.
     members: Vec<(Str<'s>, Node<'s>)>,
 }
 
-impl<'de> DeserializeSeed<'de> for &mut Budget<'_, 'de> {
-    type Value = Node<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Node<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for &mut Budget<'_, 'de> {
-    type Value = Node<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
+impl<'s> Parser<'s, '_> {
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
     }
 
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        Ok(Node::Bool(v))
+    /// Consume `byte` (after whitespace) if it is next.
+    fn eat(&mut self, byte: u8) -> bool {
+        self.skip_space();
+        let found = self.bytes.get(self.at) == Some(&byte);
+        self.at += usize::from(found);
+        found
     }
 
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        Ok(Node::Number(v.into()))
+    fn node(&mut self) -> Option<()> {
+        self.nodes += 1;
+        (self.nodes <= self.limits.max_nodes).then_some(())
     }
 
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        Ok(Node::Number(v.into()))
+    fn value(&mut self) -> Option<Node<'s>> {
+        self.skip_space();
+        self.node()?;
+        match *self.bytes.get(self.at)? {
+            b'{' => {
+                self.at += 1;
+                self.depth_left = self.depth_left.checked_sub(1)?;
+                let node = self.object();
+                self.depth_left += 1;
+                node
+            }
+            b'[' => {
+                self.at += 1;
+                self.depth_left = self.depth_left.checked_sub(1)?;
+                let node = self.array();
+                self.depth_left += 1;
+                node
+            }
+            b'"' => Some(Node::String(self.string()?)),
+            b't' => self.literal("true", Node::Bool(true)),
+            b'f' => self.literal("false", Node::Bool(false)),
+            b'n' => self.literal("null", Node::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
     }
 
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Node<'de>, E> {
-        self.count.node()?;
+    fn literal(&mut self, word: &str, node: Node<'s>) -> Option<Node<'s>> {
+        let end = self.at + word.len();
+        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| {
+            self.at = end;
+            node
+        })
+    }
+
+    /// A number token, read by `serde_json` (which decides between integer and float,
+    /// and rounds, as the rest of the tools do).
+    fn number(&mut self) -> Option<Node<'s>> {
+        let start = self.at;
+        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+        let number: Number = serde_json::from_str(&self.text[start..self.at]).ok()?;
         // Non-finite numbers cannot come out of JSON text; refuse rather than guess.
-        Number::from_f64(v)
-            .map(Node::Number)
-            .ok_or_else(|| E::custom("non-finite number"))
+        number
+            .as_f64()
+            .is_some_and(f64::is_finite)
+            .then_some(Node::Number(number))
     }
 
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        self.count.string(v)?;
-        Ok(Node::String(Str(Cow::Borrowed(v))))
+    /// A string token (the opening quote is next), borrowed unless it has an escape,
+    /// which `serde_json` decodes.
+    fn string(&mut self) -> Option<Str<'s>> {
+        let start = self.at + 1;
+        let mut at = start;
+        let mut escaped = false;
+        loop {
+            at += find_special(self.bytes.get(at..)?)?;
+            match self.bytes[at] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    // The escaped byte is never the end (`\"`); `serde_json` checks the
+                    // escape itself below.
+                    at += 2;
+                }
+                _ => return None, // a control character
+            }
+        }
+        self.at = at + 1;
+        let s = if escaped {
+            let decoded: String = serde_json::from_str(&self.text[start - 1..=at]).ok()?;
+            Str(Cow::Owned(decoded))
+        } else {
+            Str(Cow::Borrowed(&self.text[start..at]))
+        };
+        (s.len() <= self.limits.max_string_bytes).then_some(s)
     }
 
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        self.count.string(v)?;
-        Ok(Node::String(Str(Cow::Owned(v.to_owned()))))
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Node<'de>, E> {
-        self.count.node()?;
-        Ok(Node::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
-        self.count.enter()?;
-        // The items wait on a stack shared by the whole parse, so the array is allocated
-        // once at its final size (JSON gives no length up front).
+    fn array(&mut self) -> Option<Node<'s>> {
         let start = self.items.len();
-        while let Some(item) = seq.next_element_seed(&mut *self)? {
-            self.items.push(item);
+        if !self.eat(b']') {
+            loop {
+                let item = self.value()?;
+                self.items.push(item);
+                if self.eat(b']') {
+                    break;
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+            }
         }
-        let items = self.items.drain(start..).collect();
-        self.count.leave();
-        Ok(Node::Array(items))
+        Some(Node::Array(self.items.drain(start..).collect()))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
-        self.count.enter()?;
+    fn object(&mut self) -> Option<Node<'s>> {
         let start = self.members.len();
-        while let Some(key) = map.next_key_seed(Key)? {
-            self.count.string(&key)?;
-            let value = map.next_value_seed(&mut *self)?;
-            self.members.push((key, value));
+        if !self.eat(b'}') {
+            loop {
+                self.skip_space();
+                if self.bytes.get(self.at) != Some(&b'"') {
+                    return None;
+                }
+                let key = self.string()?;
+                if !self.eat(b':') {
+                    return None;
+                }
+                let value = self.value()?;
+                self.members.push((key, value));
+                if self.eat(b'}') {
+                    break;
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+            }
         }
-        let members = self.members.drain(start..).collect();
-        let obj = Obj::new(members).ok_or_else(|| serde::de::Error::custom("duplicate key"))?;
-        self.count.leave();
-        Ok(Node::Object(obj))
+        Obj::new(self.members.drain(start..).collect()).map(Node::Object)
     }
 }
 
-/// A member name, borrowed unless it had an escape.
-struct Key;
-
-impl<'de> DeserializeSeed<'de> for Key {
-    type Value = Str<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Str<'de>, D::Error> {
-        d.deserialize_str(self)
+/// The offset of the first `"`, `\` or control character (below 0x20) in `bytes`, eight
+/// bytes at a time.
+#[inline]
+fn find_special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is zero: its high bit in the result. Bits above the lowest one can be
+    // wrong (a borrow carries), so only the lowest is read.
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in chunks.by_ref() {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let hits = zero(x ^ (ONES * u64::from(b'"')))
+            | zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+        if hits != 0 {
+            return Some(offset + hits.trailing_zeros() as usize / 8);
+        }
+        offset += 8;
     }
-}
-
-impl<'de> Visitor<'de> for Key {
-    type Value = Str<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Str<'de>, E> {
-        Ok(Str(Cow::Borrowed(v)))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Str<'de>, E> {
-        Ok(Str(Cow::Owned(v.to_owned())))
-    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| offset + i)
 }
 
 #[cfg(test)]
@@ -608,6 +685,105 @@ mod tests {
             let value = crate::load::json_fast::parse(&text, limits);
             let node = parse(&text, limits);
             assert_eq!(node.is_some(), value.is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_refused_where_the_value_parser_refuses_it() {
+        for max_depth in [2, 126, 127, 128, 200] {
+            let limits = Limits {
+                max_depth,
+                ..Limits::default()
+            };
+            for depth in [1, 2, 3, 125, 126, 127, 128, 129, 140] {
+                for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+                    let text = format!(
+                        "{{\"x\": {}1{}}}",
+                        open.repeat(depth - 1),
+                        close.repeat(depth - 1)
+                    );
+                    let value = crate::load::json_fast::parse(&text, &limits);
+                    let node = parse(&text, &limits);
+                    assert_eq!(
+                        node.is_some(),
+                        value.is_some(),
+                        "{max_depth} {depth} {open}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_bytes_are_found_at_every_position() {
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, 31, 40] {
+            assert_eq!(find_special(&vec![b'a'; len]), None, "{len}");
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = special;
+                    // Bytes above the first never hide it.
+                    for later in at + 1..len {
+                        bytes[later] = [b'"', 0x01, 0xff][later % 3];
+                    }
+                    assert_eq!(find_special(&bytes), Some(at), "{len} {at} {special}");
+                }
+                let mut bytes = vec![0xc3; len];
+                bytes[at] = b' ';
+                assert_eq!(
+                    find_special(&bytes),
+                    None,
+                    "{len} {at}: 0x20 and up are plain"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_document_parses_as_the_value_parser_reads_it(
+            value in ir_spec::testing::json_value(),
+            pretty in proptest::bool::ANY,
+        ) {
+            let value = serde_json::json!({"v": value});
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            let node = parse(&text, &Limits::default()).unwrap();
+            proptest::prop_assert_eq!(node.to_value(), value);
+        }
+
+        #[test]
+        fn any_edit_is_accepted_or_refused_as_the_value_parser_does(
+            value in ir_spec::testing::json_value(),
+            edits in proptest::collection::vec(
+                (proptest::num::usize::ANY, proptest::sample::select(vec![
+                    "", "\"", "\\", ",", ":", "{", "}", "[", "]", " ", "\t", "1", "-", ".", "e",
+                    "0", "t", "\u{1}", "\\u", "\\ud800", "\\n", "é", "null", "tru", "1e999",
+                ])),
+                1..4,
+            ),
+        ) {
+            let mut text = serde_json::json!({"v": value}).to_string();
+            for (at, insert) in edits {
+                let mut at = at % (text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                // An empty edit deletes the character at `at`; any other is inserted there.
+                let end = text[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+                if insert.is_empty() {
+                    text.replace_range(at..end, "");
+                } else {
+                    text.insert_str(at, insert);
+                }
+            }
+            let limits = Limits::default();
+            let value = crate::load::json_fast::parse(&text, &limits);
+            let node = parse(&text, &limits);
+            proptest::prop_assert_eq!(node.map(|n| n.to_value()), value, "{}", text);
         }
     }
 

@@ -41,7 +41,9 @@ pub fn parse(text: &str, limits: &Limits) -> Option<Value> {
     let text = text.trim_start_matches('\u{feff}');
     let mut de = serde_json::Deserializer::from_str(text);
     let mut budget = Budget {
-        count: Count::new(limits),
+        depth: 0,
+        nodes: 0,
+        limits,
         items: Vec::new(),
         members: Vec::new(),
     };
@@ -51,32 +53,17 @@ pub fn parse(text: &str, limits: &Limits) -> Option<Value> {
 }
 
 struct Budget<'l> {
-    count: Count<'l>,
+    depth: usize,
+    nodes: usize,
+    limits: &'l Limits,
     /// The items of the open arrays, innermost last.
     items: Vec<Value>,
     /// The members of the open objects, innermost last.
     members: Vec<(String, Value)>,
 }
 
-/// The limits a parse counts against: nodes, nesting and string length. Shared with the
-/// borrowed document's parse ([`crate::doc::parse`]), which refuses the same texts.
-pub(crate) struct Count<'l> {
-    depth: usize,
-    nodes: usize,
-    limits: &'l Limits,
-}
-
-impl<'l> Count<'l> {
-    pub(crate) fn new(limits: &'l Limits) -> Count<'l> {
-        Count {
-            depth: 0,
-            nodes: 0,
-            limits,
-        }
-    }
-
-    /// One more node.
-    pub(crate) fn node<E: serde::de::Error>(&mut self) -> Result<(), E> {
+impl Budget<'_> {
+    fn node<E: serde::de::Error>(&mut self) -> Result<(), E> {
         self.nodes += 1;
         if self.nodes > self.limits.max_nodes {
             return Err(E::custom("too many nodes"));
@@ -84,27 +71,20 @@ impl<'l> Count<'l> {
         Ok(())
     }
 
-    /// A string, within `max_string_bytes`.
-    pub(crate) fn string<E: serde::de::Error>(&self, s: &str) -> Result<(), E> {
+    fn string<E: serde::de::Error>(&self, s: &str) -> Result<(), E> {
         if s.len() > self.limits.max_string_bytes {
             return Err(E::custom("string too long"));
         }
         Ok(())
     }
 
-    /// One more node, opening an array or object.
-    pub(crate) fn enter<E: serde::de::Error>(&mut self) -> Result<(), E> {
+    fn enter<E: serde::de::Error>(&mut self) -> Result<(), E> {
         self.node()?;
         self.depth += 1;
         if self.depth > self.limits.max_depth {
             return Err(E::custom("too deep"));
         }
         Ok(())
-    }
-
-    /// The array or object last opened is closed.
-    pub(crate) fn leave(&mut self) {
-        self.depth -= 1;
     }
 }
 
@@ -124,22 +104,22 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
     }
 
     fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
-        self.count.node()?;
+        self.node()?;
         Ok(Value::Bool(v))
     }
 
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
-        self.count.node()?;
+        self.node()?;
         Ok(Value::from(v))
     }
 
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
-        self.count.node()?;
+        self.node()?;
         Ok(Value::from(v))
     }
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        self.count.node()?;
+        self.node()?;
         // Non-finite numbers cannot come out of JSON text; refuse rather than guess.
         serde_json::Number::from_f64(v)
             .map(Value::Number)
@@ -147,24 +127,24 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
-        self.count.node()?;
-        self.count.string(v)?;
+        self.node()?;
+        self.string(v)?;
         Ok(Value::String(v.to_owned()))
     }
 
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
-        self.count.node()?;
-        self.count.string(&v)?;
+        self.node()?;
+        self.string(&v)?;
         Ok(Value::String(v))
     }
 
     fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-        self.count.node()?;
+        self.node()?;
         Ok(Value::Null)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        self.count.enter()?;
+        self.enter()?;
         // The items wait on a stack shared by the whole parse, so the array is allocated
         // once at its final size (JSON gives no length up front).
         let start = self.items.len();
@@ -172,17 +152,17 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
             self.items.push(item);
         }
         let items = self.items.drain(start..).collect();
-        self.count.leave();
+        self.depth -= 1;
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        self.count.enter()?;
+        self.enter()?;
         // As for arrays: the members wait on a shared stack, and the map is built at its
         // final size, without growing its entries and hash table a few members at a time.
         let start = self.members.len();
         while let Some(key) = map.next_key::<String>()? {
-            self.count.string(&key)?;
+            self.string(&key)?;
             let value = map.next_value_seed(&mut *self)?;
             self.members.push((key, value));
         }
@@ -192,7 +172,7 @@ impl<'de> Visitor<'de> for &mut Budget<'_> {
                 return Err(serde::de::Error::custom("duplicate key"));
             }
         }
-        self.count.leave();
+        self.depth -= 1;
         Ok(Value::Object(members))
     }
 }
