@@ -1,6 +1,6 @@
-//! Reading a member of a JSON object, shared by the compiler (which reads a pack's
-//! objects a few hundred thousand times on a large pack) and the VM (which reads a host
-//! value's members on every `${step.output.field}`).
+//! Reading a member of a JSON object, for the VM (which reads a host value's members on
+//! every `${step.output.field}`); the compiler's own document type compares member names
+//! with [`eq_str`] too, and scans objects up to [`SCAN_MAX`] members.
 //!
 //! `serde_json`'s `Map::get` (an `IndexMap` with the standard hasher) hashes the key with
 //! SipHash before it looks, about 250 instructions a lookup. Nearly every object of a pack

@@ -1,9 +1,12 @@
-//! The fast path for JSON sources: `serde_json`'s parser, no span index.
+//! JSON sources parsed into a `serde_json::Value` within the limits, with no span index.
 //!
 //! Most packs in CI are JSON and clean. Building a span for every node costs several
 //! times the parse itself, and spans are only needed to print a diagnostic. So a source
-//! that looks like a JSON object is first parsed here; the caller builds the span index
-//! (with [`json_spans`](super::json_spans)) only when there is something to report.
+//! that looks like a JSON object is first parsed without them; the caller builds the span
+//! index (with [`json_spans`](super::json_spans)) only when there is something to report.
+//! The check itself parses with [`doc::parse`](crate::doc::parse), which accepts exactly
+//! the texts this parser accepts; this one gives the `serde_json` value a caller asks for
+//! ([`Loaded::value`](super::Loaded::value)) and reads schema files.
 //! Anything this parser refuses — a syntax error, a duplicate key, nesting past the limit,
 //! a string longer than `max_string_bytes` — returns `None`, and the caller loads the text
 //! the slow way, whose loader and limit checks report the located `parse_error` or

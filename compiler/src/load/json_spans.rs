@@ -1,6 +1,6 @@
 //! The span index of a JSON text, read straight from its bytes.
 //!
-//! [`json_fast`](super::json_fast) parses a JSON pack without spans; when a diagnostic
+//! [`doc::parse`](crate::doc::parse) parses a JSON pack without spans; when a diagnostic
 //! needs locating, this builds the same [`SpanIndex`] the YAML loader would, in one
 //! linear scan of the text and without building a value again. The spans are the
 //! loader's, byte for byte: a string's span includes its quotes, a key's span is the
@@ -9,8 +9,9 @@
 //! number or literal is its token. Node ids are given in document order, as the loader
 //! gives them.
 //!
-//! The text must be one JSON document that [`json_fast::parse`](super::json_fast::parse)
-//! accepted (so nesting is bounded by its limit); anything else gives `None`.
+//! The text must be one JSON document that [`doc::parse`](crate::doc::parse) (or
+//! [`json_fast::parse`](super::json_fast::parse), which accepts the same texts) accepted,
+//! so nesting is bounded by its limit; anything else gives `None`.
 
 use std::borrow::Cow;
 use std::ops::Range;

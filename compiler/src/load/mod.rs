@@ -4,7 +4,9 @@
 //! JSON is a subset. The result is a [`Loaded`]: the document as a `serde_json::Value`
 //! (mapping members in source order) and a [`SpanIndex`] from each node's JSON pointer
 //! to the byte spans of its key and value, which later stages use to turn the pointers
-//! they blame into `file:line:col`.
+//! they blame into `file:line:col`. The checks and lowering read it as a
+//! [`Node`](crate::doc::Node) ([`Loaded::doc`]). A JSON pack that parses cleanly takes
+//! a faster path that builds neither the value nor the spans ([`crate::check_bytes`]).
 //!
 //! Scalars follow the YAML 1.2 core schema (`null`, `~`, `true`, `0x1F`, `1.5e3`, ...;
 //! quoted scalars are always strings); `.inf` and `.nan` have no JSON form and are
