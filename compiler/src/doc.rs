@@ -481,8 +481,20 @@ impl<'s> Parser<'s, '_> {
         (self.nodes <= self.limits.max_nodes).then_some(())
     }
 
+    /// The next value; a string is read inline (most values of a pack are strings), so
+    /// that it is not returned through memory from a call.
+    #[inline(always)]
     fn value(&mut self) -> Option<Node<'s>> {
         self.skip_space();
+        if self.bytes.get(self.at) == Some(&b'"') {
+            self.node()?;
+            return Some(Node::String(self.string()?));
+        }
+        self.composite()
+    }
+
+    /// The next value, not a string.
+    fn composite(&mut self) -> Option<Node<'s>> {
         self.node()?;
         match *self.bytes.get(self.at)? {
             b'{' => {
@@ -533,6 +545,7 @@ impl<'s> Parser<'s, '_> {
 
     /// A string token (the opening quote is next), borrowed unless it has an escape,
     /// which `serde_json` decodes.
+    #[inline(always)]
     fn string(&mut self) -> Option<Str<'s>> {
         let start = self.at + 1;
         let mut at = start;
