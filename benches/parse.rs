@@ -189,7 +189,8 @@ fn bench_parse(c: &mut Criterion) {
         let nodes = count_value(&value);
         assert_eq!(json_fast::parse(&text, &limits).as_ref(), Some(&value));
         assert_eq!(
-            packc_compiler::doc::parse(&text, &limits).map(|d| d.to_value()),
+            packc_compiler::doc::parse(&text, &packc_compiler::doc::Arena::new(), &limits)
+                .map(|d| d.to_value()),
             Some(value.clone())
         );
         assert_eq!(count_doc(&borrowed(&text)), nodes);
@@ -210,7 +211,10 @@ fn bench_parse(c: &mut Criterion) {
             b.iter(|| json_fast::parse(text, &limits).unwrap())
         });
         group.bench_with_input(id("packc"), &text, |b, text| {
-            b.iter(|| packc_compiler::doc::parse(text, &limits).unwrap())
+            b.iter(|| {
+                let arena = packc_compiler::doc::Arena::new();
+                packc_compiler::doc::parse(text, &arena, &limits).map(|d| d.is_object())
+            })
         });
         group.bench_with_input(id("borrowed"), &text, |b, text| b.iter(|| borrowed(text)));
         group.bench_with_input(id("simd_tape"), &text, |b, text| {

@@ -283,7 +283,11 @@ fn run(file: &str, path: &PathBuf, entry: &Value) -> Result<(), Failed> {
         problems.push(format!("warnings {warnings:?}, expected {want_warnings:?}"));
     }
     if let Some(loaded) = &checked.loaded {
-        problems.extend(host_validator_problems(file, &loaded.doc(), entry));
+        problems.extend(host_validator_problems(
+            file,
+            &loaded.doc(&packc_compiler::doc::Arena::new()),
+            entry,
+        ));
     }
     if problems.is_empty() {
         Ok(())

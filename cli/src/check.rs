@@ -224,7 +224,9 @@ fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Form
     let Some(loaded) = &checked.loaded else {
         return Ok(());
     };
-    let found = packc_compiler::validators::host_validators(&loaded.doc());
+    let found = packc_compiler::validators::host_validators(
+        &loaded.doc(&packc_compiler::doc::Arena::new()),
+    );
     if found.is_empty() {
         return Ok(());
     }

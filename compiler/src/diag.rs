@@ -446,7 +446,8 @@ impl Token<'_> {
 /// # use std::ops::ControlFlow;
 /// # use packc_compiler::diag::{walk, At};
 /// let v = serde_json::json!({"a": [1, "x"], "b/c": "y"});
-/// let v = packc_compiler::doc::Node::borrow(&v);
+/// let arena = packc_compiler::doc::Arena::new();
+/// let v = packc_compiler::doc::Node::borrow(&v, &arena);
 /// let mut strings = Vec::new();
 /// walk::<()>(&v, |tokens, node| {
 ///     if node.is_string() {

@@ -4,20 +4,25 @@
 //! A pack parsed into `serde_json::Value` allocates every string and member name, builds
 //! a hash table for every object and hashes each name into it, and frees all of it
 //! again: about two thirds of checking a large JSON pack. A [`Node`] parsed from a JSON
-//! text ([`parse`]) allocates only its arrays' and objects' lists; a string is copied only
-//! when it has an escape. A pack loaded from YAML is read through [`Node::borrow`], which
-//! borrows the loaded `serde_json::Value`'s strings.
+//! text ([`parse`]) borrows its strings from the text (a string is copied only when it has
+//! an escape) and keeps its arrays' and objects' lists in an [`Arena`], which the caller
+//! owns and frees at once: no node is allocated or freed on its own, and a document has
+//! nothing to drop. A pack loaded from YAML is read through [`Node::borrow`], which borrows
+//! the loaded `serde_json::Value`'s strings.
 //!
 //! The methods are named as `serde_json::Value`'s are (`as_str`, `as_object`, `get`, …),
 //! and objects keep their members in source order, as `serde_json`'s `preserve_order`
 //! map does.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Number;
 
 use crate::load::Limits;
+
+/// Where a document's lists (and its unescaped strings) are kept: `bumpalo`'s arena,
+/// freed as a whole when it is dropped.
+pub use bumpalo::Bump as Arena;
 
 /// One node of a JSON document, its strings borrowed from `'s` where they can be.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,20 +36,21 @@ pub enum Node<'s> {
     /// A string.
     String(Str<'s>),
     /// An array.
-    Array(Vec<Node<'s>>),
+    Array(&'s [Node<'s>]),
     /// An object, its members in source order.
     Object(Obj<'s>),
 }
 
-/// A string of a document: borrowed from the source unless it had to be unescaped.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Str<'s>(Cow<'s, str>);
+/// A string of a document: borrowed from the source, or from the arena when it had to be
+/// unescaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Str<'s>(&'s str);
 
 impl<'s> Str<'s> {
     /// The string.
     #[inline]
-    pub fn as_str(&self) -> &str {
-        &self.0
+    pub fn as_str(&self) -> &'s str {
+        self.0
     }
 }
 
@@ -53,25 +59,25 @@ impl std::ops::Deref for Str<'_> {
 
     #[inline]
     fn deref(&self) -> &str {
-        &self.0
+        self.0
     }
 }
 
 impl PartialEq<str> for Str<'_> {
     fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
+        self.0 == other
     }
 }
 
 impl PartialEq<&str> for Str<'_> {
     fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
+        self.0 == *other
     }
 }
 
 impl fmt::Display for Str<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0)
     }
 }
 
@@ -79,12 +85,12 @@ impl fmt::Display for Str<'_> {
 /// [`SCAN_MAX`](ir_spec::json::SCAN_MAX) members also keep a hash table of their
 /// members' indices, so that a lookup hashes the name once rather than comparing it with
 /// every member's.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Obj<'s> {
-    entries: Vec<(Str<'s>, Node<'s>)>,
+    entries: &'s [(Str<'s>, Node<'s>)],
     /// For a large object: open addressing, linear probing, a power of two at least twice
     /// the members; each slot is a member's index + 1, or 0 when empty.
-    table: Option<Box<[u32]>>,
+    table: Option<&'s [u32]>,
 }
 
 /// The hash of a member name in an object's table.
@@ -105,8 +111,9 @@ impl PartialEq for Obj<'_> {
 }
 
 impl<'s> Obj<'s> {
-    /// An object of `entries`; `None` when two have the same name.
-    pub fn new(entries: Vec<(Str<'s>, Node<'s>)>) -> Option<Obj<'s>> {
+    /// An object of `entries` (its hash table, when it needs one, kept in `arena`); `None`
+    /// when two have the same name.
+    pub fn new(entries: &'s [(Str<'s>, Node<'s>)], arena: &'s Arena) -> Option<Obj<'s>> {
         if entries.len() <= ir_spec::json::SCAN_MAX {
             for (i, (k, _)) in entries.iter().enumerate() {
                 if entries[..i]
@@ -126,9 +133,9 @@ impl<'s> Obj<'s> {
         let n = u32::try_from(entries.len())
             .ok()
             .filter(|&n| n < u32::MAX)?;
-        let mut table = vec![0u32; (entries.len() * 2).next_power_of_two()].into_boxed_slice();
+        let table = arena.alloc_slice_fill_copy((entries.len() * 2).next_power_of_two(), 0u32);
         let mask = table.len() - 1;
-        for (i, (k, _)) in (1..=n).zip(&entries) {
+        for (i, (k, _)) in (1..=n).zip(entries) {
             let mut slot = name_hash(k) & mask;
             while table[slot] != 0 {
                 if ir_spec::json::eq_str(&entries[table[slot] as usize - 1].0, k) {
@@ -140,14 +147,14 @@ impl<'s> Obj<'s> {
         }
         Some(Obj {
             entries,
-            table: Some(table),
+            table: Some(&*table),
         })
     }
 
     /// The member `key`.
     #[inline]
-    pub fn get(&self, key: &str) -> Option<&Node<'s>> {
-        let Some(table) = &self.table else {
+    pub fn get(&self, key: &str) -> Option<&'s Node<'s>> {
+        let Some(table) = self.table else {
             return self
                 .entries
                 .iter()
@@ -168,13 +175,13 @@ impl<'s> Obj<'s> {
     /// The member `key` (the name the checks and lowering use, as
     /// as `serde_json`'s map was read).
     #[inline]
-    pub fn member(&self, key: &str) -> Option<&Node<'s>> {
+    pub fn member(&self, key: &str) -> Option<&'s Node<'s>> {
         self.get(key)
     }
 
     /// The member `key`, or `null` when there is none.
     #[inline]
-    pub fn field(&self, key: &str) -> &Node<'s> {
+    pub fn field(&self, key: &str) -> &'s Node<'s> {
         self.get(key).unwrap_or(&NULL)
     }
 
@@ -194,8 +201,8 @@ impl<'s> Obj<'s> {
     }
 
     /// Its members (name, value) in source order.
-    pub fn as_slice(&self) -> &[(Str<'s>, Node<'s>)] {
-        &self.entries
+    pub fn as_slice(&self) -> &'s [(Str<'s>, Node<'s>)] {
+        self.entries
     }
 
     /// Its members in source order.
@@ -232,22 +239,24 @@ impl<'a, 's> IntoIterator for &'a Obj<'s> {
 static NULL: Node<'static> = Node::Null;
 
 impl<'s> Node<'s> {
-    /// The node of a `serde_json` value, borrowing its strings.
-    pub fn borrow(v: &'s serde_json::Value) -> Node<'s> {
+    /// The node of a `serde_json` value, borrowing its strings (its lists kept in `arena`).
+    pub fn borrow(v: &'s serde_json::Value, arena: &'s Arena) -> Node<'s> {
         use serde_json::Value;
         match v {
             Value::Null => Node::Null,
             Value::Bool(b) => Node::Bool(*b),
             Value::Number(n) => Node::Number(n.clone()),
-            Value::String(s) => Node::String(Str(Cow::Borrowed(s))),
-            Value::Array(a) => Node::Array(a.iter().map(Node::borrow).collect()),
+            Value::String(s) => Node::String(Str(s)),
+            Value::Array(a) => {
+                Node::Array(arena.alloc_slice_fill_iter(a.iter().map(|v| Node::borrow(v, arena))))
+            }
             Value::Object(o) => {
-                let entries = o
-                    .iter()
-                    .map(|(k, v)| (Str(Cow::Borrowed(k.as_str())), Node::borrow(v)))
-                    .collect();
+                let entries = arena.alloc_slice_fill_iter(
+                    o.iter()
+                        .map(|(k, v)| (Str(k.as_str()), Node::borrow(v, arena))),
+                );
                 // A map's names are distinct.
-                Node::Object(Obj::new(entries).unwrap_or_default())
+                Node::Object(Obj::new(entries, arena).unwrap_or_default())
             }
         }
     }
@@ -308,7 +317,7 @@ impl<'s> Node<'s> {
 
     /// The array, if this is one.
     #[inline]
-    pub fn as_array(&self) -> Option<&Vec<Node<'s>>> {
+    pub fn as_array(&self) -> Option<&'s [Node<'s>]> {
         match self {
             Node::Array(a) => Some(a),
             _ => None,
@@ -414,7 +423,8 @@ impl fmt::Display for Node<'_> {
 
 impl PartialEq<serde_json::Value> for Node<'_> {
     fn eq(&self, other: &serde_json::Value) -> bool {
-        *self == Node::borrow(other)
+        let arena = Arena::new();
+        *self == Node::borrow(other, &arena)
     }
 }
 
@@ -423,9 +433,10 @@ impl PartialEq<serde_json::Value> for Node<'_> {
 /// a document; the caller then loads it the slow way for a located diagnostic. It accepts
 /// exactly what [`json_fast::parse`](crate::load::json_fast::parse) accepts, and reads
 /// numbers and escaped strings as `serde_json` does (it hands those tokens to it).
-pub fn parse<'s>(text: &'s str, limits: &Limits) -> Option<Node<'s>> {
+pub fn parse<'s>(text: &'s str, arena: &'s Arena, limits: &Limits) -> Option<Node<'s>> {
     let text = text.trim_start_matches('\u{feff}');
     let mut parser = Parser {
+        arena,
         text,
         bytes: text.as_bytes(),
         at: 0,
@@ -446,6 +457,7 @@ const SERDE_JSON_MAX_DEPTH: usize = 127;
 
 /// A recursive-descent reader of one JSON text.
 struct Parser<'s, 'l> {
+    arena: &'s Arena,
     text: &'s str,
     bytes: &'s [u8],
     /// The next byte to read.
@@ -566,9 +578,9 @@ impl<'s> Parser<'s, '_> {
         self.at = at + 1;
         let s = if escaped {
             let decoded: String = serde_json::from_str(&self.text[start - 1..=at]).ok()?;
-            Str(Cow::Owned(decoded))
+            Str(self.arena.alloc_str(&decoded))
         } else {
-            Str(Cow::Borrowed(&self.text[start..at]))
+            Str(&self.text[start..at])
         };
         (s.len() <= self.limits.max_string_bytes).then_some(s)
     }
@@ -587,7 +599,9 @@ impl<'s> Parser<'s, '_> {
                 }
             }
         }
-        Some(Node::Array(self.items.drain(start..).collect()))
+        Some(Node::Array(
+            self.arena.alloc_slice_fill_iter(self.items.drain(start..)),
+        ))
     }
 
     fn object(&mut self) -> Option<Node<'s>> {
@@ -612,7 +626,10 @@ impl<'s> Parser<'s, '_> {
                 }
             }
         }
-        Obj::new(self.members.drain(start..).collect()).map(Node::Object)
+        let entries = self
+            .arena
+            .alloc_slice_fill_iter(self.members.drain(start..));
+        Obj::new(entries, self.arena).map(Node::Object)
     }
 }
 
@@ -644,6 +661,13 @@ fn find_special(bytes: &[u8]) -> Option<usize> {
         .map(|i| offset + i)
 }
 
+/// A test's document of `v`, its copy of `v` and its arena leaked.
+#[cfg(test)]
+pub(crate) fn leaked(v: &serde_json::Value) -> Node<'static> {
+    let v = Box::leak(Box::new(v.clone()));
+    Node::borrow(v, Box::leak(Box::new(Arena::new())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -651,6 +675,7 @@ mod tests {
 
     #[test]
     fn parses_what_the_value_parser_parses() {
+        let arena = Arena::new();
         let limits = Limits::default();
         let many: String = (0..40).map(|i| format!("\"k{i}\": {i}, ")).collect();
         for text in [
@@ -659,14 +684,15 @@ mod tests {
             "\u{feff} {\"\\u00e9\": \"\\ud83d\\ude00\"}".to_owned(),
         ] {
             let value = crate::load::json_fast::parse(&text, &limits).unwrap();
-            let node = parse(&text, &limits).unwrap();
+            let node = parse(&text, &arena, &limits).unwrap();
             assert_eq!(node.to_value(), value, "{text}");
-            assert_eq!(node, Node::borrow(&value), "{text}");
+            assert_eq!(node, Node::borrow(&value, &arena), "{text}");
         }
     }
 
     #[test]
     fn refuses_what_the_value_parser_refuses() {
+        let arena = Arena::new();
         let limits = Limits::default();
         let many: String = (0..40).map(|i| format!("\"k{i}\": {i}, ")).collect();
         let shallow = Limits {
@@ -696,13 +722,14 @@ mod tests {
         ];
         for (text, limits) in cases {
             let value = crate::load::json_fast::parse(&text, limits);
-            let node = parse(&text, limits);
+            let node = parse(&text, &arena, limits);
             assert_eq!(node.is_some(), value.is_some(), "{text}");
         }
     }
 
     #[test]
     fn nesting_is_refused_where_the_value_parser_refuses_it() {
+        let arena = Arena::new();
         for max_depth in [2, 126, 127, 128, 200] {
             let limits = Limits {
                 max_depth,
@@ -716,7 +743,7 @@ mod tests {
                         close.repeat(depth - 1)
                     );
                     let value = crate::load::json_fast::parse(&text, &limits);
-                    let node = parse(&text, &limits);
+                    let node = parse(&text, &arena, &limits);
                     assert_eq!(
                         node.is_some(),
                         value.is_some(),
@@ -758,13 +785,14 @@ mod tests {
             value in ir_spec::testing::json_value(),
             pretty in proptest::bool::ANY,
         ) {
+            let arena = Arena::new();
             let value = serde_json::json!({"v": value});
             let text = if pretty {
                 serde_json::to_string_pretty(&value).unwrap()
             } else {
                 serde_json::to_string(&value).unwrap()
             };
-            let node = parse(&text, &Limits::default()).unwrap();
+            let node = parse(&text, &arena, &Limits::default()).unwrap();
             proptest::prop_assert_eq!(node.to_value(), value);
         }
 
@@ -779,6 +807,7 @@ mod tests {
                 1..4,
             ),
         ) {
+            let arena = Arena::new();
             let mut text = serde_json::json!({"v": value}).to_string();
             for (at, insert) in edits {
                 let mut at = at % (text.len() + 1);
@@ -795,25 +824,21 @@ mod tests {
             }
             let limits = Limits::default();
             let value = crate::load::json_fast::parse(&text, &limits);
-            let node = parse(&text, &limits);
+            let node = parse(&text, &arena, &limits);
             proptest::prop_assert_eq!(node.map(|n| n.to_value()), value, "{}", text);
         }
     }
 
     #[test]
     fn strings_without_escapes_are_borrowed() {
+        let arena = Arena::new();
         let text = r#"{"plain": "text", "esc\u0061ped": "a\tb"}"#;
-        let node = parse(text, &Limits::default()).unwrap();
+        let node = parse(text, &arena, &Limits::default()).unwrap();
         let obj = node.as_object().unwrap();
+        let in_text = |s: &str| text.as_bytes().as_ptr_range().contains(&s.as_ptr());
         let kinds: Vec<(bool, bool)> = obj
             .iter()
-            .map(|(k, v)| {
-                let Node::String(v) = v else { unreachable!() };
-                (
-                    matches!(k.0, Cow::Borrowed(_)),
-                    matches!(v.0, Cow::Borrowed(_)),
-                )
-            })
+            .map(|(k, v)| (in_text(k), in_text(v.as_str().unwrap_or_default())))
             .collect();
         assert_eq!(kinds, [(true, true), (false, false)]);
         assert_eq!(node["escaped"].as_str(), Some("a\tb"));
@@ -821,11 +846,12 @@ mod tests {
 
     #[test]
     fn members_are_found_in_small_and_large_objects() {
+        let arena = Arena::new();
         let small = json!({"id": 1, "name": "n", "": 2});
         let large =
             serde_json::Value::Object((0..40).map(|i| (format!("k{i}"), json!(i))).collect());
         for v in [&small, &large, &json!([1]), &json!("s"), &json!(null)] {
-            let node = Node::borrow(v);
+            let node = Node::borrow(v, &arena);
             for key in ["id", "name", "", "k0", "k39", "k40", "missing"] {
                 assert_eq!(
                     node.get(key).map(Node::to_value).as_ref(),
@@ -835,7 +861,7 @@ mod tests {
                 assert_eq!(node[key].to_value(), v[key], "{v} {key}");
             }
         }
-        let o = Node::borrow(&large);
+        let o = Node::borrow(&large, &arena);
         let o = o.as_object().unwrap();
         let names: Vec<&str> = o.keys().map(|k| k.as_str()).collect();
         let expected: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
@@ -844,8 +870,9 @@ mod tests {
 
     #[test]
     fn objects_compare_as_json_objects() {
+        let arena = Arena::new();
         let x = json!({"x": 1, "y": [true]});
-        let a = Node::borrow(&x);
+        let a = Node::borrow(&x, &arena);
         let b = json!({"y": [true], "x": 1});
         assert_eq!(a, b);
         assert_ne!(a, json!({"x": 1}));

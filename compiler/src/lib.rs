@@ -85,7 +85,7 @@ impl Checked {
     /// given, else its `$schema` claim's; level 1.5 when it did not parse.
     pub fn level(&self, over: Option<ir_spec::SpecLevel>) -> ir_spec::SpecLevel {
         match &self.loaded {
-            Some(l) => schema::level_of(&l.doc(), over),
+            Some(l) => schema::level_of(&l.doc(&doc::Arena::new()), over),
             None => over.unwrap_or_default(),
         }
     }
@@ -158,11 +158,12 @@ fn check_json_fast_then<R>(
     if !load::json_fast::looks_like_json(text) {
         return None;
     }
-    let doc = doc::parse(text, &options.limits)?;
+    let arena = doc::Arena::new();
+    let doc = doc::parse(text, &arena, &options.limits)?;
     let mut diagnostics = Vec::new();
     run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
     let after = then(&doc, &diagnostics);
-    drop(doc);
+    drop(arena);
     let spans = load::SpanIndex::of_json(text);
     if !diagnostics.is_empty() {
         sort(&mut diagnostics, &spans);
@@ -210,7 +211,13 @@ fn run_checks(
 /// Check an already loaded pack document.
 pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
     let mut diagnostics = Vec::new();
-    run_checks(&loaded.doc(), options, Strings::Unchecked, &mut diagnostics);
+    let arena = doc::Arena::new();
+    run_checks(
+        &loaded.doc(&arena),
+        options,
+        Strings::Unchecked,
+        &mut diagnostics,
+    );
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
     Checked {
@@ -233,7 +240,7 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
             pointer: String::new(),
             message: "the pack has errors".into(),
         })?;
-    lower_doc(&loaded.doc(), options)
+    lower_doc(&loaded.doc(&doc::Arena::new()), options)
 }
 
 fn lower_doc(doc: &doc::Node<'_>, options: &Options) -> Result<ir_spec::Module, lower::LowerError> {

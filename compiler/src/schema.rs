@@ -386,7 +386,7 @@ mod tests {
 
     fn kinds_at(v: &Value) -> Vec<(DiagKind, String)> {
         let mut out = Vec::new();
-        validate(&Node::borrow(v), &mut out);
+        validate(&crate::doc::leaked(v), &mut out);
         out.into_iter()
             .map(|d| (d.kind, d.pointer().unwrap_or("").to_string()))
             .collect()
@@ -469,7 +469,7 @@ mod tests {
         let mut pack = minimal();
         pack["skills"] = json!([3]);
         let mut out = Vec::new();
-        validate(&Node::borrow(&pack), &mut out);
+        validate(&crate::doc::leaked(&pack), &mut out);
         let d = out
             .iter()
             .find(|d| d.message.contains("matches none of the forms"))
@@ -543,7 +543,7 @@ mod tests {
         let mut decided = [0; 3];
         for (pack, levels) in &packs {
             for &which in *levels {
-                let verdict = quick::valid(tree(which), &Node::borrow(pack));
+                let verdict = quick::valid(tree(which), &crate::doc::leaked(pack));
                 // What `validate_at` keeps: errors outside the compositions' members.
                 let valid = validator(which)
                     .iter_errors(pack)
@@ -563,7 +563,7 @@ mod tests {
             .unwrap()
             .into_value();
         assert_eq!(
-            quick::valid(tree(Which::V1_5), &Node::borrow(&ex2)),
+            quick::valid(tree(Which::V1_5), &crate::doc::leaked(&ex2)),
             quick::Verdict::Valid
         );
     }
@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn claims_pick_levels() {
-        let level = |s: &str| claim(&Node::borrow(&json!({ "$schema": s }))).level;
+        let level = |s: &str| claim(&crate::doc::leaked(&json!({ "$schema": s }))).level;
         let url = |v: &str| format!("https://promptpack.org/schema/{v}/promptpack.schema.json");
         assert_eq!(level(&url("v1.0")), SpecLevel::V1_5);
         assert_eq!(level(&url("v1.5.0")), SpecLevel::V1_5);
@@ -628,9 +628,12 @@ mod tests {
         assert_eq!(level(&url("latest")), SpecLevel::V1_9);
         assert_eq!(level(&url("v3.1")), SpecLevel::V1_9);
         assert_eq!(level("not a url"), SpecLevel::V1_5);
-        assert_eq!(claim(&Node::borrow(&json!({}))).level, SpecLevel::V1_5);
-        assert!(!claim(&Node::borrow(&json!({}))).declared);
-        assert!(claim(&Node::borrow(&json!({"$schema": url("v1.6")}))).v1_6);
+        assert_eq!(
+            claim(&crate::doc::leaked(&json!({}))).level,
+            SpecLevel::V1_5
+        );
+        assert!(!claim(&crate::doc::leaked(&json!({}))).declared);
+        assert!(claim(&crate::doc::leaked(&json!({"$schema": url("v1.6")}))).v1_6);
     }
 
     #[test]
@@ -641,7 +644,7 @@ mod tests {
             "states": {"a": {"prompt_task": "p", "control": "agent"}}});
         let at = |v: &Value, over| {
             let mut out = Vec::new();
-            validate_at(&Node::borrow(v), over, &mut out);
+            validate_at(&crate::doc::leaked(v), over, &mut out);
             out.into_iter()
                 .map(|d| (d.kind, d.pointer().unwrap_or("").to_owned(), d.help))
                 .collect::<Vec<_>>()
@@ -672,7 +675,7 @@ mod tests {
         );
         assert_eq!(c("https://promptpack.org/schema/latest/x.json"), None);
         assert_eq!(c("https://promptpack.org/schema/v1/x.json"), None);
-        let newer = |s: &str| claims_newer_version(&Node::borrow(&json!({ "$schema": s })));
+        let newer = |s: &str| claims_newer_version(&crate::doc::leaked(&json!({ "$schema": s })));
         assert!(newer("https://promptpack.org/schema/v1.9.1/x.json"));
         assert!(newer("https://promptpack.org/schema/v2.0/x.json"));
         assert!(!newer("https://promptpack.org/schema/v1.9.0/x.json"));

@@ -230,7 +230,7 @@ impl<'a> Reader<'a> {
     fn check(&mut self) -> Option<Check> {
         let Some(canonical) = built_in(self.ty) else {
             return Some(Check::Host {
-                params: JsonText::from_value(&Node::Object(self.params.clone()).to_value()),
+                params: JsonText::from_value(&Node::Object(*self.params).to_value()),
             });
         };
         match canonical {
@@ -382,7 +382,7 @@ mod tests {
     use serde_json::json;
 
     fn kinds(v: serde_json::Value) -> Vec<(&'static str, Vec<&'static str>)> {
-        read(&Node::borrow(&v), false)
+        read(&crate::doc::leaked(&v), false)
             .1
             .into_iter()
             .map(|p| (p.kind.as_str(), p.at))
@@ -392,7 +392,7 @@ mod tests {
     #[test]
     fn params_are_parsed_once() {
         let (g, p) = read(
-            &Node::borrow(
+            &crate::doc::leaked(
                 &json!({"type": "content_excludes", "params": {"words": ["Darn", "darn", ""], "match_mode": "substring"}}),
             ),
             false,
@@ -409,7 +409,7 @@ mod tests {
         );
         assert_eq!(g.message, DEFAULT_BLOCKED_MESSAGE);
         let (g, _) = read(
-            &Node::borrow(
+            &crate::doc::leaked(
                 &json!({"type": "length", "params": {"max": 10, "max_chars": 8.0, "max_tokens": 3, "message": "m"}}),
             ),
             false,
@@ -457,7 +457,7 @@ mod tests {
             json!({"type": "banned_words", "params": {"words": []}}),
             json!({"type": "regex"}),
         ] {
-            let (g, p) = read(&Node::borrow(&v), false);
+            let (g, p) = read(&crate::doc::leaked(&v), false);
             assert!(g.is_none(), "{v}");
             assert_eq!(p.len(), 1, "{v}");
             assert_eq!(p[0].kind, DiagKind::InertValidator);
@@ -474,9 +474,9 @@ mod tests {
             [("deprecated_fail_on_violation", vec!["fail_on_violation"])]
         );
         assert!(kinds(t.clone()).is_empty());
-        assert_eq!(read(&Node::borrow(&t), true).1.len(), 1);
+        assert_eq!(read(&crate::doc::leaked(&t), true).1.len(), 1);
         // Enforced either way.
-        assert!(read(&Node::borrow(&f), false).0.is_some());
+        assert!(read(&crate::doc::leaked(&f), false).0.is_some());
     }
 
     #[test]
@@ -485,7 +485,7 @@ mod tests {
             {"type": "toxicity"}, {"type": "max_length", "params": {"max": 3}},
             {"type": "pii_leakge", "enabled": false}]}}});
         assert_eq!(
-            host_validators(&Node::borrow(&pack)),
+            host_validators(&crate::doc::leaked(&pack)),
             [("/prompts/p/validators/0".to_owned(), "toxicity".to_owned())]
         );
     }

@@ -344,7 +344,7 @@ mod tests {
     use serde_json::json;
 
     fn first(pack: &serde_json::Value, max: usize) -> Option<(String, String)> {
-        long_string(&Node::borrow(pack), max)
+        long_string(&crate::doc::leaked(pack), max)
             .map(|d| (d.pointer().unwrap_or_default().to_owned(), d.message))
     }
 
@@ -368,7 +368,7 @@ mod tests {
     fn parallel_branches_count_as_steps() {
         let steps =
             json!([{"id": "a"}, {"id": "p", "branches": [{"id": "b"}, {"branches": [{}]}]}]);
-        let steps = Node::borrow(&steps);
+        let steps = crate::doc::leaked(&steps);
         assert_eq!(step_count(steps.as_array().unwrap()), 5);
     }
 
@@ -389,7 +389,11 @@ mod tests {
             ..Limits::default()
         };
         let mut out = Vec::new();
-        assert!(check_limits_parsed(&Node::borrow(&pack), &limits, &mut out));
+        assert!(check_limits_parsed(
+            &crate::doc::leaked(&pack),
+            &limits,
+            &mut out
+        ));
         assert_eq!(out.len(), 1);
         assert_eq!(
             out[0].pointer(),
@@ -400,7 +404,7 @@ mod tests {
             ..Limits::default()
         };
         assert!(!check_limits_parsed(
-            &Node::borrow(&pack),
+            &crate::doc::leaked(&pack),
             &limits,
             &mut Vec::new()
         ));
@@ -417,7 +421,7 @@ mod tests {
                 max_attempts: 8,
                 ..Limits::default()
             };
-            check_limits_parsed(&Node::borrow(pack), &limits, &mut out);
+            check_limits_parsed(&crate::doc::leaked(pack), &limits, &mut out);
             out[0].pointer().map(str::to_owned)
         };
         assert_eq!(

@@ -238,15 +238,16 @@ impl Loaded {
         self.value.into_inner().unwrap_or_default()
     }
 
-    /// The document as the checks and lowering read it: borrowed from the value when
-    /// there is one, else parsed from the JSON text, borrowing its strings.
-    pub fn doc(&self) -> crate::doc::Node<'_> {
+    /// The document as the checks and lowering read it, its lists kept in `arena`:
+    /// borrowed from the value when there is one, else parsed from the JSON text,
+    /// borrowing its strings.
+    pub fn doc<'a>(&'a self, arena: &'a crate::doc::Arena) -> crate::doc::Node<'a> {
         if let Some(value) = self.value.get() {
-            return crate::doc::Node::borrow(value);
+            return crate::doc::Node::borrow(value, arena);
         }
         self.spans
             .json_text()
-            .and_then(|text| crate::doc::parse(text, &Limits::none()))
+            .and_then(|text| crate::doc::parse(text, arena, &Limits::none()))
             .unwrap_or(crate::doc::Node::Null)
     }
 }

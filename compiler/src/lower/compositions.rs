@@ -48,7 +48,6 @@ fn lower_one(
     let steps = comp
         .member("steps")
         .and_then(Node::as_array)
-        .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
         let branches = step.member("branches").and_then(Node::as_array);
@@ -175,7 +174,7 @@ fn lower_one(
                 let n = s
                     .member("branches")
                     .and_then(Node::as_array)
-                    .map_or(0, Vec::len);
+                    .map_or(0, <[Node]>::len);
                 let first = i + 1;
                 let branches = (first..first + n).filter_map(StepId::from_index).collect();
                 let reduce = s.member("reduce");

@@ -71,7 +71,8 @@ impl LowerError {
 ///
 /// ```
 /// let text = r#"{"id": "p", "prompts": {"hi": {"system_template": "Hi {{name}}"}}}"#;
-/// let pack = packc_compiler::doc::parse(text, &Default::default()).unwrap();
+/// let arena = packc_compiler::doc::Arena::new();
+/// let pack = packc_compiler::doc::parse(text, &arena, &Default::default()).unwrap();
 /// let module = packc_compiler::lower::lower(&pack, &Default::default()).unwrap();
 /// assert_eq!(module.prompts.len(), 1);
 /// ```

@@ -14,7 +14,6 @@ pub(crate) fn provider_items<'a, 's>(root: &'a Obj<'s>) -> &'a [Node<'s>] {
     root.member("requires")
         .and_then(|r| r.member("providers"))
         .and_then(Node::as_array)
-        .map(Vec::as_slice)
         .unwrap_or_default()
 }
 

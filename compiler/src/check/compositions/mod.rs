@@ -57,7 +57,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Node, ptr: &At<'_>)
             );
             &[]
         }
-        Some(Node::Array(a)) if a.is_empty() => {
+        Some(Node::Array([])) => {
             cx.push(schema(&steps_ptr, "`steps` must not be empty"));
             &[]
         }

@@ -97,9 +97,7 @@ pub(super) fn expect_array<'v>(
     what: What<'_>,
     expected: &str,
 ) -> Option<&'v [Node<'v>]> {
-    expect(cx, v, ptr, what, expected, |v| {
-        v.as_array().map(Vec::as_slice)
-    })
+    expect(cx, v, ptr, what, expected, Node::as_array)
 }
 
 /// The member `key` of `obj` at `ptr`, which must be a string when present.
