@@ -10,9 +10,10 @@
 //!   at their final size), which gives the value a caller asks for (`Loaded::value`);
 //! - `packc`: the front end's document (`doc::parse`, what the checks and lowering read):
 //!   strings borrowed from the text unless escaped, objects as member lists with a hash
-//!   table above twelve members, the same limits, read by a parser of its own;
-//! - `borrowed`: a bench-local tree of the same shape (no hash tables), read through
-//!   `serde_json`'s deserializer and a visitor, as the document was first read;
+//!   table above twelve members, lists in an arena freed at once, the same limits, read
+//!   by a parser of its own;
+//! - `borrowed`: a bench-local tree of the same shape (no hash tables; its lists each
+//!   allocated), read through `serde_json`'s deserializer and a visitor;
 //! - `simd_tape`: `simd-json`'s tape (one array of nodes, strings borrowed), the input
 //!   copied first because `simd-json` parses in place;
 //! - `simd_borrowed`: `simd-json`'s borrowed value tree, copied the same way.

@@ -20,8 +20,8 @@ use serde_json::Number;
 
 use crate::load::Limits;
 
-/// Where a document's lists (and its unescaped strings) are kept: `bumpalo`'s arena,
-/// freed as a whole when it is dropped.
+/// Where a document's lists (and its strings that had escapes, unescaped) are kept:
+/// `bumpalo`'s arena, freed as a whole when it is dropped.
 pub use bumpalo::Bump as Arena;
 
 /// One node of a JSON document, its strings borrowed from `'s` where they can be.
@@ -466,8 +466,8 @@ struct Parser<'s, 'l> {
     /// Arrays and objects that may still open inside the current one.
     depth_left: usize,
     limits: &'l Limits,
-    /// The items of the open arrays, innermost last: an array is allocated once, at its
-    /// final size.
+    /// The items of the open arrays, innermost last: an array is copied into the arena
+    /// once, at its final size.
     items: Vec<Node<'s>>,
     /// The members of the open objects, innermost last.
     members: Vec<(Str<'s>, Node<'s>)>,

@@ -161,9 +161,13 @@ fn check_json_fast_then<R>(
     let arena = doc::Arena::new();
     let doc = doc::parse(text, &arena, &options.limits)?;
     let mut diagnostics = Vec::new();
+    // The parser has refused every string past the limit already.
     run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
     let after = then(&doc, &diagnostics);
     drop(arena);
+    // The span index reads the JSON text itself, and only along the paths asked about
+    // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
+    // and whatever is reported later (lowering, host validators) is located all the same.
     let spans = load::SpanIndex::of_json(text);
     if !diagnostics.is_empty() {
         sort(&mut diagnostics, &spans);
@@ -176,6 +180,7 @@ fn check_json_fast_then<R>(
     Some((checked, after))
 }
 
+/// Whether a document's strings still need the length limit checked.
 #[derive(Clone, Copy)]
 enum Strings {
     /// Loaded by a loader that does not check them.
