@@ -509,20 +509,8 @@ impl<'s> Parser<'s, '_> {
     fn composite(&mut self) -> Option<Node<'s>> {
         self.node()?;
         match *self.bytes.get(self.at)? {
-            b'{' => {
-                self.at += 1;
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                let node = self.object();
-                self.depth_left += 1;
-                node
-            }
-            b'[' => {
-                self.at += 1;
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                let node = self.array();
-                self.depth_left += 1;
-                node
-            }
+            b'{' => self.nested(Self::object),
+            b'[' => self.nested(Self::array),
             b'"' => Some(Node::String(self.string()?)),
             b't' => self.literal("true", Node::Bool(true)),
             b'f' => self.literal("false", Node::Bool(false)),
@@ -530,6 +518,16 @@ impl<'s> Parser<'s, '_> {
             b'-' | b'0'..=b'9' => self.number(),
             _ => None,
         }
+    }
+
+    /// An object or array (its opening byte is next), read by `read` one level deeper.
+    #[inline]
+    fn nested(&mut self, read: impl FnOnce(&mut Self) -> Option<Node<'s>>) -> Option<Node<'s>> {
+        self.at += 1;
+        self.depth_left = self.depth_left.checked_sub(1)?;
+        let node = read(self);
+        self.depth_left += 1;
+        node
     }
 
     fn literal(&mut self, word: &str, node: Node<'s>) -> Option<Node<'s>> {
