@@ -50,7 +50,7 @@ impl<'a> Graph<'a> {
             .flat_map(|m| m.iter())
             .map(|(k, v)| (k.as_str(), v))
             .collect();
-        let index: IndexMap<&str, usize> = entries
+        let index: rustc_hash::FxHashMap<&str, usize> = entries
             .iter()
             .enumerate()
             .map(|(i, (k, _))| (*k, i))
@@ -63,12 +63,8 @@ impl<'a> Graph<'a> {
                     || on_event(v).is_none_or(|m| m.is_empty())
             })
             .collect();
-        let mode = |v: &Node| {
-            v.member("orchestration")
-                .and_then(Node::as_str)
-                .unwrap_or("internal")
-                .to_owned()
-        };
+        let external =
+            |v: &Node| v.member("orchestration").and_then(Node::as_str) == Some("external");
         let edges: Vec<Vec<usize>> = entries
             .iter()
             .map(|(_, v)| {
@@ -103,8 +99,8 @@ impl<'a> Graph<'a> {
         Graph {
             names: entries.iter().map(|(k, _)| *k).collect(),
             states: entries.iter().map(|(_, v)| *v).collect(),
-            external: entries.iter().map(|(_, v)| mode(v) == "external").collect(),
-            model_driven: entries.iter().map(|(_, v)| mode(v) != "external").collect(),
+            external: entries.iter().map(|(_, v)| external(v)).collect(),
+            model_driven: entries.iter().map(|(_, v)| !external(v)).collect(),
             agent: entries
                 .iter()
                 .map(|(_, v)| v.member("control").and_then(Node::as_str) == Some("agent"))

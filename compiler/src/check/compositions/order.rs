@@ -34,7 +34,8 @@ pub(super) struct Step<'a> {
 /// The step names of one composition.
 pub(super) struct Comp<'p> {
     pub(super) top: FxHashMap<&'p str, TopStep>,
-    pub(super) nested: FxHashMap<&'p str, usize>,
+    /// Steps of parallel branches: (the parallel step's index, the branch's).
+    pub(super) nested: FxHashMap<&'p str, (usize, usize)>,
     /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
     /// the first offending reference in document order).
     cycle_reported: bool,
@@ -53,31 +54,34 @@ impl<'p> Comp<'p> {
             nested: FxHashMap::default(),
             cycle_reported: false,
         };
-        // Where each id was first seen: (top-level index, branch index). Pointers are
-        // built only for a duplicate, so a clean composition allocates none here.
+        // Pointers are built only for a duplicate, so a clean composition allocates none.
         let id_ptr = |(i, j): (usize, Option<usize>)| {
             // The tokens after the composition's `steps`.
             let (tokens, n) = Token::step(i, j);
             At::Path(steps_ptr, &tokens[1..n]).key("id").pointer()
         };
-        let mut first: FxHashMap<&'p str, (usize, Option<usize>)> =
-            FxHashMap::with_capacity_and_hasher(steps.len(), Default::default());
-        let mut seen = |cx: &mut Cx<'_, '_>, id: &'p str, at: (usize, Option<usize>)| {
-            if let Some(prev) = first.get(id) {
+        // Where `id` was first seen, (top-level index, branch index), if it was.
+        let first = |c: &Comp<'p>, id: &str| {
+            c.top
+                .get(id)
+                .map(|t| (t.index, None))
+                .or_else(|| c.nested.get(id).map(|&(i, j)| (i, Some(j))))
+        };
+        let seen = |cx: &mut Cx<'_, '_>, c: &Comp<'p>, id: &'p str, at: (usize, Option<usize>)| {
+            if let Some(prev) = first(c, id) {
                 cx.push(
                     Diagnostic::new(
                         DiagKind::DuplicateStepId,
                         format!("step id `{id}` is used twice"),
                     )
                     .at(id_ptr(at))
-                    .also(id_ptr(*prev), "first used here")
+                    .also(id_ptr(prev), "first used here")
                     .help(
                         "step ids are unique across the whole composition, parallel branches included",
                     ),
                 );
                 false
             } else {
-                first.insert(id, at);
                 true
             }
         };
@@ -87,15 +91,15 @@ impl<'p> Comp<'p> {
                 .and_then(Node::as_str)
                 .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
             if let Some(id) = step.member("id").and_then(Node::as_str) {
-                if seen(cx, id, (i, None)) {
+                if seen(cx, &c, id, (i, None)) {
                     c.top.insert(id, TopStep { index: i, kind });
                 }
             }
             if let Some(branches) = step.member("branches").and_then(Node::as_array) {
                 for (j, b) in branches.iter().enumerate() {
                     if let Some(id) = b.member("id").and_then(Node::as_str) {
-                        if seen(cx, id, (i, Some(j))) {
-                            c.nested.insert(id, i);
+                        if seen(cx, &c, id, (i, Some(j))) {
+                            c.nested.insert(id, (i, j));
                         }
                     }
                 }
