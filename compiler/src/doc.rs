@@ -42,8 +42,8 @@ pub enum Node<'s> {
 }
 
 /// A string of a document: borrowed from the source, or from the arena when it had to be
-/// unescaped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// unescaped. It prints as a `str` does, `{:?}` included (diagnostics quote strings so).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Str<'s>(&'s str);
 
 impl<'s> Str<'s> {
@@ -78,6 +78,13 @@ impl PartialEq<&str> for Str<'_> {
 impl fmt::Display for Str<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.0)
+    }
+}
+
+impl fmt::Debug for Str<'_> {
+    /// As `str`'s: the string quoted and escaped.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.0, f)
     }
 }
 
@@ -864,6 +871,17 @@ mod tests {
         let names: Vec<&str> = o.keys().map(|k| k.as_str()).collect();
         let expected: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
         assert_eq!(names, expected, "members keep their source order");
+    }
+
+    #[test]
+    fn strings_print_as_str_prints() {
+        let arena = Arena::new();
+        let node = parse(r#"{"s": "say \"hi\"\n"}"#, &arena, &Limits::default()).unwrap();
+        let Some(Node::String(s)) = node.get("s") else {
+            panic!("a string member")
+        };
+        assert_eq!(format!("{s:?}"), format!("{:?}", "say \"hi\"\n"));
+        assert_eq!(format!("{s}"), "say \"hi\"\n");
     }
 
     #[test]

@@ -163,3 +163,39 @@ fn contains_reference_text(v: &Node) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A free-form expression where a predicate belongs is quoted in the message as it is
+    /// written (escapes and all).
+    #[test]
+    fn an_expression_is_quoted_in_the_message() {
+        let pack = json!({
+            "id": "d", "name": "D", "version": "1.0.0",
+            "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+            "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
+            "compositions": {"c": {"version": 1, "steps": [
+                {"id": "a", "kind": "prompt", "prompt_task": "p"},
+                {"id": "b", "kind": "branch", "predicate": "a.output.x == \"y\"", "then": "c"},
+                {"id": "c", "kind": "prompt", "prompt_task": "p"},
+            ]}},
+        });
+        let messages: Vec<String> = crate::check_bytes(
+            &serde_json::to_vec(&pack).unwrap(),
+            &crate::Options::default(),
+        )
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.message.contains("free-form"))
+        .map(|d| d.message)
+        .collect();
+        assert_eq!(
+            messages,
+            [
+                r#"a predicate must be an object, found the expression "a.output.x == \"y\""; free-form expressions are not predicates"#
+            ]
+        );
+    }
+}
