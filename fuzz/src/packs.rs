@@ -107,7 +107,7 @@ pub fn pool() -> &'static Pool {
         for text in CASES {
             let doc = packc_compiler::load::load_str(text, &limits)
                 .expect("an example case parses")
-                .value;
+                .into_value();
             // A case's run is under `run`; a host file is the run itself.
             let run = doc.get("run").unwrap_or(&doc);
             for kind in ["prompts", "tools"] {
