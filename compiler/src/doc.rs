@@ -179,13 +179,6 @@ impl<'s> Obj<'s> {
         }
     }
 
-    /// The member `key` (the name the checks and lowering use, as
-    /// as `serde_json`'s map was read).
-    #[inline]
-    pub fn member(&self, key: &str) -> Option<&'s Node<'s>> {
-        self.get(key)
-    }
-
     /// The member `key`, or `null` when there is none.
     #[inline]
     pub fn field(&self, key: &str) -> &'s Node<'s> {
@@ -290,12 +283,6 @@ impl<'s> Node<'s> {
     #[inline]
     pub fn get(&self, key: &str) -> Option<&Node<'s>> {
         self.as_object()?.get(key)
-    }
-
-    /// [`Node::get`], by the name the checks and lowering use.
-    #[inline]
-    pub fn member(&self, key: &str) -> Option<&Node<'s>> {
-        self.get(key)
     }
 
     /// The member `key`, or `null` when there is none, as `value[key]` reads it.
@@ -449,7 +436,7 @@ pub fn parse<'s>(text: &'s str, arena: &'s Arena, limits: &Limits) -> Option<Nod
         at: 0,
         nodes: 0,
         // `serde_json` refuses a 128th level of nesting, whatever the limit says.
-        depth_left: limits.max_depth.min(SERDE_JSON_MAX_DEPTH),
+        depth_left: limits.max_depth.min(ir_spec::MAX_JSON_NESTING),
         limits,
         items: Vec::new(),
         members: Vec::new(),
@@ -458,9 +445,6 @@ pub fn parse<'s>(text: &'s str, arena: &'s Arena, limits: &Limits) -> Option<Nod
     parser.skip_space();
     (parser.at == parser.bytes.len()).then_some(node)
 }
-
-/// The deepest nesting `serde_json` parses.
-const SERDE_JSON_MAX_DEPTH: usize = 127;
 
 /// A recursive-descent reader of one JSON text.
 struct Parser<'s, 'l> {
@@ -512,13 +496,12 @@ impl<'s> Parser<'s, '_> {
         self.composite()
     }
 
-    /// The next value, not a string.
+    /// The next value, not a string ([`Parser::value`] reads those).
     fn composite(&mut self) -> Option<Node<'s>> {
         self.node()?;
         match *self.bytes.get(self.at)? {
             b'{' => self.nested(Self::object),
             b'[' => self.nested(Self::array),
-            b'"' => Some(Node::String(self.string()?)),
             b't' => self.literal("true", Node::Bool(true)),
             b'f' => self.literal("false", Node::Bool(false)),
             b'n' => self.literal("null", Node::Null),

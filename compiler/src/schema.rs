@@ -131,7 +131,7 @@ pub struct Claim {
 /// The claim of `pack`'s `$schema`: the §1 table. No `$schema`, or a URL that names no
 /// version (and is not `latest`), is level 1.5.
 pub fn claim(pack: &Node<'_>) -> Claim {
-    let url = pack.member("$schema").and_then(Node::as_str);
+    let url = pack.get("$schema").and_then(Node::as_str);
     let version = url.and_then(claimed_version);
     let latest = url.is_some_and(|u| u.split(['/', '?', '#']).any(|seg| seg == "latest"));
     let level = match version {
@@ -142,7 +142,7 @@ pub fn claim(pack: &Node<'_>) -> Claim {
     Claim {
         level,
         newer: version.is_some_and(|v| v > (1, 9, 0)),
-        declared: pack.member("$schema").is_some(),
+        declared: pack.get("$schema").is_some(),
         v1_6: version.is_some_and(|v| (v.0, v.1) == (1, 6)),
     }
 }

@@ -69,20 +69,20 @@ pub fn read(v: &Node, level_1_8: bool) -> (Option<Guard>, Vec<Problem>) {
     let Some(obj) = v.as_object() else {
         return (None, problems);
     };
-    let Some(ty) = obj.member("type").and_then(Node::as_str) else {
+    let Some(ty) = obj.get("type").and_then(Node::as_str) else {
         return (None, problems);
     };
-    match obj.member("fail_on_violation") {
+    match obj.get("fail_on_violation") {
         Some(Node::Bool(false)) => problems.push(deprecated(false)),
         Some(Node::Bool(true)) if level_1_8 => problems.push(deprecated(true)),
         _ => {}
     }
-    if obj.member("enabled") == Some(&Node::Bool(false)) {
+    if obj.get("enabled") == Some(&Node::Bool(false)) {
         return (None, problems);
     }
     let empty = Obj::default();
     let params = obj
-        .member("params")
+        .get("params")
         .and_then(Node::as_object)
         .unwrap_or(&empty);
     let mut r = Reader {
@@ -94,9 +94,9 @@ pub fn read(v: &Node, level_1_8: bool) -> (Option<Guard>, Vec<Problem>) {
     let direction = r.direction();
     let check = r.check();
     let message = obj
-        .member("message")
+        .get("message")
         .and_then(Node::as_str)
-        .or_else(|| params.member("message").and_then(Node::as_str))
+        .or_else(|| params.get("message").and_then(Node::as_str))
         .unwrap_or(DEFAULT_BLOCKED_MESSAGE)
         .to_owned();
     let invalid = r
@@ -154,7 +154,7 @@ impl<'a> Reader<'a> {
     }
 
     fn direction(&mut self) -> Option<Direction> {
-        match self.params.member("direction") {
+        match self.params.get("direction") {
             None => Some(Direction::Output),
             Some(Node::String(s)) if s == "output" => Some(Direction::Output),
             Some(Node::String(s)) if s == "input" => Some(Direction::Input),
@@ -235,7 +235,7 @@ impl<'a> Reader<'a> {
         };
         match canonical {
             "banned_words" => {
-                let word_boundary = match self.params.member("match_mode") {
+                let word_boundary = match self.params.get("match_mode") {
                     None => true,
                     Some(Node::String(s)) if s == "word_boundary" => true,
                     Some(Node::String(s)) if s == "substring" => false,
@@ -291,7 +291,7 @@ impl<'a> Reader<'a> {
             "contains" => self.required_list("patterns").map(Check::ContainsAll),
             "contains_any" => self.required_list("values").map(Check::ContainsAny),
             "regex" => {
-                let expect_match = match self.params.member("expect_match") {
+                let expect_match = match self.params.get("expect_match") {
                     None => true,
                     Some(Node::Bool(b)) => *b,
                     Some(other) => {
@@ -303,7 +303,7 @@ impl<'a> Reader<'a> {
                         true
                     }
                 };
-                let pattern = match self.params.member("pattern") {
+                let pattern = match self.params.get("pattern") {
                     None => {
                         self.inert = Some("it has no `params.pattern`".to_owned());
                         return None;
@@ -335,7 +335,7 @@ impl<'a> Reader<'a> {
             }
             "json_valid" => Some(Check::JsonValid),
             "json_schema" => {
-                let Some(schema) = self.params.member("schema") else {
+                let Some(schema) = self.params.get("schema") else {
                     self.inert = Some("it has no `params.schema`".to_owned());
                     return None;
                 };
@@ -359,14 +359,14 @@ impl<'a> Reader<'a> {
 /// and its type, in source order. `packc check` lists them; a live host must serve each.
 pub fn host_validators(pack: &Node) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let prompts = pack.member("prompts").and_then(Node::as_object);
+    let prompts = pack.get("prompts").and_then(Node::as_object);
     for (key, prompt) in prompts.into_iter().flatten() {
-        let list = prompt.member("validators").and_then(Node::as_array);
+        let list = prompt.get("validators").and_then(Node::as_array);
         for (i, v) in list.into_iter().flatten().enumerate() {
-            let Some(ty) = v.member("type").and_then(Node::as_str) else {
+            let Some(ty) = v.get("type").and_then(Node::as_str) else {
                 continue;
             };
-            if built_in(ty).is_some() || v.member("enabled") == Some(&Node::Bool(false)) {
+            if built_in(ty).is_some() || v.get("enabled") == Some(&Node::Bool(false)) {
                 continue;
             }
             let ptr = crate::diag::join("/prompts", &[key, "validators", &i.to_string()]);

@@ -53,7 +53,7 @@ pub mod option {
 }
 
 /// The deepest JSON nesting a `json` field may hold (serde_json's parser stops at 128).
-const MAX_JSON_NESTING: usize = 127;
+pub const MAX_JSON_NESTING: usize = 127;
 
 /// How deeply `[` and `{` nest in JSON text (outside strings). Linear, no recursion.
 fn nesting(text: &str) -> usize {

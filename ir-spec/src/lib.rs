@@ -32,7 +32,7 @@ pub mod json;
 mod json_text;
 pub mod limits;
 pub mod suggest;
-pub use json_text::JsonText;
+pub use json_text::{JsonText, MAX_JSON_NESTING};
 mod nesting;
 mod prompt;
 mod spec;

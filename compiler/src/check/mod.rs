@@ -82,23 +82,23 @@ impl<'a> Names<'a> {
                 .map(|m| m.keys().map(|k| k.as_str()).collect())
                 .unwrap_or_default()
         };
-        let workflow = root.member("workflow");
+        let workflow = root.get("workflow");
         Names {
-            prompts: keys(root.member("prompts")),
-            tools: keys(root.member("tools")),
+            prompts: keys(root.get("prompts")),
+            tools: keys(root.get("tools")),
             evals: root
-                .member("evals")
+                .get("evals")
                 .and_then(Node::as_array)
                 .map(|evals| {
                     evals
                         .iter()
-                        .filter_map(|e| e.member("id").and_then(Node::as_str))
+                        .filter_map(|e| e.get("id").and_then(Node::as_str))
                         .collect()
                 })
                 .unwrap_or_default(),
-            members: keys(root.member("agents").and_then(|a| a.member("members"))),
-            states: keys(workflow.and_then(|w| w.member("states"))),
-            compositions: keys(root.member("compositions")),
+            members: keys(root.get("agents").and_then(|a| a.get("members"))),
+            states: keys(workflow.and_then(|w| w.get("states"))),
+            compositions: keys(root.get("compositions")),
             has_workflow: workflow.is_some_and(Node::is_object),
         }
     }

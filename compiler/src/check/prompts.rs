@@ -13,7 +13,7 @@ use crate::syntax::{expand_fragments, parse_template, Segment};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/prompts");
-    for (key, prompt) in entries(cx.root.member("prompts")) {
+    for (key, prompt) in entries(cx.root.get("prompts")) {
         if !prompt.is_object() {
             continue;
         }
@@ -27,7 +27,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
 /// `validators` (`later-versions.md` §4): `invalid_validator`, `inert_validator`,
 /// `deprecated_fail_on_violation`, as [`crate::validators::read`] finds them.
 fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
-    let Some(list) = prompt.member("validators").and_then(Node::as_array) else {
+    let Some(list) = prompt.get("validators").and_then(Node::as_array) else {
         return;
     };
     let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
@@ -45,7 +45,7 @@ fn check_validators(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
 }
 
 fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
-    let Some(tools) = prompt.member("tools").and_then(Node::as_array) else {
+    let Some(tools) = prompt.get("tools").and_then(Node::as_array) else {
         return;
     };
     for (k, name) in tools.iter().enumerate() {
@@ -66,22 +66,22 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
 }
 
 fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
-    let Some(template) = prompt.member("system_template").and_then(Node::as_str) else {
+    let Some(template) = prompt.get("system_template").and_then(Node::as_str) else {
         return;
     };
     let declared: BTreeSet<&str> = prompt
-        .member("variables")
+        .get("variables")
         .and_then(Node::as_array)
         .map(|vars| {
             vars.iter()
-                .filter_map(|v| v.member("name").and_then(Node::as_str))
+                .filter_map(|v| v.get("name").and_then(Node::as_str))
                 .collect()
         })
         .unwrap_or_default();
-    let fragments = cx.root.member("fragments").and_then(Node::as_object);
+    let fragments = cx.root.get("fragments").and_then(Node::as_object);
     let expanded = expand_fragments(
         template,
-        |name| fragments?.member(name)?.as_str(),
+        |name| fragments?.get(name)?.as_str(),
         |name| declared.contains(name),
     );
     let mut undeclared = BTreeSet::new();

@@ -14,7 +14,7 @@ use crate::diag::{join, At, DiagKind, Diagnostic, Token};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    let workflow = root.member("workflow").filter(|w| w.is_object());
+    let workflow = root.get("workflow").filter(|w| w.is_object());
     if let Some(wf) = workflow {
         let graph = Graph::of(cx, wf);
         if !cx.claim.declared && cx.options.spec_level.is_none() {
@@ -44,7 +44,7 @@ struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     fn of(cx: &Cx<'a, '_>, wf: &'a Node<'a>) -> Graph<'a> {
-        let states = wf.member("states").and_then(Node::as_object);
+        let states = wf.get("states").and_then(Node::as_object);
         let entries: Vec<(&str, &Node)> = states
             .into_iter()
             .flat_map(|m| m.iter())
@@ -55,16 +55,15 @@ impl<'a> Graph<'a> {
             .enumerate()
             .map(|(i, (k, _))| (*k, i))
             .collect();
-        let on_event = |v: &'a Node<'a>| v.member("on_event").and_then(Node::as_object);
+        let on_event = |v: &'a Node<'a>| v.get("on_event").and_then(Node::as_object);
         let terminal: Vec<bool> = entries
             .iter()
             .map(|(_, v)| {
-                v.member("terminal").and_then(Node::as_bool) == Some(true)
+                v.get("terminal").and_then(Node::as_bool) == Some(true)
                     || on_event(v).is_none_or(|m| m.is_empty())
             })
             .collect();
-        let external =
-            |v: &Node| v.member("orchestration").and_then(Node::as_str) == Some("external");
+        let external = |v: &Node| v.get("orchestration").and_then(Node::as_str) == Some("external");
         let edges: Vec<Vec<usize>> = entries
             .iter()
             .map(|(_, v)| {
@@ -78,13 +77,13 @@ impl<'a> Graph<'a> {
         let redirect = entries
             .iter()
             .map(|(_, v)| {
-                v.member("on_max_visits")
+                v.get("on_max_visits")
                     .and_then(Node::as_str)
                     .and_then(|t| index.get(t).copied())
             })
             .collect();
         let mut roots: Vec<usize> = wf
-            .member("entry")
+            .get("entry")
             .and_then(Node::as_str)
             .and_then(|e| index.get(e).copied())
             .into_iter()
@@ -103,7 +102,7 @@ impl<'a> Graph<'a> {
             model_driven: entries.iter().map(|(_, v)| !external(v)).collect(),
             agent: entries
                 .iter()
-                .map(|(_, v)| v.member("control").and_then(Node::as_str) == Some("agent"))
+                .map(|(_, v)| v.get("control").and_then(Node::as_str) == Some("agent"))
                 .collect(),
             terminal,
             edges,
@@ -175,7 +174,7 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
         .collect();
     let cyclic = super::workflow::on_cycle(&agent_edges);
     for (s, &on_cycle) in cyclic.iter().enumerate() {
-        if !on_cycle || g.states[s].member("max_visits").is_some() {
+        if !on_cycle || g.states[s].get("max_visits").is_some() {
             continue;
         }
         // Everything reachable from s, through any transition.
@@ -186,7 +185,7 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
             if std::mem::replace(&mut seen[v], true) {
                 continue;
             }
-            if g.terminal[v] || !g.agent[v] || g.states[v].member("max_visits").is_some() {
+            if g.terminal[v] || !g.agent[v] || g.states[v].get("max_visits").is_some() {
                 exit = true;
                 break;
             }
@@ -223,7 +222,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
     for (i, item) in items.iter().enumerate() {
         let key = match item {
             Node::String(k) => Some(k.as_str()),
-            Node::Object(o) => o.member("key").and_then(Node::as_str),
+            Node::Object(o) => o.get("key").and_then(Node::as_str),
             _ => None,
         };
         let Some(key) = key else { continue };
@@ -274,8 +273,8 @@ fn providers(cx: &mut Cx<'_, '_>) {
         return; // `provider` below 1.9 is a schema_violation
     }
     let mut prompt_role: IndexMap<&str, String> = IndexMap::new();
-    for (name, prompt) in entries(root.member("prompts")) {
-        if let Some(key) = prompt.member("provider").and_then(Node::as_str) {
+    for (name, prompt) in entries(root.get("prompts")) {
+        if let Some(key) = prompt.get("provider").and_then(Node::as_str) {
             if resolve(cx, key, &At::Text("/prompts").key(name).key("provider")) {
                 if let Some(role) = role_of(key) {
                     prompt_role.insert(name, role);
@@ -285,15 +284,15 @@ fn providers(cx: &mut Cx<'_, '_>) {
     }
     // provider_role: a conversational state on a non-llm provider.
     if let Some(states) = root
-        .member("workflow")
-        .and_then(|w| w.member("states"))
+        .get("workflow")
+        .and_then(|w| w.get("states"))
         .and_then(Node::as_object)
     {
         for (name, state) in states {
-            let Some(p) = state.member("prompt_task").and_then(Node::as_str) else {
+            let Some(p) = state.get("prompt_task").and_then(Node::as_str) else {
                 continue;
             };
-            if state.member("orchestration").and_then(Node::as_str) == Some("composition") {
+            if state.get("orchestration").and_then(Node::as_str) == Some("composition") {
                 continue;
             }
             if let Some(role) = prompt_role.get(p).filter(|r| *r != "llm") {
@@ -309,32 +308,31 @@ fn providers(cx: &mut Cx<'_, '_>) {
         }
     }
     let compositions = At::Text("/compositions");
-    for (name, comp) in entries(root.member("compositions")) {
+    for (name, comp) in entries(root.get("compositions")) {
         let cptr = compositions.key(name);
-        let steps = comp.member("steps").and_then(Node::as_array);
+        let steps = comp.get("steps").and_then(Node::as_array);
         for (i, step) in steps.into_iter().flatten().enumerate() {
-            let branches = step.member("branches").and_then(Node::as_array);
+            let branches = step.get("branches").and_then(Node::as_array);
             let nested = branches.into_iter().flatten().enumerate();
             let nested = nested.map(|(j, b)| (b, Some(j)));
             for (s, branch) in std::iter::once((step, None)).chain(nested) {
                 let (tokens, n) = Token::step(i, branch);
                 let ptr = At::Path(&cptr, &tokens[..n]);
-                let kind = s.member("kind").and_then(Node::as_str);
+                let kind = s.get("kind").and_then(Node::as_str);
                 if !matches!(kind, Some("prompt" | "agent")) {
                     continue;
                 }
-                let own = s.member("provider").and_then(Node::as_str);
+                let own = s.get("provider").and_then(Node::as_str);
                 let mut role = None;
                 if let Some(key) = own {
                     if resolve(cx, key, &ptr.key("provider")) {
                         role = role_of(key);
                     }
-                } else if let Some(p) = s.member("prompt_task").and_then(Node::as_str) {
+                } else if let Some(p) = s.get("prompt_task").and_then(Node::as_str) {
                     role = prompt_role.get(p).cloned();
                 }
                 let role = role.filter(|r| r != "llm");
-                if let (Some(role), Some("prompt"), None) = (role, kind, s.member("output_schema"))
-                {
+                if let (Some(role), Some("prompt"), None) = (role, kind, s.get("output_schema")) {
                     cx.push(
                         Diagnostic::new(
                             DiagKind::ProviderRole,
@@ -359,39 +357,39 @@ fn governance(cx: &mut Cx<'_, '_>) {
         return;
     }
     let root = cx.root;
-    let prompts = root.member("prompts").and_then(Node::as_object);
+    let prompts = root.get("prompts").and_then(Node::as_object);
     let ids_in = |list: Option<&Node>| -> Vec<String> {
         list.and_then(Node::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|v| v.member("id").and_then(Node::as_str).map(str::to_owned))
+            .filter_map(|v| v.get("id").and_then(Node::as_str).map(str::to_owned))
             .collect()
     };
     let validators: Vec<String> = prompts
         .into_iter()
         .flat_map(|m| m.values())
-        .flat_map(|p| ids_in(p.member("validators")))
+        .flat_map(|p| ids_in(p.get("validators")))
         .collect();
-    let mut evals = ids_in(root.member("evals"));
+    let mut evals = ids_in(root.get("evals"));
     evals.extend(
         prompts
             .into_iter()
             .flat_map(|m| m.values())
-            .flat_map(|p| ids_in(p.member("evals"))),
+            .flat_map(|p| ids_in(p.get("evals"))),
     );
     let mut places: Vec<(String, &Node)> = Vec::new();
-    if let Some(g) = root.member("metadata").and_then(|m| m.member("governance")) {
+    if let Some(g) = root.get("metadata").and_then(|m| m.get("governance")) {
         places.push(("/metadata/governance".into(), g));
     }
-    for (name, member) in entries(root.member("agents").and_then(|a| a.member("members"))) {
-        if let Some(g) = member.member("governance") {
+    for (name, member) in entries(root.get("agents").and_then(|a| a.get("members"))) {
+        if let Some(g) = member.get("governance") {
             places.push((join("/agents/members", &[name, "governance"]), g));
         }
     }
     for (base, g) in places {
-        let obligations = g.member("obligations").and_then(Node::as_array);
+        let obligations = g.get("obligations").and_then(Node::as_array);
         for (i, o) in obligations.into_iter().flatten().enumerate() {
-            let controls = o.member("controls").and_then(Node::as_array);
+            let controls = o.get("controls").and_then(Node::as_array);
             for (j, c) in controls.into_iter().flatten().enumerate() {
                 let ptr = |k: &str| {
                     join(

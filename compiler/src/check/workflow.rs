@@ -12,10 +12,10 @@ use crate::diag::{join, At, DiagKind, Diagnostic};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let root = cx.root;
-    if let Some(workflow) = root.member("workflow").filter(|w| w.is_object()) {
+    if let Some(workflow) = root.get("workflow").filter(|w| w.is_object()) {
         check_workflow(cx, workflow);
     }
-    if let Some(agents) = root.member("agents").filter(|a| a.is_object()) {
+    if let Some(agents) = root.get("agents").filter(|a| a.is_object()) {
         check_agents(cx, agents);
     }
 }
@@ -34,14 +34,14 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>, what: &str) -> Di
 }
 
 fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
-    if let Some(entry) = workflow.member("entry").and_then(Node::as_str) {
+    if let Some(entry) = workflow.get("entry").and_then(Node::as_str) {
         if !cx.names.states.contains(entry) {
             let d = unresolved_state(cx, entry, &At::Text("/workflow/entry"), "entry state");
             cx.push(d);
         }
     }
     let base = At::Text("/workflow/states");
-    for (name, state) in entries(workflow.member("states")) {
+    for (name, state) in entries(workflow.get("states")) {
         if state.is_object() {
             check_state(cx, name, state, &base.key(name));
         }
@@ -50,9 +50,9 @@ fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
 }
 
 fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
-    let mode = state.member("orchestration").and_then(Node::as_str);
-    let composition = state.member("composition");
-    let prompt_task = state.member("prompt_task");
+    let mode = state.get("orchestration").and_then(Node::as_str);
+    let composition = state.get("composition");
+    let prompt_task = state.get("prompt_task");
     if mode == Some("composition") {
         if composition.is_none() {
             cx.push(
@@ -113,7 +113,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
         }
     }
     let on_event = ptr.key("on_event");
-    for (event, target) in entries(state.member("on_event")) {
+    for (event, target) in entries(state.get("on_event")) {
         if let Some(target) = target.as_str() {
             if !cx.names.states.contains(target) {
                 let what = format!("the target of event `{event}`,");
@@ -123,13 +123,13 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
         }
     }
     if let (Some(Node::String(c)), Some(Node::Object(events))) =
-        (composition, state.member("on_event"))
+        (composition, state.get("on_event"))
     {
         if !events.is_empty() {
             event_output(cx, name, c, events, ptr);
         }
     }
-    if let Some(target) = state.member("on_max_visits").and_then(Node::as_str) {
+    if let Some(target) = state.get("on_max_visits").and_then(Node::as_str) {
         if !cx.names.states.contains(target) {
             let d = unresolved_state(cx, target, &ptr.key("on_max_visits"), "on_max_visits");
             cx.push(d);
@@ -138,7 +138,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
 }
 
 fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
-    if let Some(entry) = agents.member("entry").and_then(Node::as_str) {
+    if let Some(entry) = agents.get("entry").and_then(Node::as_str) {
         if !cx.names.prompts.contains(entry) {
             let d = Diagnostic::new(
                 DiagKind::UnresolvedPrompt,
@@ -154,7 +154,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
         }
     }
     let members = At::Text("/agents/members");
-    for (member, def) in entries(agents.member("members")) {
+    for (member, def) in entries(agents.get("members")) {
         let ptr = members.key(member);
         if !cx.names.prompts.contains(member) {
             let d = Diagnostic::new(
@@ -169,7 +169,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
             ));
             cx.push(d);
         }
-        let Some(state) = def.member("state").and_then(Node::as_str) else {
+        let Some(state) = def.get("state").and_then(Node::as_str) else {
             continue;
         };
         let sptr = ptr.key("state");
@@ -195,7 +195,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
 /// each non-terminal state to its `on_event` targets and from each state with
 /// `on_max_visits` to that target. Roots: `entry` and every `AgentDef.state`.
 fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
-    let Some(states) = workflow.member("states").and_then(Node::as_object) else {
+    let Some(states) = workflow.get("states").and_then(Node::as_object) else {
         return;
     };
     let index: IndexMap<&str, usize> = states
@@ -208,10 +208,10 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
     let mut terminal = vec![false; n];
     let mut bounded = vec![false; n];
     for (i, state) in states.values().enumerate() {
-        let on_event = state.member("on_event").and_then(Node::as_object);
-        terminal[i] = state.member("terminal").and_then(Node::as_bool) == Some(true)
+        let on_event = state.get("on_event").and_then(Node::as_object);
+        terminal[i] = state.get("terminal").and_then(Node::as_bool) == Some(true)
             || on_event.is_none_or(|m| m.is_empty());
-        bounded[i] = state.member("max_visits").is_some();
+        bounded[i] = state.get("max_visits").is_some();
         if !terminal[i] {
             for target in on_event.into_iter().flat_map(|m| m.values()) {
                 if let Some(&t) = target.as_str().and_then(|t| index.get(t)) {
@@ -220,7 +220,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
             }
         }
         if let Some(&t) = state
-            .member("on_max_visits")
+            .get("on_max_visits")
             .and_then(Node::as_str)
             .and_then(|t| index.get(t))
         {
@@ -231,7 +231,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
     // Reachability from the roots.
     let mut roots: Vec<usize> = Vec::new();
     if let Some(&e) = workflow
-        .member("entry")
+        .get("entry")
         .and_then(Node::as_str)
         .and_then(|e| index.get(e))
     {
@@ -246,7 +246,7 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
         }
     }
     let has_entry = workflow
-        .member("entry")
+        .get("entry")
         .and_then(Node::as_str)
         .is_some_and(|e| index.contains_key(e));
     for (name, &i) in &index {
@@ -274,8 +274,8 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
     }
 
     let has_budget = workflow
-        .member("engine")
-        .and_then(|e| e.member("budget"))
+        .get("engine")
+        .and_then(|e| e.get("budget"))
         .and_then(Node::as_object)
         .is_some_and(|b| {
             ["max_total_visits", "max_tool_calls", "max_wall_time_sec"]
@@ -305,12 +305,12 @@ fn graph_warnings(cx: &mut Cx<'_, '_>, workflow: &Node) {
 /// The states agent members start in (`agents.members.*.state`): roots of the workflow
 /// graph besides its entry.
 pub(super) fn agent_states<'a>(root: &'a Obj<'_>) -> impl Iterator<Item = &'a str> {
-    root.member("agents")
-        .and_then(|a| a.member("members"))
+    root.get("agents")
+        .and_then(|a| a.get("members"))
         .and_then(Node::as_object)
         .into_iter()
         .flat_map(|m| m.values())
-        .filter_map(|d| d.member("state").and_then(Node::as_str))
+        .filter_map(|d| d.get("state").and_then(Node::as_str))
 }
 
 pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
@@ -372,24 +372,24 @@ pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
 fn event_output(cx: &mut Cx<'_, '_>, state: &str, comp: &str, events: &Obj, ptr: &At<'_>) {
     let Some(c) = cx
         .root
-        .member("compositions")
+        .get("compositions")
         .and_then(|cs| cs.get(comp))
         .and_then(Node::as_object)
     else {
         return;
     };
-    let Some(steps) = c.member("steps").and_then(Node::as_array) else {
+    let Some(steps) = c.get("steps").and_then(Node::as_array) else {
         return;
     };
-    let output = match c.member("output").and_then(Node::as_str) {
+    let output = match c.get("output").and_then(Node::as_str) {
         Some(id) => steps
             .iter()
-            .find(|s| s.member("id").and_then(Node::as_str) == Some(id)),
+            .find(|s| s.get("id").and_then(Node::as_str) == Some(id)),
         None => steps.last(),
     };
     let Some(step) = output else { return };
     let (Some(Node::String(file)), Some(folders)) =
-        (step.member("output_schema"), cx.options.folders())
+        (step.get("output_schema"), cx.options.folders())
     else {
         return;
     };
@@ -407,7 +407,7 @@ fn event_output(cx: &mut Cx<'_, '_>, state: &str, comp: &str, events: &Obj, ptr:
         }
         _ => return,
     };
-    let step_id = step.member("id").and_then(Node::as_str).unwrap_or("?");
+    let step_id = step.get("id").and_then(Node::as_str).unwrap_or("?");
     let names: Vec<&str> = events.keys().map(|k| k.as_str()).collect();
     cx.push(
         Diagnostic::new(

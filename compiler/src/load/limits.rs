@@ -79,7 +79,7 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
             out.push(exceeded(pointer.to_owned(), message, limit));
         }
     };
-    if let Some(m) = map(root.member("prompts")) {
+    if let Some(m) = map(root.get("prompts")) {
         count(
             "/prompts",
             "prompts",
@@ -88,10 +88,10 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
             "max_prompts",
         );
     }
-    if let Some(m) = map(root.member("tools")) {
+    if let Some(m) = map(root.get("tools")) {
         count("/tools", "tools", m.len(), limits.max_tools, "max_tools");
     }
-    let members = map(root.member("agents")).and_then(|a| map(a.member("members")));
+    let members = map(root.get("agents")).and_then(|a| map(a.get("members")));
     if let Some(m) = members {
         let n = m.len();
         count(
@@ -102,7 +102,7 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
             "max_agents",
         );
     }
-    let states = map(root.member("workflow")).and_then(|w| map(w.member("states")));
+    let states = map(root.get("workflow")).and_then(|w| map(w.get("states")));
     if let Some(m) = states {
         let n = m.len();
         count(
@@ -113,7 +113,7 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
             "max_states",
         );
     }
-    let Some(comps) = map(root.member("compositions")) else {
+    let Some(comps) = map(root.get("compositions")) else {
         return;
     };
     let n = comps.len();
@@ -128,7 +128,7 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     let mut total_reported = false;
     let mut largest_reported = false;
     for (key, comp) in comps {
-        let Some(steps) = comp.member("steps").and_then(Node::as_array) else {
+        let Some(steps) = comp.get("steps").and_then(Node::as_array) else {
             continue;
         };
         let n = step_count(steps);
@@ -159,26 +159,26 @@ fn counts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
 /// Each prompt's `system_template` with its fragments expanded, measured without
 /// expanding it: at most `max_string_bytes` each and `max_total_template_bytes` in all.
 fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.member("prompts").and_then(Node::as_object) else {
+    let Some(prompts) = root.get("prompts").and_then(Node::as_object) else {
         return;
     };
-    let fragments = root.member("fragments").and_then(Node::as_object);
+    let fragments = root.get("fragments").and_then(Node::as_object);
     let mut total = 0usize;
     let (mut one_reported, mut total_reported) = (false, false);
     for (key, prompt) in prompts {
-        let Some(template) = prompt.member("system_template").and_then(Node::as_str) else {
+        let Some(template) = prompt.get("system_template").and_then(Node::as_str) else {
             continue;
         };
         let declared = |name: &str| {
             prompt
-                .member("variables")
+                .get("variables")
                 .and_then(Node::as_array)
                 .is_some_and(|vars| {
                     vars.iter()
-                        .any(|v| v.member("name").and_then(Node::as_str) == Some(name))
+                        .any(|v| v.get("name").and_then(Node::as_str) == Some(name))
                 })
         };
-        let len = expanded_len(template, |name| fragments?.member(name)?.as_str(), declared);
+        let len = expanded_len(template, |name| fragments?.get(name)?.as_str(), declared);
         let pointer = || format!("/prompts/{}/system_template", escape_token(key));
         if len > limits.max_string_bytes && !one_reported {
             one_reported = true;
@@ -205,7 +205,7 @@ fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
 /// Every step's `retry.max_attempts` (parallel branches included) at most
 /// `max_attempts`; the first past it is blamed.
 fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(comps) = root.member("compositions").and_then(Node::as_object) else {
+    let Some(comps) = root.get("compositions").and_then(Node::as_object) else {
         return;
     };
     let max = limits.max_attempts;
@@ -214,7 +214,7 @@ fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     let mut lists: Vec<StepList<'_>> = Vec::new();
     let mut todo: Vec<usize> = Vec::new();
     for (key, comp) in comps {
-        let Some(steps) = comp.member("steps").and_then(Node::as_array) else {
+        let Some(steps) = comp.get("steps").and_then(Node::as_array) else {
             continue;
         };
         lists.clear();
@@ -223,9 +223,9 @@ fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
         while let Some(l) = todo.pop() {
             for (i, step) in lists[l].1.iter().enumerate() {
                 let n = step
-                    .member("modifiers")
-                    .and_then(|m| m.member("retry"))
-                    .and_then(|r| r.member("max_attempts"))
+                    .get("modifiers")
+                    .and_then(|m| m.get("retry"))
+                    .and_then(|r| r.get("max_attempts"))
                     .and_then(Node::as_f64);
                 if n.is_some_and(|n| n > max as f64) {
                     let at = format!(
@@ -240,7 +240,7 @@ fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                     ));
                     return;
                 }
-                if let Some(branches) = step.member("branches").and_then(Node::as_array) {
+                if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                     lists.push((Some((l, i)), branches));
                     todo.push(lists.len() - 1);
                 }
@@ -273,18 +273,18 @@ fn steps_pointer(key: &str, lists: &[StepList<'_>], l: usize) -> String {
 /// Variable patterns: at most `max_patterns` of them, each compiling within
 /// `max_pattern_size` (the check the artifact loader makes, `packc_vm::Program`).
 fn patterns(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
-    let Some(prompts) = root.member("prompts").and_then(Node::as_object) else {
+    let Some(prompts) = root.get("prompts").and_then(Node::as_object) else {
         return;
     };
     let mut count = 0usize;
     for (key, prompt) in prompts {
-        let Some(vars) = prompt.member("variables").and_then(Node::as_array) else {
+        let Some(vars) = prompt.get("variables").and_then(Node::as_array) else {
             continue;
         };
         for (i, var) in vars.iter().enumerate() {
             let Some(pattern) = var
-                .member("validation")
-                .and_then(|v| v.member("pattern"))
+                .get("validation")
+                .and_then(|v| v.get("pattern"))
                 .and_then(Node::as_str)
             else {
                 continue;
@@ -330,7 +330,7 @@ fn step_count(steps: &[Node]) -> usize {
     while let Some(list) = first.take().or_else(|| stack.pop()) {
         n = n.saturating_add(list.len());
         for step in list {
-            if let Some(branches) = step.member("branches").and_then(Node::as_array) {
+            if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                 stack.push(branches);
             }
         }

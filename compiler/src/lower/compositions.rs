@@ -22,7 +22,7 @@ use crate::vocab::{Kind, Op, Strategy};
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let base = At::Text("/compositions");
-    for (key, comp) in entries(cx.root.member("compositions")) {
+    for (key, comp) in entries(cx.root.get("compositions")) {
         let c = lower_one(cx, key, comp, &base.key(key))?;
         cx.module.compositions.push(c);
     }
@@ -46,11 +46,11 @@ fn lower_one(
     // Pass 1: number the steps; a parallel's branches directly follow it.
     let mut flat = Vec::new();
     let steps = comp
-        .member("steps")
+        .get("steps")
         .and_then(Node::as_array)
         .unwrap_or_default();
     for (i, step) in steps.iter().enumerate() {
-        let branches = step.member("branches").and_then(Node::as_array);
+        let branches = step.get("branches").and_then(Node::as_array);
         flat.push(Flat {
             step,
             at: (i, None),
@@ -76,7 +76,7 @@ fn lower_one(
         }
         // Only top-level steps can be named (then/else/depends_on/output/references).
         if f.top {
-            if let Some(name) = f.step.member("id").and_then(Node::as_str) {
+            if let Some(name) = f.step.get("id").and_then(Node::as_str) {
                 ids.entry(name).or_insert(id);
             }
         }
@@ -92,7 +92,7 @@ fn lower_one(
         let s = f.step;
         let (tokens, n) = Token::step(f.at.0, f.at.1);
         let p = &At::Path(ptr, &tokens[..n]);
-        let kind_name = s.member("kind").and_then(Node::as_str).unwrap_or("");
+        let kind_name = s.get("kind").and_then(Node::as_str).unwrap_or("");
         let Some(vocab_kind) = Kind::parse_at(kind_name, cx.level >= ir_spec::SpecLevel::V1_8)
         else {
             return Err(LowerError::new(
@@ -107,10 +107,10 @@ fn lower_one(
         };
         let kind = match vocab_kind {
             Kind::Prompt | Kind::Agent => {
-                let task = s.member("prompt_task").and_then(Node::as_str).unwrap_or("");
+                let task = s.get("prompt_task").and_then(Node::as_str).unwrap_or("");
                 let prompt = cx.prompt(task, &p.key("prompt_task"))?;
                 let input = bind("input")?.unwrap_or(Bind::Const(serde_json::Value::Null));
-                let output_schema = output_schema(cx, s.member("output_schema"));
+                let output_schema = output_schema(cx, s.get("output_schema"));
                 if vocab_kind == Kind::Prompt {
                     StepKind::Prompt {
                         prompt,
@@ -118,16 +118,14 @@ fn lower_one(
                         output_schema,
                     }
                 } else {
-                    let pv = cx.root.member("prompts").and_then(|ps| ps.get(task));
-                    let pol = policy(pv.and_then(|pv| pv.member("tool_policy")));
-                    let list = s
-                        .member("tools")
-                        .or_else(|| pv.and_then(|pv| pv.member("tools")));
+                    let pv = cx.root.get("prompts").and_then(|ps| ps.get(task));
+                    let pol = policy(pv.and_then(|pv| pv.get("tool_policy")));
+                    let list = s.get("tools").or_else(|| pv.and_then(|pv| pv.get("tools")));
                     let names: Vec<&str> = strings(list).collect();
                     let tools = offered(cx, &names, &pol);
-                    let term = s.member("termination");
+                    let term = s.get("termination");
                     let tool_called = match term
-                        .and_then(|t| t.member("tool_called"))
+                        .and_then(|t| t.get("tool_called"))
                         .and_then(Node::as_str)
                     {
                         Some(t) => Some(cx.tool(t, &p.key("termination").key("tool_called"))?),
@@ -139,13 +137,13 @@ fn lower_one(
                         output_schema,
                         tools,
                         max_tool_calls_per_turn: pol.max_tool_calls_per_turn,
-                        max_steps: uint32(term.and_then(|t| t.member("max_steps"))),
+                        max_steps: uint32(term.and_then(|t| t.get("max_steps"))),
                         tool_called,
                     }
                 }
             }
             Kind::Tool => {
-                let name = s.member("tool").and_then(Node::as_str).unwrap_or("");
+                let name = s.get("tool").and_then(Node::as_str).unwrap_or("");
                 StepKind::Tool {
                     tool: cx.tool(name, &p.key("tool"))?,
                     args: bind("args")?
@@ -161,7 +159,7 @@ fn lower_one(
                 };
                 StepKind::Branch {
                     predicate: lower_pred(
-                        s.member("predicate").unwrap_or(&Node::Null),
+                        s.get("predicate").unwrap_or(&Node::Null),
                         &p.key("predicate"),
                         &lookup,
                     )?,
@@ -172,20 +170,20 @@ fn lower_one(
             }
             Kind::Parallel => {
                 let n = s
-                    .member("branches")
+                    .get("branches")
                     .and_then(Node::as_array)
                     .map_or(0, <[Node]>::len);
                 let first = i + 1;
                 let branches = (first..first + n).filter_map(StepId::from_index).collect();
-                let reduce = s.member("reduce");
+                let reduce = s.get("reduce");
                 let strategy = reduce
-                    .and_then(|r| r.member("strategy"))
+                    .and_then(|r| r.get("strategy"))
                     .and_then(Node::as_str)
                     .and_then(Strategy::parse)
                     .unwrap_or(Strategy::Barrier)
                     .reduce();
                 let into = reduce
-                    .and_then(|r| r.member("into"))
+                    .and_then(|r| r.get("into"))
                     .and_then(Node::as_str)
                     .unwrap_or("")
                     .to_owned();
@@ -219,25 +217,25 @@ fn lower_one(
             }
         };
         let depends_on = s
-            .member("depends_on")
+            .get("depends_on")
             .and_then(Node::as_array)
             .into_iter()
             .flatten()
             .enumerate()
             .filter_map(|(k, d)| d.as_str().map(|d| lookup(d, &p.key("depends_on").index(k))))
             .collect::<Result<Vec<_>, _>>()?;
-        let modifiers = s.member("modifiers");
+        let modifiers = s.get("modifiers");
         let max_attempts = uint32(
             modifiers
-                .and_then(|m| m.member("retry"))
-                .and_then(|r| r.member("max_attempts")),
+                .and_then(|m| m.get("retry"))
+                .and_then(|r| r.get("max_attempts")),
         )
         .unwrap_or(1)
         .max(1);
-        let evals = strings(modifiers.and_then(|m| m.member("eval")))
+        let evals = strings(modifiers.and_then(|m| m.get("eval")))
             .map(str::to_owned)
             .collect();
-        let id = s.member("id").and_then(Node::as_str).unwrap_or("");
+        let id = s.get("id").and_then(Node::as_str).unwrap_or("");
         out.push(Step {
             id: cx.intern(id),
             kind,
@@ -266,7 +264,7 @@ fn lower_one(
             }
         }
     }
-    let output = match comp.member("output").and_then(Node::as_str) {
+    let output = match comp.get("output").and_then(Node::as_str) {
         Some(name) => Some(lookup(name, &ptr.key("output"))?),
         None => None,
     };
@@ -367,32 +365,32 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
             .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), lookup))
             .collect()
     };
-    if let Some(all) = obj.member("all_of") {
+    if let Some(all) = obj.get("all_of") {
         return Ok(Pred::All(list("all_of", all)?));
     }
-    if let Some(any) = obj.member("any_of") {
+    if let Some(any) = obj.get("any_of") {
         return Ok(Pred::Any(list("any_of", any)?));
     }
-    if let Some(inner) = obj.member("not") {
+    if let Some(inner) = obj.get("not") {
         return Ok(Pred::Not(Box::new(lower_pred(
             inner,
             &ptr.key("not"),
             lookup,
         )?)));
     }
-    let path_text = obj.member("path").and_then(Node::as_str).ok_or_else(bad)?;
+    let path_text = obj.get("path").and_then(Node::as_str).ok_or_else(bad)?;
     let pptr = ptr.key("path");
     let reference =
         parse_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
     let path = lower_ref(reference, &pptr, lookup)?;
-    if let Some(expect) = obj.member("exists") {
+    if let Some(expect) = obj.get("exists") {
         return Ok(Pred::Exists {
             path,
             expect: expect.as_bool().ok_or_else(bad)?,
         });
     }
     let value = obj
-        .member("value")
+        .get("value")
         .map_or(serde_json::Value::Null, Node::to_value);
     let ordered = |op| Compare::Ordered {
         op,
@@ -403,7 +401,7 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
         negate,
     };
     let op = obj
-        .member("op")
+        .get("op")
         .and_then(Node::as_str)
         .and_then(Op::parse)
         .ok_or_else(bad)?;

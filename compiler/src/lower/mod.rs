@@ -83,7 +83,7 @@ pub fn lower(pack: &Node, options: &LowerOptions) -> Result<Module, LowerError> 
     let mut cx = Cx::new(root, options);
     cx.level = crate::schema::level_of(pack, options.spec_level);
     cx.module.id = root
-        .member("id")
+        .get("id")
         .and_then(Node::as_str)
         .unwrap_or_default()
         .to_owned();
@@ -126,13 +126,13 @@ impl<'a> Cx<'a> {
             options,
             module: Module::default(),
             strings: HashMap::default(),
-            prompts: ids(keys(root.member("prompts")))
+            prompts: ids(keys(root.get("prompts")))
                 .filter_map(|(i, k)| Some((k, PromptId::from_index(i)?)))
                 .collect(),
-            tools: ids(keys(root.member("tools")))
+            tools: ids(keys(root.get("tools")))
                 .filter_map(|(i, k)| Some((k, ToolId::from_index(i)?)))
                 .collect(),
-            members: keys(root.member("agents").and_then(|a| a.member("members"))),
+            members: keys(root.get("agents").and_then(|a| a.get("members"))),
             artifacts: HashMap::default(),
         }
     }

@@ -13,7 +13,7 @@ use crate::syntax::{self, expand_fragments, parse_template};
 
 /// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
 pub(super) fn lower_tools(cx: &mut Cx<'_>) {
-    for (key, tool) in entries(cx.root.member("tools")) {
+    for (key, tool) in entries(cx.root.get("tools")) {
         let key = cx.intern(key);
         let text = |name: &str| {
             tool.get(name)
@@ -27,7 +27,7 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
             description: text("description"),
             parameters: ir_spec::JsonText::from_value(
                 &tool
-                    .member("parameters")
+                    .get("parameters")
                     .map_or(serde_json::Value::Null, Node::to_value),
             ),
         });
@@ -36,20 +36,20 @@ pub(super) fn lower_tools(cx: &mut Cx<'_>) {
 
 /// `prompts` → [`Module::prompts`](ir_spec::Module::prompts), in source order.
 pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    for (key, prompt) in entries(cx.root.member("prompts")) {
+    for (key, prompt) in entries(cx.root.get("prompts")) {
         let key = cx.intern(key);
         let variables: Vec<Variable> = prompt
-            .member("variables")
+            .get("variables")
             .and_then(Node::as_array)
             .map(|vars| vars.iter().filter_map(variable).collect())
             .unwrap_or_default();
         let system = template(cx, prompt, &variables);
-        let policy = policy(prompt.member("tool_policy"));
-        let names: Vec<&str> = strings(prompt.member("tools")).collect();
+        let policy = policy(prompt.get("tool_policy"));
+        let names: Vec<&str> = strings(prompt.get("tools")).collect();
         let tools = offered(cx, &names, &policy);
         let level_1_8 = cx.level >= ir_spec::SpecLevel::V1_8;
         let guards = prompt
-            .member("validators")
+            .get("validators")
             .and_then(Node::as_array)
             .map(|list| {
                 list.iter()
@@ -65,7 +65,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             policy,
             parameters: ir_spec::JsonText::from_value(
                 &prompt
-                    .member("parameters")
+                    .get("parameters")
                     .map_or(serde_json::Value::Null, Node::to_value),
             ),
             guards,
@@ -105,21 +105,18 @@ pub(super) fn policy(v: Option<&Node>) -> ToolPolicy {
         return ToolPolicy::default();
     };
     ToolPolicy {
-        tool_choice_none: v.member("tool_choice").and_then(Node::as_str) == Some("none"),
-        max_rounds: uint32(v.member("max_rounds")),
-        max_tool_calls_per_turn: uint32(v.member("max_tool_calls_per_turn")),
-        blocklist: strings(v.member("blocklist")).map(str::to_owned).collect(),
+        tool_choice_none: v.get("tool_choice").and_then(Node::as_str) == Some("none"),
+        max_rounds: uint32(v.get("max_rounds")),
+        max_tool_calls_per_turn: uint32(v.get("max_tool_calls_per_turn")),
+        blocklist: strings(v.get("blocklist")).map(str::to_owned).collect(),
     }
 }
 
 /// One entry of `variables`; `None` without a string `name`.
 fn variable(v: &Node) -> Option<Variable> {
-    let name = v.member("name")?.as_str()?.to_owned();
-    let required = v
-        .member("required")
-        .and_then(Node::as_bool)
-        .unwrap_or(false);
-    let ty = match v.member("type").and_then(Node::as_str) {
+    let name = v.get("name")?.as_str()?.to_owned();
+    let required = v.get("required").and_then(Node::as_bool).unwrap_or(false);
+    let ty = match v.get("type").and_then(Node::as_str) {
         Some("string") => Some(VarType::String),
         Some("number") => Some(VarType::Number),
         Some("boolean") => Some(VarType::Boolean),
@@ -131,10 +128,10 @@ fn variable(v: &Node) -> Option<Variable> {
     let default = if required {
         None
     } else {
-        v.member("default").map(Node::to_value)
+        v.get("default").map(Node::to_value)
     };
-    let val = v.member("validation");
-    let get = |k: &str| val.and_then(|val| val.member(k));
+    let val = v.get("validation");
+    let get = |k: &str| val.and_then(|val| val.get(k));
     let validation = Validation {
         pattern: get("pattern").and_then(Node::as_str).map(str::to_owned),
         min_length: uint(get("min_length")),
@@ -157,13 +154,13 @@ fn variable(v: &Node) -> Option<Variable> {
 /// The `system_template`, fragments expanded, placeholders classified.
 fn template(cx: &mut Cx<'_>, prompt: &Node, variables: &[Variable]) -> Vec<Segment> {
     let text = prompt
-        .member("system_template")
+        .get("system_template")
         .and_then(Node::as_str)
         .unwrap_or_default();
-    let fragments = cx.root.member("fragments").and_then(Node::as_object);
+    let fragments = cx.root.get("fragments").and_then(Node::as_object);
     let expanded = expand_fragments(
         text,
-        |name| fragments?.member(name)?.as_str(),
+        |name| fragments?.get(name)?.as_str(),
         |name| variables.iter().any(|v| v.name == name),
     );
     parse_template(&expanded.text)

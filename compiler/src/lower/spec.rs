@@ -11,8 +11,8 @@ use super::Cx;
 /// The items of a pack's `requires.providers` list, as written (none when it is absent or
 /// not a list).
 pub(crate) fn provider_items<'a, 's>(root: &'a Obj<'s>) -> &'a [Node<'s>] {
-    root.member("requires")
-        .and_then(|r| r.member("providers"))
+    root.get("requires")
+        .and_then(|r| r.get("providers"))
         .and_then(Node::as_array)
         .unwrap_or_default()
 }
@@ -29,13 +29,13 @@ pub(crate) fn declared_providers(root: &Obj) -> Vec<Provider> {
                 required: true,
             }),
             Node::Object(o) => Some(Provider {
-                key: o.member("key")?.as_str()?.to_owned(),
+                key: o.get("key")?.as_str()?.to_owned(),
                 role: o
-                    .member("role")
+                    .get("role")
                     .and_then(Node::as_str)
                     .unwrap_or("llm")
                     .to_owned(),
-                required: o.member("required").and_then(Node::as_bool).unwrap_or(true),
+                required: o.get("required").and_then(Node::as_bool).unwrap_or(true),
             }),
             _ => None,
         })
@@ -52,8 +52,8 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
     if level >= SpecLevel::V1_8 {
         if let (Some(wf), Some(states)) = (
             cx.module.workflow.as_ref(),
-            root.member("workflow")
-                .and_then(|w| w.member("states"))
+            root.get("workflow")
+                .and_then(|w| w.get("states"))
                 .and_then(Node::as_object),
         ) {
             spec.holds_turn = wf
@@ -61,7 +61,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                 .iter()
                 .zip(states.values())
                 .map(|(s, v)| {
-                    !s.terminal && v.member("control").and_then(Node::as_str) != Some("agent")
+                    !s.terminal && v.get("control").and_then(Node::as_str) != Some("agent")
                 })
                 .collect();
         }
@@ -89,14 +89,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
         u32::try_from(i).ok()
     };
     if level >= SpecLevel::V1_9 {
-        let prompts = root.member("prompts").and_then(Node::as_object);
+        let prompts = root.get("prompts").and_then(Node::as_object);
         spec.prompt_providers = prompts
             .into_iter()
             .flat_map(|m| m.values())
-            .map(|p| index(&spec.providers, p.member("provider")).unwrap_or(0))
+            .map(|p| index(&spec.providers, p.get("provider")).unwrap_or(0))
             .collect();
         let named_any = spec.prompt_providers.iter().any(|p| *p != 0);
-        let comps = root.member("compositions").and_then(Node::as_object);
+        let comps = root.get("compositions").and_then(Node::as_object);
         let mut any_step = false;
         for (comp, c) in comps
             .into_iter()
@@ -105,14 +105,14 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
         {
             let mut flat = Vec::with_capacity(c.steps.len());
             for step in comp
-                .member("steps")
+                .get("steps")
                 .and_then(Node::as_array)
                 .into_iter()
                 .flatten()
             {
                 flat.push(step);
                 flat.extend(
-                    step.member("branches")
+                    step.get("branches")
                         .and_then(Node::as_array)
                         .into_iter()
                         .flatten(),
@@ -128,7 +128,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                         | ir_spec::StepKind::Agent { prompt, .. } => *prompt,
                         _ => return 0,
                     };
-                    let own = index(&spec.providers, v.member("provider"));
+                    let own = index(&spec.providers, v.get("provider"));
                     // A step naming a provider other than its prompt's (`default`
                     // included) keeps the table.
                     any_step |= own.is_some_and(|p| p != spec.prompt_provider(prompt));
@@ -149,8 +149,8 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
     }
     if level >= SpecLevel::V1_5_1 {
         spec.governance = root
-            .member("metadata")
-            .and_then(|m| m.member("governance"))
+            .get("metadata")
+            .and_then(|m| m.get("governance"))
             .map(Node::to_value);
     }
     cx.module.spec = spec;

@@ -15,8 +15,8 @@ use super::{uint, Cx, LowerError};
 
 fn states<'a>(cx: &Cx<'a>) -> Option<&'a Obj<'a>> {
     cx.root
-        .member("workflow")
-        .and_then(|w| w.member("states"))
+        .get("workflow")
+        .and_then(|w| w.get("states"))
         .and_then(Node::as_object)
 }
 
@@ -36,7 +36,7 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
     let mut names = Vec::new();
     for state in states(cx).into_iter().flat_map(|s| s.values()) {
         for name in state
-            .member("artifacts")
+            .get("artifacts")
             .and_then(Node::as_object)
             .into_iter()
             .flat_map(|a| a.keys())
@@ -54,7 +54,7 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
 
 /// `workflow` → [`Module::workflow`](ir_spec::Module::workflow).
 pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(), LowerError> {
-    let Some(wf) = cx.root.member("workflow") else {
+    let Some(wf) = cx.root.get("workflow") else {
         return Ok(());
     };
     let ids = state_ids(cx);
@@ -64,10 +64,10 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
     };
-    let entry = state_id(wf.member("entry"), &At::Text("/workflow/entry"))?;
+    let entry = state_id(wf.get("entry"), &At::Text("/workflow/entry"))?;
     let comps: HashMap<&str, CompId> = cx
         .root
-        .member("compositions")
+        .get("compositions")
         .and_then(Node::as_object)
         .map(|c| {
             c.keys()
@@ -78,38 +78,38 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
         .unwrap_or_default();
     let mut out = Vec::new();
     let base = At::Text("/workflow/states");
-    for (key, s) in entries(wf.member("states")) {
+    for (key, s) in entries(wf.get("states")) {
         let ptr = base.key(key);
-        let mode = match s.member("orchestration").and_then(Node::as_str) {
+        let mode = match s.get("orchestration").and_then(Node::as_str) {
             Some("external") => Orchestration::External,
             Some("hybrid") => Orchestration::Hybrid,
             Some("composition") => Orchestration::Composition,
             _ => Orchestration::Internal,
         };
         let body = if mode == Orchestration::Composition {
-            let name = s.member("composition").and_then(Node::as_str).unwrap_or("");
+            let name = s.get("composition").and_then(Node::as_str).unwrap_or("");
             StateBody::Composition(comps.get(name).copied().ok_or_else(|| {
                 LowerError::new(ptr.key("composition"), format!("no composition `{name}`"))
             })?)
         } else {
-            let name = s.member("prompt_task").and_then(Node::as_str).unwrap_or("");
+            let name = s.get("prompt_task").and_then(Node::as_str).unwrap_or("");
             StateBody::Prompt(cx.prompt(name, &ptr.key("prompt_task"))?)
         };
         let mut on_event = Vec::new();
         let events = ptr.key("on_event");
-        for (event, target) in entries(s.member("on_event")) {
+        for (event, target) in entries(s.get("on_event")) {
             let target = state_id(Some(target), &events.key(event))?;
             on_event.push((event_id(cx, event), target));
         }
         let terminal =
-            s.member("terminal").and_then(Node::as_bool) == Some(true) || on_event.is_empty();
-        let on_max_visits = match s.member("on_max_visits") {
+            s.get("terminal").and_then(Node::as_bool) == Some(true) || on_event.is_empty();
+        let on_max_visits = match s.get("on_max_visits") {
             Some(v) => Some(state_id(Some(v), &ptr.key("on_max_visits"))?),
             None => None,
         };
         let mut arts = Vec::new();
-        for (name, def) in entries(s.member("artifacts")) {
-            let mode = match def.member("mode").and_then(Node::as_str) {
+        for (name, def) in entries(s.get("artifacts")) {
+            let mode = match def.get("mode").and_then(Node::as_str) {
                 Some("append") => ArtifactMode::Append,
                 _ => ArtifactMode::Replace,
             };
@@ -123,14 +123,14 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
             mode,
             terminal,
             on_event,
-            max_visits: uint(s.member("max_visits")),
+            max_visits: uint(s.get("max_visits")),
             on_max_visits,
-            persistent: s.member("persistence").and_then(Node::as_str) == Some("persistent"),
+            persistent: s.get("persistence").and_then(Node::as_str) == Some("persistent"),
             artifacts: arts,
         });
     }
-    let budget = wf.member("engine").and_then(|e| e.member("budget"));
-    let limit = |k: &str| uint(budget.and_then(|b| b.member(k)));
+    let budget = wf.get("engine").and_then(|e| e.get("budget"));
+    let limit = |k: &str| uint(budget.and_then(|b| b.get(k)));
     cx.module.workflow = Some(Workflow {
         entry,
         states: out,
@@ -156,10 +156,10 @@ fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
 /// `agents.members` → [`Module::agents`](ir_spec::Module::agents).
 pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let ids = state_ids(cx);
-    let agents = cx.root.member("agents").and_then(|a| a.member("members"));
+    let agents = cx.root.get("agents").and_then(|a| a.get("members"));
     let members = At::Text("/agents/members");
     for (key, member) in entries(agents) {
-        let start = match member.member("state").and_then(Node::as_str) {
+        let start = match member.get("state").and_then(Node::as_str) {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
                 LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),

@@ -165,7 +165,7 @@ impl Walk<'_> {
                 (Node::Obj(props), Doc::Object(members)) => {
                     let mut verdict = Valid;
                     for (name, sub) in *props {
-                        if let Some(member) = members.member(name) {
+                        if let Some(member) = members.get(name) {
                             verdict = verdict.and(|| self.check(sub, member, depth + 1));
                             if verdict == Invalid {
                                 return Invalid;
@@ -209,7 +209,7 @@ impl Walk<'_> {
                     let mut verdict = Valid;
                     for name in *names {
                         match name.as_str() {
-                            Some(n) if members.member(n).is_some() => {}
+                            Some(n) if members.get(n).is_some() => {}
                             Some(_) => return Invalid,
                             None => verdict = Unknown,
                         }
@@ -510,7 +510,7 @@ fn equal(a: &impl Json, b: &Doc) -> Option<bool> {
             return Some(false);
         }
         for (k, x) in members {
-            match y.member(k) {
+            match y.get(k) {
                 Some(y) if equal(x, y)? => {}
                 _ => return Some(false),
             }

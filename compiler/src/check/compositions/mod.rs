@@ -29,7 +29,7 @@ const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifac
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/compositions");
-    for (name, comp) in entries(cx.root.member("compositions")) {
+    for (name, comp) in entries(cx.root.get("compositions")) {
         check_composition(cx, name, comp, &base.key(name));
     }
 }
@@ -50,7 +50,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Node, ptr: &At<'_>)
     };
     shape::composition_members(cx, obj, ptr);
     let steps_ptr = ptr.key("steps");
-    let steps: &[Node] = match obj.member("steps") {
+    let steps: &[Node] = match obj.get("steps") {
         None => {
             cx.push(
                 schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list"),
@@ -71,7 +71,7 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Node, ptr: &At<'_>)
         let sptr = steps_ptr.index(i);
         check_step(cx, &mut c, step, &sptr, i, false);
     }
-    if let Some(output) = obj.member("output").and_then(Node::as_str) {
+    if let Some(output) = obj.get("output").and_then(Node::as_str) {
         order::check_output(cx, &c, output, &ptr.key("output"));
     }
 }
@@ -88,7 +88,7 @@ fn check_step(
     let Some(obj) = expect_object(cx, step, ptr, What::Phrase("a step")) else {
         return;
     };
-    match obj.member("id") {
+    match obj.get("id") {
         None => cx.push(
             schema(ptr, "step without `id`")
                 .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$"),
@@ -112,7 +112,7 @@ fn check_step(
             _ => {}
         },
     }
-    let kind = match obj.member("kind") {
+    let kind = match obj.get("kind") {
         None => {
             cx.push(
                 schema(ptr, "step without `kind`")
@@ -134,14 +134,14 @@ fn check_step(
     match kind {
         Kind::Prompt | Kind::Agent => {
             check_prompt_task(cx, obj, ptr);
-            check_bindings(cx, c, obj.member("input"), &ptr.key("input"), index);
+            check_bindings(cx, c, obj.get("input"), &ptr.key("input"), index);
             check_output_schema(cx, obj, ptr);
             if kind == Kind::Agent {
                 check_agent(cx, obj, ptr);
             }
         }
         Kind::Tool => {
-            match obj.member("tool") {
+            match obj.get("tool") {
                 None => cx.push(
                     schema(ptr, "tool step without `tool`")
                         .help("name the tool to call: `tool: <key of tools>`"),
@@ -157,12 +157,12 @@ fn check_step(
                     }
                 }
             }
-            check_bindings(cx, c, obj.member("args"), &ptr.key("args"), index);
+            check_bindings(cx, c, obj.get("args"), &ptr.key("args"), index);
         }
         Kind::Branch => check_branch(cx, c, step),
         Kind::Parallel => check_parallel(cx, c, step),
         Kind::Extension => {
-            check_bindings(cx, c, obj.member("input"), &ptr.key("input"), index);
+            check_bindings(cx, c, obj.get("input"), &ptr.key("input"), index);
         }
     }
 }
@@ -211,7 +211,7 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
 }
 
 fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
-    let Some(v) = obj.member("prompt_task") else {
+    let Some(v) = obj.get("prompt_task") else {
         cx.push(
             schema(ptr, "step without `prompt_task`")
                 .help("name the prompt to call: `prompt_task: <key of prompts>`"),
@@ -268,7 +268,7 @@ fn check_output_schema(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
 fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let tools_ptr = ptr.key("tools");
     let mut step_tools: Option<Vec<&str>> = None;
-    if let Some(v) = obj.member("tools") {
+    if let Some(v) = obj.get("tools") {
         if let Some(tools) = expect_array(cx, v, &tools_ptr, What::Member("tools"), "an array") {
             let mut names = Vec::new();
             for (k, t) in tools.iter().enumerate() {
@@ -286,7 +286,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
         }
     }
     let tptr = ptr.key("termination");
-    let Some(term) = obj.member("termination") else {
+    let Some(term) = obj.get("termination") else {
         cx.push(
             Diagnostic::new(
                 DiagKind::AgentMissingTermination,
@@ -313,7 +313,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
         );
         return;
     };
-    if term.member("max_steps").is_none() && term.member("tool_called").is_none() {
+    if term.get("max_steps").is_none() && term.get("tool_called").is_none() {
         cx.push(
             Diagnostic::new(
                 DiagKind::AgentMissingTermination,
@@ -323,7 +323,7 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
             .help("add `max_steps: N` and/or `tool_called: <tool>`"),
         );
     }
-    if let Some(v) = term.member("max_steps") {
+    if let Some(v) = term.get("max_steps") {
         if v.as_u64().is_none_or(|n| n < 1) {
             cx.push(schema(
                 &tptr.key("max_steps"),
@@ -354,15 +354,9 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     }
     // 6.3.1: the step's tools, else its prompt's.
     let listed: Vec<&str> = step_tools.unwrap_or_else(|| {
-        obj.member("prompt_task")
+        obj.get("prompt_task")
             .and_then(Node::as_str)
-            .and_then(|p| {
-                cx.root
-                    .member("prompts")?
-                    .get(p)?
-                    .member("tools")?
-                    .as_array()
-            })
+            .and_then(|p| cx.root.get("prompts")?.get(p)?.get("tools")?.as_array())
             .map(|a| a.iter().filter_map(Node::as_str).collect())
             .unwrap_or_default()
     });
@@ -380,14 +374,14 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
 
 fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
-    match obj.member("predicate") {
+    match obj.get("predicate") {
         None => cx.push(
             schema(ptr, "branch step without `predicate`")
                 .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`"),
         ),
         Some(p) => predicate::check_predicate(cx, c, p, &ptr.key("predicate"), index),
     }
-    if obj.member("then").is_none() {
+    if obj.get("then").is_none() {
         cx.push(
             schema(ptr, "branch step without `then`")
                 .help("name the step to run when the predicate is true"),
@@ -399,7 +393,7 @@ fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
 fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     let bptr = ptr.key("branches");
-    match obj.member("branches") {
+    match obj.get("branches") {
         None => cx.push(
             Diagnostic::new(
                 DiagKind::ParallelTooFewBranches,
@@ -430,7 +424,7 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
             }
         }
     }
-    let Some(reduce) = obj.member("reduce") else {
+    let Some(reduce) = obj.get("reduce") else {
         cx.push(
             Diagnostic::new(
                 DiagKind::ParallelMissingReduce,

@@ -87,17 +87,17 @@ impl<'p> Comp<'p> {
         };
         for (i, step) in steps.iter().enumerate() {
             let kind = step
-                .member("kind")
+                .get("kind")
                 .and_then(Node::as_str)
                 .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
-            if let Some(id) = step.member("id").and_then(Node::as_str) {
+            if let Some(id) = step.get("id").and_then(Node::as_str) {
                 if seen(cx, &c, id, (i, None)) {
                     c.top.insert(id, TopStep { index: i, kind });
                 }
             }
-            if let Some(branches) = step.member("branches").and_then(Node::as_array) {
+            if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                 for (j, b) in branches.iter().enumerate() {
-                    if let Some(id) = b.member("id").and_then(Node::as_str) {
+                    if let Some(id) = b.get("id").and_then(Node::as_str) {
                         if seen(cx, &c, id, (i, Some(j))) {
                             c.nested.insert(id, (i, j));
                         }
@@ -160,7 +160,7 @@ pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr
 pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     for key in ["then", "else"] {
-        let Some(target) = obj.member(key) else {
+        let Some(target) = obj.get(key) else {
             continue;
         };
         let tptr = ptr.key(key);
@@ -196,7 +196,7 @@ pub(super) fn check_depends_on(
     nested: bool,
 ) {
     let Step { obj, ptr, index } = step;
-    let Some(deps) = obj.member("depends_on") else {
+    let Some(deps) = obj.get("depends_on") else {
         return;
     };
     let dptr = ptr.key("depends_on");

@@ -82,7 +82,7 @@ pub(super) fn check_predicate(
     }
     match variant[0] {
         "path" => {
-            if let Some(op) = obj.member("op") {
+            if let Some(op) = obj.get("op") {
                 if op.as_str().and_then(Op::parse).is_none() {
                     let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
                     cx.push(invalid_predicate(
@@ -91,14 +91,14 @@ pub(super) fn check_predicate(
                     ));
                     return;
                 }
-                if let Some(v) = obj.member("value") {
+                if let Some(v) = obj.get("value") {
                     if contains_reference_text(v) {
                         cx.push(invalid_predicate(ptr, "a predicate `value` is a literal and may not contain `${`; comparing two paths is not supported in v1"));
                         return;
                     }
                 }
             }
-            if let Some(e) = obj.member("exists") {
+            if let Some(e) = obj.get("exists") {
                 if !e.is_boolean() {
                     cx.push(invalid_predicate(
                         ptr,

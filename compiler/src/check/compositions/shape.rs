@@ -107,7 +107,7 @@ pub(super) fn optional_str<'v>(
     ptr: &At<'_>,
     key: &str,
 ) -> Option<&'v str> {
-    let v = obj.member(key)?;
+    let v = obj.get(key)?;
     expect_str(cx, v, &ptr.key(key), What::Member(key))
 }
 
@@ -130,7 +130,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) 
             );
         }
     }
-    match obj.member("version") {
+    match obj.get("version") {
         None => cx.push(schema(ptr, "missing required member `version`").help("add `version: 1`")),
         Some(v) if v.as_u64() != Some(1) => cx.push(
             schema(
@@ -144,7 +144,7 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) 
     for key in ["description", "input_schema", "output_schema", "output"] {
         optional_str(cx, obj, ptr, key);
     }
-    if let Some(v) = obj.member("engine") {
+    if let Some(v) = obj.get("engine") {
         expect_object(cx, v, &ptr.key("engine"), What::Member("engine"));
     }
 }
@@ -226,17 +226,17 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Obj, ptr: &At<
 
 /// A step's `modifiers`: `retry.max_attempts` ≥ 1, `eval` a list of eval ids.
 pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
-    let Some(mods) = obj.member("modifiers") else {
+    let Some(mods) = obj.get("modifiers") else {
         return;
     };
     let mptr = ptr.key("modifiers");
     let Some(mods) = expect_object(cx, mods, &mptr, What::Member("modifiers")) else {
         return;
     };
-    if let Some(retry) = mods.member("retry") {
+    if let Some(retry) = mods.get("retry") {
         let rptr = mptr.key("retry");
         if let Some(r) = expect_object(cx, retry, &rptr, What::Member("retry")) {
-            if let Some(n) = r.member("max_attempts") {
+            if let Some(n) = r.get("max_attempts") {
                 if n.as_u64().is_none_or(|n| n < 1) {
                     cx.push(
                         schema(
@@ -249,7 +249,7 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
             }
         }
     }
-    if let Some(eval) = mods.member("eval") {
+    if let Some(eval) = mods.get("eval") {
         let eptr = mptr.key("eval");
         let what = What::Member("eval");
         let Some(evals) = expect_array(cx, eval, &eptr, what, "an array of eval ids") else {
@@ -284,14 +284,14 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Node, rptr: &At<'_>) {
         return;
     };
     for key in ["strategy", "into"] {
-        if r.member(key).is_none() {
+        if r.get(key).is_none() {
             cx.push(
                 schema(rptr, format!("`reduce` without `{key}`"))
                     .help("write `reduce: {strategy: barrier|append|replace, into: <name>}`"),
             );
         }
     }
-    if let Some(s) = r.member("strategy") {
+    if let Some(s) = r.get("strategy") {
         if s.as_str().and_then(Strategy::parse).is_none() {
             cx.push(
                 schema(
@@ -302,7 +302,7 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Node, rptr: &At<'_>) {
             );
         }
     }
-    if let Some(into) = r.member("into") {
+    if let Some(into) = r.get("into") {
         if !into.as_str().is_some_and(is_ident) {
             cx.push(schema(
                 &rptr.key("into"),
