@@ -409,7 +409,7 @@ mod tests {
         let tree::Node::Obj(names) = defs else {
             panic!("`$defs` is an object")
         };
-        let (name, def) = &names[0];
+        let (name, def) = &names.members[0];
         assert_eq!(tree.pointer(&format!("/$defs/{name}")), Some(def));
         assert_eq!(tree.pointer("/$defs/no such definition"), None);
         assert_eq!(tree.pointer(""), Some(tree));

@@ -9,7 +9,7 @@ use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
-use crate::syntax::{expand_fragments, parse_template, Segment};
+use crate::syntax::{expanded_text, placeholder_roots};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/prompts");
@@ -79,17 +79,13 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
         })
         .unwrap_or_default();
     let fragments = cx.root.get("fragments").and_then(Node::as_object);
-    let expanded = expand_fragments(
+    let expanded = expanded_text(
         template,
-        |name| fragments?.get(name)?.as_str(),
+        fragments.map(|f| |name: &str| f.get(name)?.as_str()),
         |name| declared.contains(name),
     );
     let mut undeclared = BTreeSet::new();
-    for segment in &parse_template(&expanded.text).segments {
-        let Segment::Var(placeholder) = segment else {
-            continue;
-        };
-        let root = placeholder.root.as_str();
+    for root in placeholder_roots(&expanded) {
         if matches!(root, "input" | "artifacts") || declared.contains(root) {
             continue;
         }

@@ -9,7 +9,7 @@ use ir_spec::{
 use crate::members::entries;
 
 use super::{strings, uint, uint32, Cx, LowerError};
-use crate::syntax::{self, expand_fragments, parse_template};
+use crate::syntax::{self, expanded_text, parse_template};
 
 /// `tools` → [`Module::tools`](ir_spec::Module::tools), in source order.
 pub(super) fn lower_tools(cx: &mut Cx<'_>) {
@@ -158,12 +158,12 @@ fn template(cx: &mut Cx<'_>, prompt: &Node, variables: &[Variable]) -> Vec<Segme
         .and_then(Node::as_str)
         .unwrap_or_default();
     let fragments = cx.root.get("fragments").and_then(Node::as_object);
-    let expanded = expand_fragments(
+    let expanded = expanded_text(
         text,
-        |name| fragments?.get(name)?.as_str(),
+        fragments.map(|f| |name: &str| f.get(name)?.as_str()),
         |name| variables.iter().any(|v| v.name == name),
     );
-    parse_template(&expanded.text)
+    parse_template(&expanded)
         .segments
         .into_iter()
         .map(|seg| match seg {

@@ -63,6 +63,11 @@ pub(super) struct Simple {
     /// The steps in order: `+` is written as a step taken once and a repeating one,
     /// `{n}` as `n` steps taken once, `?` as an optional step taken once.
     steps: Vec<Step>,
+    /// Whether every step is taken exactly once but the last, which may repeat (as in
+    /// nearly every embedded pattern): then the text's `k`th byte is in the `k`th step's
+    /// set, and every byte past the last step in its set, read in one pass with no set of
+    /// states.
+    linear: bool,
 }
 
 /// One step of a [`Simple`] pattern.
@@ -130,12 +135,19 @@ impl Simple {
                 return None;
             }
         }
-        Some(Simple { steps })
+        let linear = steps
+            .split_last()
+            .is_none_or(|(_, init)| init.iter().all(|s| !s.repeat && !s.optional))
+            && steps.last().is_none_or(|s| s.repeat || !s.optional);
+        Some(Simple { steps, linear })
     }
 
     /// Whether `s` matches: the set of steps the text may have reached, advanced one
     /// byte at a time (linear in the text, whatever the pattern).
     pub(super) fn matches(&self, s: &str) -> bool {
+        if self.linear {
+            return self.matches_linear(s.as_bytes());
+        }
         let end = self.steps.len();
         let mut at = self.closure(1);
         for &b in s.as_bytes() {
@@ -154,6 +166,21 @@ impl Simple {
             }
         }
         at & (1 << end) != 0
+    }
+
+    /// [`Simple::matches`] when the pattern is [`Simple::linear`].
+    fn matches_linear(&self, bytes: &[u8]) -> bool {
+        let has = |set: u128, b: u8| b < 128 && (set >> b) & 1 != 0;
+        let (once, tail) = match self.steps.split_last() {
+            Some((last, init)) if last.repeat => (init, Some(last.set)),
+            _ => (&self.steps[..], None),
+        };
+        if bytes.len() < once.len() || (tail.is_none() && bytes.len() != once.len()) {
+            return false;
+        }
+        let (head, rest) = bytes.split_at(once.len());
+        once.iter().zip(head).all(|(step, &b)| has(step.set, b))
+            && tail.is_none_or(|set| rest.iter().all(|&b| has(set, b)))
     }
 
     /// `at` with every state reachable by skipping optional steps.
@@ -238,16 +265,37 @@ fn range(lo: u8, hi: u8) -> u128 {
 /// Whether `s` matches [`SEMVER`]: `v?MAJOR.MINOR.PATCH(-PRE)?(+BUILD)?`.
 pub(super) fn semver(s: &str) -> bool {
     let s = s.strip_prefix('v').unwrap_or(s);
-    let (core, build) = match s.split_once('+') {
-        Some((core, build)) => (core, Some(build)),
-        None => (s, None),
+    let b = s.as_bytes();
+    // MAJOR.MINOR.PATCH, read byte by byte: most versions are nothing more.
+    let mut at = 0;
+    for k in 0..3 {
+        if k > 0 {
+            if b.get(at) != Some(&b'.') {
+                return false;
+            }
+            at += 1;
+        }
+        let start = at;
+        while b.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        if !numeric(&s[start..at]) {
+            return false;
+        }
+    }
+    let rest = &s[at..];
+    let (pre, build) = if let Some(rest) = rest.strip_prefix('-') {
+        match rest.split_once('+') {
+            Some((pre, build)) => (Some(pre), Some(build)),
+            None => (Some(rest), None),
+        }
+    } else if let Some(build) = rest.strip_prefix('+') {
+        (None, Some(build))
+    } else if rest.is_empty() {
+        (None, None)
+    } else {
+        return false;
     };
-    let (core, pre) = match core.split_once('-') {
-        Some((core, pre)) => (core, Some(pre)),
-        None => (core, None),
-    };
-    let mut numbers = core.split('.');
-    let core_ok = (0..3).all(|_| numbers.next().is_some_and(numeric)) && numbers.next().is_none();
     let alnum = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
     let pre_ok = pre.is_none_or(|pre| {
         pre.split('.').all(|id| {
@@ -264,7 +312,7 @@ pub(super) fn semver(s: &str) -> bool {
             .split('.')
             .all(|id| !id.is_empty() && id.bytes().all(alnum))
     });
-    core_ok && pre_ok && build_ok
+    pre_ok && build_ok
 }
 
 /// `0|[1-9]\d*`.
@@ -352,6 +400,27 @@ mod tests {
         assert_eq!(unknown.len(), 1, "{unknown:?}");
         assert!(unknown[0].starts_with("^P(?:"), "{unknown:?}");
         assert!(patterns.iter().any(|p| p == SEMVER));
+    }
+
+    /// Steps taken once with a repeating last one are matched in one pass; any other
+    /// shape by the set of states.
+    #[test]
+    fn linear_shapes() {
+        for (p, linear) in [
+            ("^[a-z][a-z0-9_-]*$", true),
+            ("^[a-z0-9_]+$", true),
+            ("^[a-z]{2}$", true),
+            ("^$", true),
+            ("^[a-z][a-z0-9_-]*\\.[a-z][a-z0-9_.-]*$", false),
+            ("^a?$", false),
+            ("^a?b$", false),
+        ] {
+            assert_eq!(Simple::parse(p).unwrap().linear, linear, "{p}");
+        }
+        let two = Simple::parse("^[a-z]{2}$").unwrap();
+        assert!(two.matches("ab") && !two.matches("a") && !two.matches("abc"));
+        let id = Simple::parse("^[a-z][a-z0-9_-]*$").unwrap();
+        assert!(id.matches("c0_p0") && !id.matches("0c") && !id.matches("") && !id.matches("aé"));
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //!
 //! The walk reads the pack as the checks do ([`crate::doc::Node`]), at any size; the
 //! validator needs the pack as a `serde_json` value, built only when the walk does not
-//! answer `Valid`. A `$ref` is resolved once a walk, and each `pattern` compiled once a
-//! process.
+//! answer `Valid`. Each schema object's keywords are read once a process, the first time
+//! a walk meets it ([`Ready`], kept in the object's slot of the static tree): its `$ref`
+//! resolved, its `pattern` made ready, its `type` names as bits and its `properties`
+//! hashed, so that a pack of thousands of prompts matches no keyword by name.
 //!
 //! Only [`Verdict::Valid`] is trusted, and it is given only when every keyword met was
 //! understood exactly: the draft 2020-12 keywords the embedded schemas use (`$ref` within
@@ -24,17 +26,14 @@
 //! too large to compare exactly) is [`Verdict::Unknown`], and `Unknown` spreads through
 //! `oneOf`, `anyOf`, `if` and the keywords of a schema so that no answer is ever guessed.
 
-use std::cell::RefCell;
-
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Mutex, OnceLock};
 
 use serde_json::Number;
 
 use crate::doc::Node as Doc;
 
 use super::pattern::Matcher;
-use super::tree::{member, Node};
+use super::tree::{member, Node, Object};
 
 /// What [`valid`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,11 +77,13 @@ fn of(ok: bool) -> Verdict {
 /// schema error inside one to the composition checks, which report each problem with
 /// its own kind, so [`Verdict::Valid`] means that the compiled validator would report
 /// nothing that `validate_at` keeps. The object `compositions` itself is checked.
+///
+/// `schema` is always the root of its document: the `$ref`s of an object are resolved
+/// against it once a process, and kept with the object.
 pub(super) fn valid(schema: &'static Node, instance: &Doc) -> Verdict {
     Walk {
         root: schema,
         compositions: instance.get("compositions"),
-        resolved: RefCell::default(),
     }
     .check(schema, instance, 0)
 }
@@ -91,179 +92,387 @@ pub(super) fn valid(schema: &'static Node, instance: &Doc) -> Verdict {
 /// recurse only through the instance, which the compiler's limits bound.
 const MAX_DEPTH: usize = 256;
 
-/// The members of a schema object.
-type SchemaMembers = &'static [(&'static str, Node)];
+/// A schema object's keywords, read once a process: the tests an instance must pass.
+///
+/// A schema object's verdict is `Invalid` when any of its keywords is, else `Unknown`
+/// when any is, else `Valid`, whatever the order they are tested in; the cheap tests come
+/// first, so that an invalid instance (as the `if` of a conditional often is) is
+/// refused early.
+pub(crate) struct Ready {
+    /// The tests, cheapest first.
+    tests: Box<[Test]>,
+}
+
+/// One test of a [`Ready`] schema object: one keyword, or `properties` and
+/// `additionalProperties` together.
+enum Test {
+    /// `type`.
+    Type(Types),
+    /// `required`; `malformed` when one of the names is not a string.
+    Required {
+        names: Box<[&'static str]>,
+        malformed: bool,
+    },
+    /// `const`.
+    Const(&'static Node),
+    /// `enum`.
+    Enum(&'static [Node]),
+    /// `minItems` to `maxLength`: the count of `of` is at least (`min`) or at most `limit`.
+    Count {
+        of: Counted,
+        min: bool,
+        limit: usize,
+    },
+    /// `minimum` (`min`) or `maximum`; `None` when the limit cannot be compared exactly.
+    Bound { min: bool, limit: Option<f64> },
+    /// `uniqueItems: true`.
+    Unique,
+    /// `pattern`; `None` when it does not compile.
+    Pattern(Option<Matcher>),
+    /// `properties` and `additionalProperties`, in one pass over an object's members.
+    Members(Members),
+    /// `items`.
+    Items(&'static Node),
+    /// `$ref`, resolved.
+    Ref(&'static Node),
+    /// `oneOf`.
+    OneOf(&'static [Node]),
+    /// `anyOf`.
+    AnyOf(&'static [Node]),
+    /// `if`, with its `then` and `else`.
+    If {
+        condition: &'static Node,
+        then: Option<&'static Node>,
+        otherwise: Option<&'static Node>,
+    },
+    /// A keyword not decided exactly whatever the instance: one this walk does not know,
+    /// or one whose value is not what the keyword takes.
+    Unknown,
+}
+
+/// What a [`Test::Count`] counts.
+#[derive(Clone, Copy)]
+enum Counted {
+    /// An array's items.
+    Items,
+    /// An object's members.
+    Properties,
+    /// A string's characters.
+    Length,
+}
+
+/// The names of a `type`, one bit each.
+#[derive(Clone, Copy)]
+struct Types {
+    /// [`Types::NULL`] and the others.
+    allowed: u8,
+    /// A name that is not one of the seven (or not a string).
+    other: bool,
+}
+
+impl Types {
+    const NULL: u8 = 1;
+    const BOOLEAN: u8 = 2;
+    const OBJECT: u8 = 4;
+    const ARRAY: u8 = 8;
+    const STRING: u8 = 16;
+    const NUMBER: u8 = 32;
+    const INTEGER: u8 = 64;
+
+    fn of(value: &Node) -> Types {
+        let mut types = Types {
+            allowed: 0,
+            other: false,
+        };
+        let mut add = |name: &Node| {
+            types.allowed |= match name.as_str() {
+                Some("null") => Types::NULL,
+                Some("boolean") => Types::BOOLEAN,
+                Some("object") => Types::OBJECT,
+                Some("array") => Types::ARRAY,
+                Some("string") => Types::STRING,
+                Some("number") => Types::NUMBER,
+                Some("integer") => Types::INTEGER,
+                _ => {
+                    types.other = true;
+                    0
+                }
+            }
+        };
+        match value {
+            Node::Arr(names) => names.iter().for_each(&mut add),
+            name => add(name),
+        }
+        types
+    }
+
+    /// Whether `instance` has one of the types; `integer` is decided for numbers written
+    /// without a fraction only.
+    fn test(self, instance: &Doc) -> Verdict {
+        let bit = match instance {
+            Doc::Null => Types::NULL,
+            Doc::Bool(_) => Types::BOOLEAN,
+            Doc::Object(_) => Types::OBJECT,
+            Doc::Array(_) => Types::ARRAY,
+            Doc::String(_) => Types::STRING,
+            Doc::Number(n) => {
+                if self.allowed & Types::NUMBER != 0 {
+                    return Valid;
+                }
+                if self.allowed & Types::INTEGER != 0 {
+                    return if n.is_f64() { Unknown } else { Valid };
+                }
+                0
+            }
+        };
+        if self.allowed & bit != 0 {
+            Valid
+        } else if self.other {
+            Unknown
+        } else {
+            Invalid
+        }
+    }
+}
+
+/// `properties` and `additionalProperties` of one schema object.
+struct Members {
+    /// The schema of each named member.
+    properties: Properties,
+    /// The schema of every other member (`additionalProperties`), when there is one.
+    additional: Option<&'static Node>,
+}
+
+/// A schema object's `properties`, looked up by name.
+enum Properties {
+    /// Few: searched in order.
+    Few(&'static [(&'static str, Node)]),
+    /// Many: hashed.
+    Many(HashMap<&'static str, &'static Node>),
+}
+
+/// Above this many `properties`, they are hashed.
+const FEW_PROPERTIES: usize = 8;
+
+impl Properties {
+    fn of(members: &'static [(&'static str, Node)]) -> Properties {
+        if members.len() <= FEW_PROPERTIES {
+            Properties::Few(members)
+        } else {
+            Properties::Many(members.iter().map(|(k, v)| (*k, v)).collect())
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&'static Node> {
+        match self {
+            Properties::Few(members) => member(members, name),
+            Properties::Many(map) => map.get(name).copied(),
+        }
+    }
+}
+
+impl Test {
+    /// Its place in [`Ready::tests`]: cheap tests first.
+    fn rank(&self) -> u8 {
+        match self {
+            Test::Type(_) | Test::Const(_) | Test::Required { .. } => 0,
+            Test::Enum(_) | Test::Count { .. } | Test::Bound { .. } | Test::Pattern(_) => 1,
+            Test::Unique | Test::Members(_) | Test::Items(_) => 2,
+            Test::Ref(_) | Test::OneOf(_) | Test::AnyOf(_) | Test::If { .. } => 3,
+            Test::Unknown => 4,
+        }
+    }
+}
 
 struct Walk<'a> {
     root: &'static Node,
     /// The pack's `compositions` object, whose members are not walked.
     compositions: Option<&'a Doc<'a>>,
-    /// The `$ref`s resolved so far, by the address and length of their text (the schema
-    /// tree is never freed, so an address names one reference).
-    resolved: RefCell<HashMap<(usize, usize), Option<&'static Node>>>,
 }
 
 impl Walk<'_> {
     fn check(&self, schema: &'static Node, instance: &Doc, depth: usize) -> Verdict {
-        let map = match schema {
+        let object = match schema {
             Node::Bool(b) => return of(*b),
-            Node::Obj(map) => *map,
+            Node::Obj(object) => *object,
             _ => return Unknown,
         };
         if depth > MAX_DEPTH {
             return Unknown;
         }
+        let ready = object.ready.get_or_init(|| Box::new(self.ready(object)));
         let mut verdict = Valid;
-        for (key, value) in map {
-            let v = self.keyword(map, key, value, instance, depth);
-            if v == Invalid {
-                return Invalid;
-            }
-            if v == Unknown {
-                verdict = Unknown;
+        for test in &ready.tests {
+            match self.test(test, instance, depth) {
+                Invalid => return Invalid,
+                Unknown => verdict = Unknown,
+                Valid => {}
             }
         }
         verdict
     }
 
-    fn keyword(
-        &self,
-        schema: SchemaMembers,
-        key: &str,
-        value: &'static Node,
-        instance: &Doc,
-        depth: usize,
-    ) -> Verdict {
-        match key {
-            // Annotations (`version`: the schema's own, at its root), and `format` (not
-            // asserted by the compiled validator either).
-            "$schema" | "$id" | "$defs" | "$comment" | "title" | "description" | "default"
-            | "examples" | "deprecated" | "readOnly" | "writeOnly" | "version" | "format" => Valid,
-            // Read by `if`.
-            "then" | "else" => Valid,
-            "$ref" => match value.as_str().and_then(|r| self.resolve_cached(r)) {
-                Some(target) => self.check(target, instance, depth + 1),
-                None => Unknown,
-            },
-            "type" => types(value, instance),
-            "enum" => match value {
-                Node::Arr(options) => {
-                    let mut verdict = Invalid;
-                    for option in *options {
-                        match equal(option, instance) {
-                            Some(true) => return Valid,
-                            Some(false) => {}
-                            None => verdict = Unknown,
-                        }
-                    }
-                    verdict
+    /// The keywords of `object`, read.
+    fn ready(&self, object: &'static Object) -> Ready {
+        let schema = object.members;
+        let mut tests = Vec::with_capacity(schema.len());
+        let mut members = Members {
+            properties: Properties::Few(&[]),
+            additional: None,
+        };
+        let mut has_members = false;
+        for (key, value) in schema {
+            let test = match *key {
+                // Annotations (`version`: the schema's own, at its root), and `format`
+                // (not asserted by the compiled validator either).
+                "$schema" | "$id" | "$defs" | "$comment" | "title" | "description" | "default"
+                | "examples" | "deprecated" | "readOnly" | "writeOnly" | "version" | "format" => {
+                    continue
                 }
-                _ => Unknown,
-            },
-            "const" => equal(value, instance).map_or(Unknown, of),
-            "properties" => match (value, instance) {
-                (Node::Obj(props), Doc::Object(members)) => {
-                    let mut verdict = Valid;
-                    for (name, sub) in *props {
-                        if let Some(member) = members.get(name) {
-                            verdict = verdict.and(|| self.check(sub, member, depth + 1));
-                            if verdict == Invalid {
-                                return Invalid;
-                            }
-                        }
-                    }
-                    verdict
-                }
-                (Node::Obj(_), _) => Valid,
-                _ => Unknown,
-            },
-            "additionalProperties" => {
-                if member(schema, "patternProperties").is_some() {
-                    return Unknown;
-                }
-                let Doc::Object(members) = instance else {
-                    return Valid;
-                };
-                if self.compositions.is_some_and(|c| std::ptr::eq(c, instance)) {
-                    return Valid;
-                }
-                let props = match member(schema, "properties") {
-                    Some(Node::Obj(p)) => Some(*p),
-                    None => None,
-                    Some(_) => return Unknown,
-                };
-                let mut verdict = Valid;
-                for (name, instance) in members {
-                    if props.is_some_and(|p| member(p, name).is_some()) {
+                // Read with `if`.
+                "then" | "else" => continue,
+                "$ref" => match value.as_str().and_then(|r| self.resolve(r)) {
+                    Some(target) => Test::Ref(target),
+                    None => Test::Unknown,
+                },
+                "type" => Test::Type(Types::of(value)),
+                "enum" => match value {
+                    Node::Arr(options) => Test::Enum(options),
+                    _ => Test::Unknown,
+                },
+                "const" => Test::Const(value),
+                "properties" => match value {
+                    Node::Obj(properties) => {
+                        members.properties = Properties::of(properties.members);
+                        has_members = true;
                         continue;
                     }
-                    verdict = verdict.and(|| self.check(value, instance, depth + 1));
-                    if verdict == Invalid {
-                        return Invalid;
+                    _ => Test::Unknown,
+                },
+                "additionalProperties" => {
+                    let properties = member(schema, "properties");
+                    if member(schema, "patternProperties").is_some()
+                        || properties.is_some_and(|p| !matches!(p, Node::Obj(_)))
+                    {
+                        Test::Unknown
+                    } else {
+                        members.additional = Some(value);
+                        has_members = true;
+                        continue;
+                    }
+                }
+                "required" => match value {
+                    Node::Arr(names) => Test::Required {
+                        names: names.iter().filter_map(Node::as_str).collect(),
+                        malformed: names.iter().any(|n| n.as_str().is_none()),
+                    },
+                    _ => Test::Unknown,
+                },
+                "items" => Test::Items(value),
+                "minItems" | "maxItems" | "minProperties" | "maxProperties" | "minLength"
+                | "maxLength" => match count(value) {
+                    Some(limit) => Test::Count {
+                        of: match &key[3..] {
+                            "Items" => Counted::Items,
+                            "Properties" => Counted::Properties,
+                            _ => Counted::Length,
+                        },
+                        min: key.starts_with("min"),
+                        limit,
+                    },
+                    None => Test::Unknown,
+                },
+                "minimum" | "maximum" => match value {
+                    Node::Num(_) => Test::Bound {
+                        min: *key == "minimum",
+                        limit: value.as_number().as_ref().and_then(exact),
+                    },
+                    _ => Test::Unknown,
+                },
+                "uniqueItems" => match value {
+                    Node::Bool(false) => continue,
+                    Node::Bool(true) => Test::Unique,
+                    _ => Test::Unknown,
+                },
+                "pattern" => match value {
+                    Node::Str(pattern) => Test::Pattern(Matcher::new(pattern)),
+                    _ => Test::Unknown,
+                },
+                "oneOf" => match value {
+                    Node::Arr(options) => Test::OneOf(options),
+                    _ => Test::Unknown,
+                },
+                "anyOf" => match value {
+                    Node::Arr(options) => Test::AnyOf(options),
+                    _ => Test::Unknown,
+                },
+                "if" => Test::If {
+                    condition: value,
+                    then: member(schema, "then"),
+                    otherwise: member(schema, "else"),
+                },
+                _ => Test::Unknown,
+            };
+            tests.push(test);
+        }
+        if has_members {
+            tests.push(Test::Members(members));
+        }
+        tests.sort_by_key(Test::rank);
+        Ready {
+            tests: tests.into_boxed_slice(),
+        }
+    }
+
+    fn test(&self, test: &Test, instance: &Doc, depth: usize) -> Verdict {
+        match test {
+            Test::Type(types) => types.test(instance),
+            Test::Required { names, malformed } => match instance {
+                Doc::Object(members) => {
+                    if names.iter().any(|n| members.get(n).is_none()) {
+                        Invalid
+                    } else if *malformed {
+                        Unknown
+                    } else {
+                        Valid
+                    }
+                }
+                _ => Valid,
+            },
+            Test::Const(value) => equal(*value, instance).map_or(Unknown, of),
+            Test::Enum(options) => {
+                let mut verdict = Invalid;
+                for option in *options {
+                    match equal(option, instance) {
+                        Some(true) => return Valid,
+                        Some(false) => {}
+                        None => verdict = Unknown,
                     }
                 }
                 verdict
             }
-            "required" => match (value, instance) {
-                (Node::Arr(names), Doc::Object(members)) => {
-                    let mut verdict = Valid;
-                    for name in *names {
-                        match name.as_str() {
-                            Some(n) if members.get(n).is_some() => {}
-                            Some(_) => return Invalid,
-                            None => verdict = Unknown,
-                        }
-                    }
-                    verdict
-                }
-                (Node::Arr(_), _) => Valid,
-                _ => Unknown,
-            },
-            "items" => match instance {
-                Doc::Array(items) => {
-                    let mut verdict = Valid;
-                    for item in items.iter() {
-                        verdict = verdict.and(|| self.check(value, item, depth + 1));
-                        if verdict == Invalid {
-                            return Invalid;
-                        }
-                    }
-                    verdict
-                }
+            &Test::Count {
+                of: counted,
+                min,
+                limit,
+            } => {
+                let len = match (counted, instance) {
+                    (Counted::Items, Doc::Array(items)) => items.len(),
+                    (Counted::Properties, Doc::Object(members)) => members.len(),
+                    (Counted::Length, Doc::String(s)) => s.chars().count(),
+                    _ => return Valid,
+                };
+                of(if min { len >= limit } else { len <= limit })
+            }
+            &Test::Bound { min, limit } => match instance {
+                Doc::Number(n) => match (exact(n), limit) {
+                    (Some(n), Some(limit)) => of(if min { n >= limit } else { n <= limit }),
+                    _ => Unknown,
+                },
                 _ => Valid,
             },
-            "minItems" | "maxItems" => match (count(value), instance) {
-                (Some(n), Doc::Array(items)) => of(within(key, items.len(), n)),
-                (Some(_), _) => Valid,
-                (None, _) => Unknown,
-            },
-            "minProperties" | "maxProperties" => match (count(value), instance) {
-                (Some(n), Doc::Object(members)) => of(within(key, members.len(), n)),
-                (Some(_), _) => Valid,
-                (None, _) => Unknown,
-            },
-            "minLength" | "maxLength" => match (count(value), instance) {
-                (Some(n), Doc::String(s)) => of(within(key, s.chars().count(), n)),
-                (Some(_), _) => Valid,
-                (None, _) => Unknown,
-            },
-            "minimum" | "maximum" => match (value, instance) {
-                (Node::Num(_), Doc::Number(n)) => {
-                    match (exact(n), value.as_number().as_ref().and_then(exact)) {
-                        (Some(n), Some(limit)) => of(if key == "minimum" {
-                            n >= limit
-                        } else {
-                            n <= limit
-                        }),
-                        _ => Unknown,
-                    }
-                }
-                (Node::Num(_), _) => Valid,
-                _ => Unknown,
-            },
-            "uniqueItems" => match (value, instance) {
-                (Node::Bool(false), _) => Valid,
-                (Node::Bool(true), Doc::Array(items)) => {
+            Test::Unique => match instance {
+                Doc::Array(items) => {
                     let mut verdict = Valid;
                     for (i, a) in items.iter().enumerate() {
                         for b in &items[i + 1..] {
@@ -276,72 +485,92 @@ impl Walk<'_> {
                     }
                     verdict
                 }
-                (Node::Bool(true), _) => Valid,
-                _ => Unknown,
+                _ => Valid,
             },
-            "pattern" => match (value, instance) {
-                (Node::Str(pattern), Doc::String(s)) => {
-                    if !s.is_ascii() {
-                        return Unknown;
-                    }
-                    matches(pattern, s).map_or(Unknown, of)
-                }
-                (Node::Str(_), _) => Valid,
-                _ => Unknown,
+            Test::Pattern(matcher) => match instance {
+                Doc::String(s) => match matcher {
+                    Some(matcher) if s.is_ascii() => of(matcher.is_match(s)),
+                    _ => Unknown,
+                },
+                _ => Valid,
             },
-            "oneOf" => match value {
-                Node::Arr(options) => {
-                    let mut matched = 0;
-                    for option in *options {
-                        match self.check(option, instance, depth + 1) {
-                            Valid => matched += 1,
-                            Invalid => {}
-                            Unknown => return Unknown,
-                        }
-                    }
-                    of(matched == 1)
-                }
-                _ => Unknown,
-            },
-            "anyOf" => match value {
-                Node::Arr(options) => {
-                    let mut verdict = Invalid;
-                    for option in *options {
-                        match self.check(option, instance, depth + 1) {
-                            Valid => return Valid,
-                            Invalid => {}
-                            Unknown => verdict = Unknown,
+            Test::Members(members) => self.members(members, instance, depth),
+            Test::Items(schema) => match instance {
+                Doc::Array(items) => {
+                    let mut verdict = Valid;
+                    for item in items.iter() {
+                        verdict = verdict.and(|| self.check(schema, item, depth + 1));
+                        if verdict == Invalid {
+                            return Invalid;
                         }
                     }
                     verdict
                 }
-                _ => Unknown,
+                _ => Valid,
             },
-            "if" => {
-                let branch = match self.check(value, instance, depth + 1) {
-                    Valid => "then",
-                    Invalid => "else",
+            Test::Ref(target) => self.check(target, instance, depth + 1),
+            Test::OneOf(options) => {
+                let mut matched = 0;
+                for option in *options {
+                    match self.check(option, instance, depth + 1) {
+                        Valid => matched += 1,
+                        Invalid => {}
+                        Unknown => return Unknown,
+                    }
+                }
+                of(matched == 1)
+            }
+            Test::AnyOf(options) => {
+                let mut verdict = Invalid;
+                for option in *options {
+                    match self.check(option, instance, depth + 1) {
+                        Valid => return Valid,
+                        Invalid => {}
+                        Unknown => verdict = Unknown,
+                    }
+                }
+                verdict
+            }
+            Test::If {
+                condition,
+                then,
+                otherwise,
+            } => {
+                let branch = match self.check(condition, instance, depth + 1) {
+                    Valid => then,
+                    Invalid => otherwise,
                     Unknown => return Unknown,
                 };
-                match member(schema, branch) {
-                    Some(sub) => self.check(sub, instance, depth + 1),
+                match branch {
+                    Some(schema) => self.check(schema, instance, depth + 1),
                     None => Valid,
                 }
             }
-            _ => Unknown,
+            Test::Unknown => Unknown,
         }
     }
 
-    /// [`Walk::resolve`], once per reference of the schema tree and walk: a pack of
-    /// thousands of prompts resolves the same few references for each.
-    fn resolve_cached(&self, reference: &'static str) -> Option<&'static Node> {
-        let key = (reference.as_ptr() as usize, reference.len());
-        if let Some(&found) = self.resolved.borrow().get(&key) {
-            return found;
+    /// `properties` and `additionalProperties`: each member of an object against the
+    /// schema of its name, or else the schema of every other member. The members of the
+    /// pack's `compositions` are not walked.
+    fn members(&self, schema: &Members, instance: &Doc, depth: usize) -> Verdict {
+        let Doc::Object(members) = instance else {
+            return Valid;
+        };
+        let additional = schema
+            .additional
+            .filter(|_| !self.compositions.is_some_and(|c| std::ptr::eq(c, instance)));
+        let mut verdict = Valid;
+        for (name, member) in members {
+            let Some(sub) = schema.properties.get(name.as_str()).or(additional) else {
+                continue;
+            };
+            verdict = verdict.and(|| self.check(sub, member, depth + 1));
+            if verdict == Invalid {
+                return Invalid;
+            }
         }
-        let found = self.resolve(reference);
-        self.resolved.borrow_mut().insert(key, found);
-        found
+        verdict
     }
 
     /// A `$ref` within the document (`#` or `#/json/pointer`).
@@ -359,52 +588,6 @@ fn count(limit: &Node) -> Option<usize> {
         .as_number()?
         .as_u64()
         .and_then(|n| usize::try_from(n).ok())
-}
-
-fn within(key: &str, len: usize, limit: usize) -> bool {
-    if key.starts_with("min") {
-        len >= limit
-    } else {
-        len <= limit
-    }
-}
-
-/// `type` (one name or a list); `integer` is decided for numbers written without a
-/// fraction only.
-fn types(value: &Node, instance: &Doc) -> Verdict {
-    let one = |name: &Node| -> Verdict {
-        let Some(name) = name.as_str() else {
-            return Unknown;
-        };
-        match (name, instance) {
-            ("null", Doc::Null)
-            | ("boolean", Doc::Bool(_))
-            | ("object", Doc::Object(_))
-            | ("array", Doc::Array(_))
-            | ("string", Doc::String(_))
-            | ("number", Doc::Number(_)) => Valid,
-            ("integer", Doc::Number(n)) if n.is_f64() => Unknown,
-            ("integer", Doc::Number(_)) => Valid,
-            ("null" | "boolean" | "object" | "array" | "string" | "number" | "integer", _) => {
-                Invalid
-            }
-            _ => Unknown,
-        }
-    };
-    match value {
-        Node::Arr(names) => {
-            let mut verdict = Invalid;
-            for name in *names {
-                match one(name) {
-                    Valid => return Valid,
-                    Invalid => {}
-                    Unknown => verdict = Unknown,
-                }
-            }
-            verdict
-        }
-        name => one(name),
-    }
 }
 
 /// A number as an `f64` when that is exact (integers up to 2^53, and floats).
@@ -467,7 +650,10 @@ impl Json for Node {
 
     fn members(&self) -> Option<(usize, impl Iterator<Item = (&str, &Node)>)> {
         match self {
-            Node::Obj(members) => Some((members.len(), members.iter().map(|(k, v)| (*k, v)))),
+            Node::Obj(object) => Some((
+                object.members.len(),
+                object.members.iter().map(|(k, v)| (*k, v)),
+            )),
             _ => None,
         }
     }
@@ -520,24 +706,6 @@ fn equal(a: &impl Json, b: &Doc) -> Option<bool> {
     Some(a.scalar_eq(b))
 }
 
-/// Whether the ASCII string `s` matches `pattern` (ECMA-262 and Rust regex agree on the
-/// embedded schemas' patterns for ASCII text); `None` when the pattern does not compile.
-/// Each pattern is made ready once per process ([`Matcher`]).
-fn matches(pattern: &str, s: &str) -> Option<bool> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Option<Matcher>>>> = OnceLock::new();
-    let mut cache = CACHE
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(matcher) = cache.get(pattern) {
-        return matcher.as_ref().map(|m| m.is_match(s));
-    }
-    let matcher = Matcher::new(pattern);
-    let verdict = matcher.as_ref().map(|m| m.is_match(s));
-    cache.insert(pattern.to_owned(), matcher);
-    verdict
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,6 +727,45 @@ mod tests {
         assert_eq!(v(s.clone(), json!({"a": "ab", "b": 1})), Invalid);
         assert_eq!(v(s.clone(), json!([])), Invalid);
         assert_eq!(v(s, json!({"a": "äb"})), Unknown);
+    }
+
+    /// An object's keywords are read the first time a walk meets it, and kept: a second
+    /// walk reads the same tests and gives the same verdict.
+    #[test]
+    fn keywords_are_read_once() {
+        let schema = Node::leak(&json!({"type": "object", "required": ["a"]}));
+        let Node::Obj(object) = schema else {
+            unreachable!()
+        };
+        assert!(object.ready.get().is_none());
+        assert_eq!(valid(schema, &crate::doc::leaked(&json!({"a": 1}))), Valid);
+        let ready: *const Ready = &**object.ready.get().expect("read by the walk");
+        assert_eq!(valid(schema, &crate::doc::leaked(&json!({}))), Invalid);
+        assert!(std::ptr::eq(ready, &**object.ready.get().unwrap()));
+    }
+
+    /// `properties` and `additionalProperties` are read in one pass over the members;
+    /// `patternProperties` leaves the others undecided but `properties` still refuses.
+    #[test]
+    fn members_in_one_pass() {
+        let s = json!({"properties": {"a": {"type": "string"}},
+            "additionalProperties": {"type": "number"}});
+        assert_eq!(v(s.clone(), json!({"a": "x", "b": 1, "c": 2})), Valid);
+        assert_eq!(v(s.clone(), json!({"a": 1})), Invalid);
+        assert_eq!(v(s.clone(), json!({"a": "x", "b": "y"})), Invalid);
+        assert_eq!(v(s, json!("not an object")), Valid);
+        let s = json!({"properties": {"a": {"type": "string"}},
+            "patternProperties": {"^b": {}}, "additionalProperties": false});
+        assert_eq!(v(s.clone(), json!({"a": "x", "c": 1})), Unknown);
+        assert_eq!(v(s, json!({"a": 1})), Invalid);
+        // Many properties are hashed, and read the same.
+        let many: serde_json::Map<String, serde_json::Value> = (0..20)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let s = json!({"properties": many, "additionalProperties": false});
+        assert_eq!(v(s.clone(), json!({"p3": 1, "p19": 2})), Valid);
+        assert_eq!(v(s.clone(), json!({"p3": "x"})), Invalid);
+        assert_eq!(v(s, json!({"p20": 1})), Invalid);
     }
 
     #[test]

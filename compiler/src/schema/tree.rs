@@ -1,6 +1,11 @@
 //! The embedded schemas as static trees, generated from their JSON by `build.rs`: what
 //! [`super::quick`] walks, read in place with no parse and no allocation.
 
+use std::fmt;
+use std::sync::OnceLock;
+
+use super::quick::Ready;
+
 /// A node of a JSON document held in static memory.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Node {
@@ -15,8 +20,42 @@ pub(crate) enum Node {
     Str(&'static str),
     /// An array.
     Arr(&'static [Node]),
-    /// An object's members, in document order.
-    Obj(&'static [(&'static str, Node)]),
+    /// An object.
+    Obj(&'static Object),
+}
+
+/// An object of a schema document: its members, and its keywords as [`super::quick`]
+/// reads them, made ready the first time a walk meets the object in the process.
+pub(crate) struct Object {
+    /// The members, in document order.
+    pub(crate) members: &'static [(&'static str, Node)],
+    /// The keywords, once read (the schema an object is in never changes, so they are
+    /// read once a process).
+    pub(super) ready: OnceLock<Box<Ready>>,
+}
+
+impl Object {
+    /// The object of `members`, its keywords not yet read.
+    pub(crate) const fn new(members: &'static [(&'static str, Node)]) -> Object {
+        Object {
+            members,
+            ready: OnceLock::new(),
+        }
+    }
+}
+
+impl PartialEq for Object {
+    fn eq(&self, other: &Object) -> bool {
+        self.members == other.members
+    }
+}
+
+impl fmt::Debug for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.members.iter().map(|(k, v)| (k, v)))
+            .finish()
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/schema_tree.rs"));
@@ -30,7 +69,7 @@ impl Node {
     /// The member `key` of an object.
     pub(crate) fn get(&'static self, key: &str) -> Option<&'static Node> {
         match self {
-            Node::Obj(members) => member(members, key),
+            Node::Obj(object) => member(object.members, key),
             _ => None,
         }
     }
@@ -87,12 +126,12 @@ impl Node {
             Value::Number(n) => Node::Num(Box::leak(n.to_string().into_boxed_str())),
             Value::String(s) => Node::Str(Box::leak(s.clone().into_boxed_str())),
             Value::Array(items) => Node::Arr(Box::leak(items.iter().map(Node::of).collect())),
-            Value::Object(members) => Node::Obj(Box::leak(
+            Value::Object(members) => Node::Obj(Box::leak(Box::new(Object::new(Box::leak(
                 members
                     .iter()
                     .map(|(k, v)| (&*Box::leak(k.clone().into_boxed_str()), Node::of(v)))
                     .collect(),
-            )),
+            ))))),
         }
     }
 }

@@ -26,6 +26,7 @@
 //! - Overlapping braces follow the template rule: the leftmost `{{` that opens a
 //!   reference wins, so `{{{fragments.a}}}` becomes `{` + text of `a` + `}`.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::scan::{find_from, ident_end};
@@ -87,7 +88,7 @@ pub fn expand_fragments<'f>(
             continue;
         };
         let found = resolve(form, name, &fragment, &is_declared);
-        let entry = FragmentUse {
+        let entry = || FragmentUse {
             name: name.to_owned(),
             span: open..end,
             form,
@@ -97,12 +98,12 @@ pub fn expand_fragments<'f>(
                 out.text.push_str(&text[copied_to..open]);
                 out.text.push_str(body);
                 copied_to = end;
-                out.uses.push(entry);
+                out.uses.push(entry());
             }
             None if form == FragmentForm::Colon
                 || (form == FragmentForm::Dotted && !is_declared("fragments")) =>
             {
-                out.unknown.push(entry);
+                out.unknown.push(entry());
             }
             None => {}
         }
@@ -111,6 +112,19 @@ pub fn expand_fragments<'f>(
     }
     out.text.push_str(&text[copied_to..]);
     out
+}
+
+/// The text [`expand_fragments`] gives, borrowed when there is no `fragment` to look
+/// names up in (a pack without `fragments`), where nothing expands.
+pub fn expanded_text<'t, 'f>(
+    text: &'t str,
+    fragment: Option<impl Fn(&str) -> Option<&'f str>>,
+    is_declared: impl Fn(&str) -> bool,
+) -> Cow<'t, str> {
+    match fragment {
+        Some(fragment) => Cow::Owned(expand_fragments(text, fragment, is_declared).text),
+        None => Cow::Borrowed(text),
+    }
 }
 
 /// The length in bytes of the text [`expand_fragments`] gives, without building it: a
@@ -204,6 +218,17 @@ mod tests {
             span,
             form,
         }
+    }
+
+    #[test]
+    fn expanded_text_borrows_when_there_are_no_fragments() {
+        let text = "{{fragment:intro}} {{x}}";
+        let none: Option<fn(&str) -> Option<&'static str>> = None;
+        let borrowed = expanded_text(text, none, |_| false);
+        assert!(matches!(borrowed, Cow::Borrowed(t) if t == text));
+        let owned = expanded_text(text, Some(lookup), |_| false);
+        assert_eq!(owned, expand(text, &[]).text);
+        assert_eq!(owned, "We are ACME. {{x}}");
     }
 
     #[test]

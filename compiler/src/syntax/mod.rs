@@ -21,10 +21,12 @@ pub mod reference;
 mod scan;
 pub mod template;
 
-pub use fragments::{expand_fragments, expanded_len, Expanded, FragmentForm, FragmentUse};
+pub use fragments::{
+    expand_fragments, expanded_len, expanded_text, Expanded, FragmentForm, FragmentUse,
+};
 pub use ir_spec::text_form::{self, text_form, write_text_form};
 pub use reference::{
     binding_roots, parse_binding, parse_whole_reference, Binding, BindingPart, RefError, RefRoot,
     Reference,
 };
-pub use template::{parse_template, PathSeg, Placeholder, Segment, Template};
+pub use template::{parse_template, placeholder_roots, PathSeg, Placeholder, Segment, Template};

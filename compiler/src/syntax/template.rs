@@ -110,30 +110,65 @@ pub fn parse_template(text: &str) -> Template {
 
 /// The placeholder whose `{{` starts at `open`, if it is well-formed.
 pub(crate) fn placeholder_at(text: &str, open: usize) -> Option<Placeholder> {
-    let bytes = text.as_bytes();
-    let root_start = open + 2;
-    let mut pos = ident_end(bytes, root_start)?;
-    let root = text[root_start..pos].to_owned();
     let mut path = Vec::new();
+    let (root_end, end) = read_placeholder(text, open, |step| {
+        path.push(match step {
+            Step::Field(name) => PathSeg::Field(name.to_owned()),
+            Step::Index(i) => PathSeg::Index(i),
+        })
+    })?;
+    Some(Placeholder {
+        root: text[open + 2..root_end].to_owned(),
+        path,
+        span: open..end,
+    })
+}
+
+/// The root names of the placeholders of `text`, in order, found as [`parse_template`]
+/// finds them, with nothing copied.
+pub fn placeholder_roots(text: &str) -> impl Iterator<Item = &str> {
+    let mut search_from = 0;
+    std::iter::from_fn(move || loop {
+        let open = find_from(text, search_from, "{{")?;
+        match read_placeholder(text, open, |_| {}) {
+            Some((root_end, end)) => {
+                search_from = end;
+                return Some(&text[open + 2..root_end]);
+            }
+            None => search_from = open + 1,
+        }
+    })
+}
+
+/// A step of a placeholder's path, borrowed from the text.
+enum Step<'t> {
+    Field(&'t str),
+    Index(u32),
+}
+
+/// Reads the placeholder whose `{{` starts at `open`, handing each step of its path to
+/// `step`: the end of its root name and of the whole placeholder, if it is well-formed.
+fn read_placeholder<'t>(
+    text: &'t str,
+    open: usize,
+    mut step: impl FnMut(Step<'t>),
+) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let root_end = ident_end(bytes, open + 2)?;
+    let mut pos = root_end;
     loop {
         match bytes.get(pos)? {
             b'.' => {
                 let end = ident_end(bytes, pos + 1)?;
-                path.push(PathSeg::Field(text[pos + 1..end].to_owned()));
+                step(Step::Field(&text[pos + 1..end]));
                 pos = end;
             }
             b'[' => {
                 let (index, end) = index_at(bytes, pos + 1)?;
-                path.push(PathSeg::Index(index));
+                step(Step::Index(index));
                 pos = end;
             }
-            b'}' if bytes.get(pos + 1) == Some(&b'}') => {
-                return Some(Placeholder {
-                    root,
-                    path,
-                    span: open..pos + 2,
-                });
-            }
+            b'}' if bytes.get(pos + 1) == Some(&b'}') => return Some((root_end, pos + 2)),
             _ => return None,
         }
     }
@@ -349,6 +384,21 @@ mod tests {
         out
     }
 
+    /// The roots [`placeholder_roots`] finds, with nothing copied, are those of the
+    /// placeholders [`parse_template`] finds.
+    fn roots_agree(s: &str, t: &Template) {
+        let parsed: Vec<&str> = t.placeholders().map(|p| p.root.as_str()).collect();
+        let scanned: Vec<&str> = placeholder_roots(s).collect();
+        assert_eq!(scanned, parsed, "{s:?}");
+    }
+
+    #[test]
+    fn roots_without_copying() {
+        let s = "{{a}} {{ b }} {{c.d[0]}} {{{e}}} {{f[x]}} {{g";
+        assert_eq!(placeholder_roots(s).collect::<Vec<_>>(), ["a", "c", "e"]);
+        roots_agree(s, &parse_template(s));
+    }
+
     #[test]
     fn exhaustive_short_strings() {
         let alphabet = ['{', '}', 'a', '.', '[', '0', ']', ' ', 'é'];
@@ -357,6 +407,7 @@ mod tests {
             let s: String = buf.iter().collect();
             let t = parse_template(&s);
             assert_eq!(reassemble(&s, &t), s);
+            roots_agree(&s, &t);
             if depth == 0 {
                 return;
             }
@@ -373,6 +424,7 @@ mod tests {
         #[test]
         fn never_panics_and_round_trips(s in "[{}a-z_.\\[\\]0-9 é名]{0,40}") {
             let t = parse_template(&s);
+            roots_agree(&s, &t);
             prop_assert_eq!(reassemble(&s, &t), s);
         }
 
