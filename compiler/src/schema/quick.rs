@@ -110,7 +110,7 @@ enum Test {
     Type(Types),
     /// `required`; `malformed` when one of the names is not a string.
     Required {
-        names: Box<[&'static str]>,
+        names: &'static [Node],
         malformed: bool,
     },
     /// `const`.
@@ -127,10 +127,11 @@ enum Test {
     Bound { min: bool, limit: Option<f64> },
     /// `uniqueItems: true`.
     Unique,
-    /// `pattern`; `None` when it does not compile.
-    Pattern(Option<Matcher>),
+    /// `pattern`; `None` when it does not compile. (Boxed, as the members below, so
+    /// that a test is small.)
+    Pattern(Option<Box<Matcher>>),
     /// `properties` and `additionalProperties`, in one pass over an object's members.
-    Members(Members),
+    Members(Box<Members>),
     /// `items`.
     Items(&'static Node),
     /// `$ref`, resolved.
@@ -300,7 +301,7 @@ impl Walk<'_> {
         if depth > MAX_DEPTH {
             return Unknown;
         }
-        let ready = object.ready.get_or_init(|| Box::new(self.ready(object)));
+        let ready = object.ready.get_or_init(|| self.ready(object));
         let mut verdict = Valid;
         for test in &ready.tests {
             match self.test(test, instance, depth) {
@@ -363,7 +364,7 @@ impl Walk<'_> {
                 }
                 "required" => match value {
                     Node::Arr(names) => Test::Required {
-                        names: names.iter().filter_map(Node::as_str).collect(),
+                        names,
                         malformed: names.iter().any(|n| n.as_str().is_none()),
                     },
                     _ => Test::Unknown,
@@ -395,7 +396,7 @@ impl Walk<'_> {
                     _ => Test::Unknown,
                 },
                 "pattern" => match value {
-                    Node::Str(pattern) => Test::Pattern(Matcher::new(pattern)),
+                    Node::Str(pattern) => Test::Pattern(Matcher::new(pattern).map(Box::new)),
                     _ => Test::Unknown,
                 },
                 "oneOf" => match value {
@@ -416,7 +417,7 @@ impl Walk<'_> {
             tests.push(test);
         }
         if has_members {
-            tests.push(Test::Members(members));
+            tests.push(Test::Members(Box::new(members)));
         }
         tests.sort_by_key(Test::rank);
         Ready {
@@ -429,7 +430,8 @@ impl Walk<'_> {
             Test::Type(types) => types.test(instance),
             Test::Required { names, malformed } => match instance {
                 Doc::Object(members) => {
-                    if names.iter().any(|n| members.get(n).is_none()) {
+                    let missing = |n: &Node| n.as_str().is_some_and(|n| members.get(n).is_none());
+                    if names.iter().any(missing) {
                         Invalid
                     } else if *malformed {
                         Unknown
@@ -739,9 +741,9 @@ mod tests {
         };
         assert!(object.ready.get().is_none());
         assert_eq!(valid(schema, &crate::doc::leaked(&json!({"a": 1}))), Valid);
-        let ready: *const Ready = &**object.ready.get().expect("read by the walk");
+        let ready: *const Ready = object.ready.get().expect("read by the walk");
         assert_eq!(valid(schema, &crate::doc::leaked(&json!({}))), Invalid);
-        assert!(std::ptr::eq(ready, &**object.ready.get().unwrap()));
+        assert!(std::ptr::eq(ready, object.ready.get().unwrap()));
     }
 
     /// `properties` and `additionalProperties` are read in one pass over the members;

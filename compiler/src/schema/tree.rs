@@ -30,18 +30,9 @@ pub(crate) struct Object {
     /// The members, in document order.
     pub(crate) members: &'static [(&'static str, Node)],
     /// The keywords, once read (the schema an object is in never changes, so they are
-    /// read once a process).
-    pub(super) ready: OnceLock<Box<Ready>>,
-}
-
-impl Object {
-    /// The object of `members`, its keywords not yet read.
-    pub(crate) const fn new(members: &'static [(&'static str, Node)]) -> Object {
-        Object {
-            members,
-            ready: OnceLock::new(),
-        }
-    }
+    /// read once a process). The slot is held apart from the object, so that the static
+    /// trees stay read-only data, shared with the executable's file.
+    pub(super) ready: &'static OnceLock<Ready>,
 }
 
 impl PartialEq for Object {
@@ -126,12 +117,15 @@ impl Node {
             Value::Number(n) => Node::Num(Box::leak(n.to_string().into_boxed_str())),
             Value::String(s) => Node::Str(Box::leak(s.clone().into_boxed_str())),
             Value::Array(items) => Node::Arr(Box::leak(items.iter().map(Node::of).collect())),
-            Value::Object(members) => Node::Obj(Box::leak(Box::new(Object::new(Box::leak(
-                members
-                    .iter()
-                    .map(|(k, v)| (&*Box::leak(k.clone().into_boxed_str()), Node::of(v)))
-                    .collect(),
-            ))))),
+            Value::Object(members) => Node::Obj(Box::leak(Box::new(Object {
+                ready: Box::leak(Box::default()),
+                members: Box::leak(
+                    members
+                        .iter()
+                        .map(|(k, v)| (&*Box::leak(k.clone().into_boxed_str()), Node::of(v)))
+                        .collect(),
+                ),
+            }))),
         }
     }
 }
