@@ -85,7 +85,7 @@ impl Checked {
     /// given, else its `$schema` claim's; level 1.5 when it did not parse.
     pub fn level(&self, over: Option<ir_spec::SpecLevel>) -> ir_spec::SpecLevel {
         match &self.loaded {
-            Some(l) => schema::level_of(&l.doc(&doc::Arena::new()), over),
+            Some(l) => doc::with_arena(|arena| schema::level_of(&l.doc(arena), over)),
             None => over.unwrap_or_default(),
         }
     }
@@ -158,13 +158,14 @@ fn check_json_fast_then<R>(
     if !load::json_fast::looks_like_json(text) {
         return None;
     }
-    let arena = doc::Arena::new();
-    let doc = doc::parse(text, &arena, &options.limits)?;
-    let mut diagnostics = Vec::new();
-    // The parser has refused every string past the limit already.
-    run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
-    let after = then(&doc, &diagnostics);
-    drop(arena);
+    let (mut diagnostics, after) = doc::with_arena(|arena| {
+        let doc = doc::parse(text, arena, &options.limits)?;
+        let mut diagnostics = Vec::new();
+        // The parser has refused every string past the limit already.
+        run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
+        let after = then(&doc, &diagnostics);
+        Some((diagnostics, after))
+    })?;
     // The span index reads the JSON text itself, and only along the paths asked about
     // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
     // and whatever is reported later (lowering, host validators) is located all the same.
@@ -216,13 +217,14 @@ fn run_checks(
 /// Check an already loaded pack document.
 pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
     let mut diagnostics = Vec::new();
-    let arena = doc::Arena::new();
-    run_checks(
-        &loaded.doc(&arena),
-        options,
-        Strings::Unchecked,
-        &mut diagnostics,
-    );
+    doc::with_arena(|arena| {
+        run_checks(
+            &loaded.doc(arena),
+            options,
+            Strings::Unchecked,
+            &mut diagnostics,
+        )
+    });
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
     Checked {
@@ -245,7 +247,7 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
             pointer: String::new(),
             message: "the pack has errors".into(),
         })?;
-    lower_doc(&loaded.doc(&doc::Arena::new()), options)
+    doc::with_arena(|arena| lower_doc(&loaded.doc(arena), options))
 }
 
 fn lower_doc(doc: &doc::Node<'_>, options: &Options) -> Result<ir_spec::Module, lower::LowerError> {

@@ -178,7 +178,11 @@ fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                         .any(|v| v.get("name").and_then(Node::as_str) == Some(name))
                 })
         };
-        let len = expanded_len(template, |name| fragments?.get(name)?.as_str(), declared);
+        // Without `fragments` nothing expands: the template is its own length.
+        let len = match fragments {
+            Some(f) => expanded_len(template, |name| f.get(name)?.as_str(), declared),
+            None => template.len(),
+        };
         let pointer = || format!("/prompts/{}/system_template", escape_token(key));
         if len > limits.max_string_bytes && !one_reported {
             one_reported = true;

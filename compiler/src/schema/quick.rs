@@ -461,7 +461,18 @@ impl Walk<'_> {
                 let len = match (counted, instance) {
                     (Counted::Items, Doc::Array(items)) => items.len(),
                     (Counted::Properties, Doc::Object(members)) => members.len(),
-                    (Counted::Length, Doc::String(s)) => s.chars().count(),
+                    (Counted::Length, Doc::String(s)) => {
+                        // A character is one to four bytes: the byte length settles most
+                        // bounds without counting.
+                        let bytes = s.len();
+                        if min && bytes / 4 >= limit || !min && bytes <= limit {
+                            return Valid;
+                        }
+                        if min && bytes < limit {
+                            return Invalid;
+                        }
+                        s.chars().count()
+                    }
                     _ => return Valid,
                 };
                 of(if min { len >= limit } else { len <= limit })
@@ -768,6 +779,24 @@ mod tests {
         assert_eq!(v(s.clone(), json!({"p3": 1, "p19": 2})), Valid);
         assert_eq!(v(s.clone(), json!({"p3": "x"})), Invalid);
         assert_eq!(v(s, json!({"p20": 1})), Invalid);
+    }
+
+    /// Lengths count characters; the byte length settles a bound only when it can.
+    #[test]
+    fn lengths_count_characters() {
+        let min = |n: u64, s: &str| v(json!({"minLength": n}), json!(s));
+        let max = |n: u64, s: &str| v(json!({"maxLength": n}), json!(s));
+        // "ééé": six bytes, three characters.
+        assert_eq!(min(3, "ééé"), Valid);
+        assert_eq!(min(4, "ééé"), Invalid);
+        assert_eq!(max(3, "ééé"), Valid);
+        assert_eq!(max(2, "ééé"), Invalid);
+        assert_eq!(min(1, "abcd"), Valid);
+        assert_eq!(min(5, "abcd"), Invalid);
+        assert_eq!(max(4, "abcd"), Valid);
+        assert_eq!(max(3, "abcd"), Invalid);
+        assert_eq!(min(2, "😀😀"), Valid);
+        assert_eq!(max(1, "😀😀"), Invalid);
     }
 
     #[test]
