@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ir_spec::container::{crc32, DEFAULT_MAX_ARTIFACT_BYTES};
 use ir_spec::{Artifact, ArtifactError};
-use packc_compiler::{build_artifact, Options};
+use packc_compiler::{artifact, build_artifact, build_file_bytes, check_file_bytes, Options};
 use packc_vm::driver::{drive, Host, ScriptItem};
 use packc_vm::{Answer, CallView, Program, Run, RunOptions};
 use proptest::prelude::*;
@@ -38,6 +38,72 @@ fn build_example(name: &str) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     Artifact::decode(bytes, DEFAULT_MAX_ARTIFACT_BYTES)
+}
+
+/// `build_file_bytes` (what `packc build` runs: a JSON pack parsed once) gives the
+/// diagnostics of `check_file_bytes` and the artifact of `artifact` after it, for every
+/// example as YAML and as JSON, and a `*.json` file that is not strict JSON is refused
+/// with the same located `parse_error` and no artifact.
+#[test]
+fn building_a_file_agrees_with_checking_it_then_building() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for path in example_paths() {
+        let source = std::fs::read(&path).unwrap();
+        let value: serde_json::Value = serde_yaml_ng_or_json(&source);
+        let json = dir
+            .path()
+            .join(path.file_name().unwrap())
+            .with_extension("json");
+        let text = serde_json::to_vec_pretty(&value).unwrap();
+        std::fs::write(&json, &text).unwrap();
+        files.push((path, source));
+        files.push((json, text));
+    }
+    let loose = dir.path().join("loose.json");
+    let text = br#"{"id": "p", "name": "P", "version": "1.0.0", "prompts": {},}"#.to_vec();
+    std::fs::write(&loose, &text).unwrap();
+    files.push((loose, text));
+    assert!(files.len() >= 9, "{} files", files.len());
+    for (path, source) in &files {
+        let options = Options {
+            base_dir: path.parent().map(Path::to_path_buf),
+            ..Options::default()
+        };
+        let (checked, built) = build_file_bytes(path, source, &options).unwrap();
+        let expected = check_file_bytes(path, source, &options);
+        assert_eq!(
+            checked.diagnostics,
+            expected.diagnostics,
+            "{}",
+            path.display()
+        );
+        let expected =
+            (!expected.has_errors()).then(|| artifact(&expected, source, &options).unwrap());
+        assert_eq!(built, expected, "{}", path.display());
+    }
+    let (checked, built) = build_file_bytes(
+        &files.last().unwrap().0,
+        &files.last().unwrap().1,
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(built.is_none());
+    assert!(
+        checked
+            .diagnostics
+            .iter()
+            .any(|d| d.kind.as_str() == "parse_error"),
+        "{:?}",
+        checked.diagnostics
+    );
+}
+
+/// A YAML or JSON pack file as a JSON value (the examples are YAML).
+fn serde_yaml_ng_or_json(source: &[u8]) -> serde_json::Value {
+    packc_compiler::load::load_bytes(source, &packc_compiler::load::Limits::default())
+        .unwrap()
+        .into_value()
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use packc_compiler::render::RenderSource;
 
@@ -44,7 +44,15 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;
     let options =
         crate::check::options_for(&args.pack, &limits, &allow, args.diagnostics.spec_level);
-    let (checked, bytes) = crate::check::check_file(&args.pack, &options)?;
+    // Checked and lowered in one pass over the file: a JSON pack is parsed once.
+    let (checked, bytes, artifact) = match crate::check::read_pack(&args.pack, &options)? {
+        Ok(bytes) => {
+            let (checked, artifact) =
+                packc_compiler::build_file_bytes(&args.pack, &bytes, &options)?;
+            (checked, bytes, artifact)
+        }
+        Err(too_large) => (too_large, Vec::new(), None),
+    };
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource::of_checked(&name, &text, &checked);
@@ -62,7 +70,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(1));
     }
-    let artifact = packc_compiler::artifact(&checked, &bytes, &options)?;
+    let artifact = artifact.context("internal: a pack with no errors was not lowered")?;
     let encoded = artifact.encode();
     let max = ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES;
     if encoded.len() > max {

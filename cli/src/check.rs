@@ -197,22 +197,28 @@ pub fn options_for(
 
 /// Read and check one pack file with `options` (from [`options_for`]).
 pub fn check_file(path: &Path, options: &Options) -> Result<(Checked, Vec<u8>)> {
+    Ok(match read_pack(path, options)? {
+        Ok(bytes) => (check_file_bytes(path, &bytes, options), bytes),
+        Err(too_large) => (too_large, Vec::new()),
+    })
+}
+
+/// The bytes of the pack file at `path`, or, for a file over `max_source_bytes`, its
+/// `limit_exceeded` diagnostic (such a file is not read).
+pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Checked>> {
     let max_source_bytes = options.limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.
         let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);
-        return Ok((
-            Checked {
-                loaded: None,
-                diagnostics: vec![d],
-            },
-            Vec::new(),
-        ));
+        return Ok(Err(Checked {
+            loaded: None,
+            diagnostics: vec![d],
+        }));
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok((check_file_bytes(path, &bytes, options), bytes))
+    Ok(Ok(bytes))
 }
 
 /// Lists the pack's host validators (validator types that are not built in): a live

@@ -121,26 +121,55 @@ fn check_loading(bytes: &[u8], options: &Options) -> Checked {
 /// comma, an unquoted key, a `# comment`) is a located `parse_error` here too; any other
 /// name is read as YAML 1.2, of which JSON is a subset.
 pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options) -> Checked {
-    let json = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if json && bytes.len() <= options.limits.max_source_bytes {
+    if strict_json(path, bytes, options) {
         // What the fast path parses is strict JSON already: the strict check, a second
         // parse of the whole text, is only needed to locate why it did not.
         if let Some(checked) = check_json_fast(bytes, options) {
             return checked;
         }
-        if let Ok(text) = std::str::from_utf8(bytes) {
-            if let Err(d) = load::strict_json::check(text) {
-                return Checked {
-                    loaded: None,
-                    diagnostics: vec![d],
-                };
-            }
-        }
-        return check_loading(bytes, options);
+        return strict_json_refusal(bytes).unwrap_or_else(|| check_loading(bytes, options));
     }
     check_bytes(bytes, options)
+}
+
+/// [`build_artifact`] for the file at `path`, read as [`check_file_bytes`] reads it (a
+/// file named `*.json` is strict JSON). A JSON pack is parsed once: checked and lowered
+/// from the same document, where checking with [`check_file_bytes`] and then calling
+/// [`artifact`] parses its text a second time.
+pub fn build_file_bytes(
+    path: &std::path::Path,
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
+    if !strict_json(path, source, options) {
+        return build_artifact(source, options);
+    }
+    if let Some((checked, module)) = build_json_fast(source, options) {
+        return Ok((checked, module?.map(|m| wrap(source, m))));
+    }
+    match strict_json_refusal(source) {
+        Some(checked) => Ok((checked, None)),
+        None => build_loaded(check_loading(source, options), source, options),
+    }
+}
+
+/// Whether `path` names a strict JSON file (`*.json`) small enough for the fast path.
+fn strict_json(path: &std::path::Path, bytes: &[u8], options: &Options) -> bool {
+    let json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    json && bytes.len() <= options.limits.max_source_bytes
+}
+
+/// The located `parse_error` of a `*.json` file that is not strict JSON; `None` when it
+/// is.
+fn strict_json_refusal(bytes: &[u8]) -> Option<Checked> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let d = load::strict_json::check(text).err()?;
+    Some(Checked {
+        loaded: None,
+        diagnostics: vec![d],
+    })
 }
 
 fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
@@ -279,11 +308,7 @@ pub fn artifact(
     source: &[u8],
     options: &Options,
 ) -> Result<ir_spec::Artifact, lower::LowerError> {
-    Ok(ir_spec::Artifact {
-        source_hash: source_hash(source),
-        compiler: COMPILER_VERSION.to_owned(),
-        module: lower(checked, options)?,
-    })
+    Ok(wrap(source, lower(checked, options)?))
 }
 
 /// Check a pack, then, when it has no errors, lower and wrap it ([`artifact`]).
@@ -294,32 +319,51 @@ pub fn build_artifact(
     source: &[u8],
     options: &Options,
 ) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    // A JSON pack is parsed once, and lowered from the document it was checked on.
     let fast = if source.len() <= options.limits.max_source_bytes {
-        check_json_fast_then(source, options, |doc, diagnostics| {
-            let clean = !diagnostics.iter().any(Diagnostic::is_error);
-            clean.then(|| lower_doc(doc, options))
-        })
+        build_json_fast(source, options)
     } else {
         None
     };
-    let (checked, module) = match fast {
-        Some((checked, module)) => (checked, module.transpose()?),
-        None => {
-            let checked = check_loading(source, options);
-            if checked.has_errors() {
-                return Ok((checked, None));
-            }
-            let module = lower(&checked, options)?;
-            (checked, Some(module))
-        }
-    };
-    let artifact = module.map(|module| ir_spec::Artifact {
+    match fast {
+        Some((checked, module)) => Ok((checked, module?.map(|m| wrap(source, m)))),
+        None => build_loaded(check_loading(source, options), source, options),
+    }
+}
+
+/// The JSON fast path of a build: the text parsed once, and lowered from the document it
+/// was checked on when the check found no error. `None` when the text is not for the
+/// fast path.
+fn build_json_fast(
+    source: &[u8],
+    options: &Options,
+) -> Option<(Checked, Result<Option<ir_spec::Module>, lower::LowerError>)> {
+    let (checked, module) = check_json_fast_then(source, options, |doc, diagnostics| {
+        let clean = !diagnostics.iter().any(Diagnostic::is_error);
+        clean.then(|| lower_doc(doc, options))
+    })?;
+    Some((checked, module.transpose()))
+}
+
+/// A build from a pack loaded the slow way: lowered when the check found no error.
+fn build_loaded(
+    checked: Checked,
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
+    if checked.has_errors() {
+        return Ok((checked, None));
+    }
+    let module = lower(&checked, options)?;
+    Ok((checked, Some(wrap(source, module))))
+}
+
+/// `module` as the artifact of `source`.
+fn wrap(source: &[u8], module: ir_spec::Module) -> ir_spec::Artifact {
+    ir_spec::Artifact {
         source_hash: source_hash(source),
         compiler: COMPILER_VERSION.to_owned(),
         module,
-    });
-    Ok((checked, artifact))
+    }
 }
 
 /// Sort diagnostics by position in the source, then kind and message, so output is
