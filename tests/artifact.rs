@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use ir_spec::container::{crc32, DEFAULT_MAX_ARTIFACT_BYTES};
 use ir_spec::{Artifact, ArtifactError};
-use packc_compiler::{artifact, build_artifact, build_file_bytes, check_file_bytes, Options};
+use packc_compiler::{
+    artifact, build_artifact, build_file_bytes, check_file_bytes, check_file_bytes_and, Options,
+};
 use packc_vm::driver::{drive, Host, ScriptItem};
 use packc_vm::{Answer, CallView, Program, Run, RunOptions};
 use proptest::prelude::*;
@@ -47,29 +49,9 @@ fn decode(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
 #[test]
 fn building_a_file_agrees_with_checking_it_then_building() {
     let dir = tempfile::tempdir().unwrap();
-    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    for path in example_paths() {
-        let source = std::fs::read(&path).unwrap();
-        let value: serde_json::Value = serde_yaml_ng_or_json(&source);
-        let json = dir
-            .path()
-            .join(path.file_name().unwrap())
-            .with_extension("json");
-        let text = serde_json::to_vec_pretty(&value).unwrap();
-        std::fs::write(&json, &text).unwrap();
-        files.push((path, source));
-        files.push((json, text));
-    }
-    let loose = dir.path().join("loose.json");
-    let text = br#"{"id": "p", "name": "P", "version": "1.0.0", "prompts": {},}"#.to_vec();
-    std::fs::write(&loose, &text).unwrap();
-    files.push((loose, text));
-    assert!(files.len() >= 9, "{} files", files.len());
+    let files = example_files(dir.path());
     for (path, source) in &files {
-        let options = Options {
-            base_dir: path.parent().map(Path::to_path_buf),
-            ..Options::default()
-        };
+        let options = options_for(path);
         let (checked, built) = build_file_bytes(path, source, &options).unwrap();
         let expected = check_file_bytes(path, source, &options);
         assert_eq!(
@@ -82,12 +64,8 @@ fn building_a_file_agrees_with_checking_it_then_building() {
             (!expected.has_errors()).then(|| artifact(&expected, source, &options).unwrap());
         assert_eq!(built, expected, "{}", path.display());
     }
-    let (checked, built) = build_file_bytes(
-        &files.last().unwrap().0,
-        &files.last().unwrap().1,
-        &Options::default(),
-    )
-    .unwrap();
+    let (loose, text) = files.last().unwrap();
+    let (checked, built) = build_file_bytes(loose, text, &Options::default()).unwrap();
     assert!(built.is_none());
     assert!(
         checked
@@ -97,6 +75,72 @@ fn building_a_file_agrees_with_checking_it_then_building() {
         "{:?}",
         checked.diagnostics
     );
+}
+
+/// `check_file_bytes_and` checks as `check_file_bytes` does and reads the document it
+/// checked: what its reader finds is what reading the loaded pack again finds, and a file
+/// that did not load is not read.
+#[test]
+fn checking_a_file_reads_the_document_it_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = example_files(dir.path());
+    let keys = |doc: &packc_compiler::doc::Node<'_>| -> Vec<String> {
+        let prompts = doc.get("prompts").and_then(|p| p.as_object());
+        prompts
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str().to_owned())
+            .collect()
+    };
+    for (path, source) in &files {
+        let options = options_for(path);
+        let (checked, read) = check_file_bytes_and(path, source, &options, keys);
+        let expected = check_file_bytes(path, source, &options);
+        assert_eq!(
+            checked.diagnostics,
+            expected.diagnostics,
+            "{}",
+            path.display()
+        );
+        let again = expected
+            .loaded
+            .as_ref()
+            .map(|l| keys(&l.doc(&packc_compiler::doc::Arena::new())));
+        assert_eq!(read, again, "{}", path.display());
+    }
+    let (loose, text) = files.last().unwrap();
+    let (_, read) = check_file_bytes_and(loose, text, &Options::default(), keys);
+    assert_eq!(read, None);
+}
+
+/// Every example as its YAML file and as a JSON file written beside the others in `dir`,
+/// then a `*.json` file that is not strict JSON (a trailing comma), last.
+fn example_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for path in example_paths() {
+        let source = std::fs::read(&path).unwrap();
+        let value = serde_yaml_ng_or_json(&source);
+        let json = dir.join(path.file_name().unwrap()).with_extension("json");
+        let text = serde_json::to_vec_pretty(&value).unwrap();
+        std::fs::write(&json, &text).unwrap();
+        files.push((path, source));
+        files.push((json, text));
+    }
+    let loose = dir.join("loose.json");
+    let text = br#"{"id": "p", "name": "P", "version": "1.0.0", "prompts": {},}"#.to_vec();
+    std::fs::write(&loose, &text).unwrap();
+    files.push((loose, text));
+    assert!(files.len() >= 9, "{} files", files.len());
+    files
+}
+
+/// The options `packc` uses for the pack file at `path`: its folder is where the files
+/// it names are read from.
+fn options_for(path: &Path) -> Options {
+    Options {
+        base_dir: path.parent().map(Path::to_path_buf),
+        ..Options::default()
+    }
 }
 
 /// A YAML or JSON pack file as a JSON value (the examples are YAML).

@@ -136,7 +136,19 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let allow = allowed_folders(&d.allow_paths)?;
     for (i, path) in args.packs.iter().enumerate() {
         let options = options_for(path, &d.limits(), &allow, d.spec_level);
-        let (checked, bytes) = check_file(path, &options)?;
+        // The host validators are read from the document the check parsed.
+        let (checked, bytes, host) = match read_pack(path, &options)? {
+            Ok(bytes) => {
+                let (checked, host) = packc_compiler::check_file_bytes_and(
+                    path,
+                    &bytes,
+                    &options,
+                    packc_compiler::validators::host_validators,
+                );
+                (checked, bytes, host.unwrap_or_default())
+            }
+            Err(too_large) => (too_large, Vec::new(), Vec::new()),
+        };
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -145,7 +157,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
         print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
-        print_host_validators(&src, &checked, d.format)?;
+        print_host_validators(&src, &checked, &host, d.format)?;
         let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
         warnings += w;
@@ -226,13 +238,15 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
 /// Information only: never counted as a warning. The human format prints one `info:`
 /// line each; `--format json` one line per pack that has any, after its diagnostics:
 /// `{"file", "host_validators": [{"type", "pointer", "line", "column"}]}`.
-fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Format) -> Result<()> {
+fn print_host_validators(
+    src: &RenderSource<'_>,
+    checked: &Checked,
+    found: &[(String, String)],
+    format: Format,
+) -> Result<()> {
     let Some(loaded) = &checked.loaded else {
         return Ok(());
     };
-    let found = packc_compiler::validators::host_validators(
-        &loaded.doc(&packc_compiler::doc::Arena::new()),
-    );
     if found.is_empty() {
         return Ok(());
     }
@@ -240,7 +254,7 @@ fn print_host_validators(src: &RenderSource<'_>, checked: &Checked, format: Form
     let position = |ptr: &str| spans.locate(ptr).map(|s| src.line_col(s.start));
     match format {
         Format::Human => {
-            for (ptr, ty) in &found {
+            for (ptr, ty) in found {
                 let place = match position(ptr) {
                     Some((line, col)) => format!("{}:{line}:{col}", src.name),
                     None => src.name.to_owned(),

@@ -121,15 +121,38 @@ fn check_loading(bytes: &[u8], options: &Options) -> Checked {
 /// comma, an unquoted key, a `# comment`) is a located `parse_error` here too; any other
 /// name is read as YAML 1.2, of which JSON is a subset.
 pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options) -> Checked {
-    if strict_json(path, bytes, options) {
-        // What the fast path parses is strict JSON already: the strict check, a second
-        // parse of the whole text, is only needed to locate why it did not.
-        if let Some(checked) = check_json_fast(bytes, options) {
-            return checked;
+    check_file_bytes_and(path, bytes, options, |_| ()).0
+}
+
+/// [`check_file_bytes`], and `read` run on the document the pack was checked on, so that
+/// what a caller reads from a pack beside its diagnostics (its host validators, say) is
+/// read without parsing the text again. `read` gives `None` when the pack did not load.
+pub fn check_file_bytes_and<R>(
+    path: &std::path::Path,
+    bytes: &[u8],
+    options: &Options,
+    read: impl FnOnce(&doc::Node<'_>) -> R,
+) -> (Checked, Option<R>) {
+    let mut read = Some(read);
+    if bytes.len() <= options.limits.max_source_bytes {
+        let fast = check_json_fast_then(bytes, options, |doc, _| read.take().map(|f| f(doc)));
+        if let Some(done) = fast {
+            return done;
         }
-        return strict_json_refusal(bytes).unwrap_or_else(|| check_loading(bytes, options));
     }
-    check_bytes(bytes, options)
+    // What the fast path parses is strict JSON already: the strict check, a second parse
+    // of the whole text, is only needed to locate why it did not.
+    if strict_json(path, bytes, options) {
+        if let Some(checked) = strict_json_refusal(bytes) {
+            return (checked, None);
+        }
+    }
+    let checked = check_loading(bytes, options);
+    let found = match (&checked.loaded, read) {
+        (Some(loaded), Some(read)) => Some(doc::with_arena(|arena| read(&loaded.doc(arena)))),
+        _ => None,
+    };
+    (checked, found)
 }
 
 /// [`build_artifact`] for the file at `path`, read as [`check_file_bytes`] reads it (a
