@@ -55,7 +55,11 @@ def check(
     format: Optional[Literal["yaml", "json"]] = None,
     spec_level: Optional[str] = None,
 ) -> List[Diagnostic]:
-    """Every error and warning of a pack (a file, or ``text=``), in source order."""
+    """Every error and warning of a pack (a file, or ``text=``), in source order.
+
+    ``format="json"`` requires strict JSON, ``format="yaml"`` reads YAML 1.2; left out, a
+    file named ``*.json`` is strict JSON (as ``packc check`` reads it) and anything else
+    YAML 1.2."""
 
 def compile(
     path: Optional[StrPath] = None,

@@ -60,11 +60,17 @@ impl Diagnostic {
     }
 }
 
-/// A pack source: its display name, bytes, and the folder its schema files are read from.
+/// A pack source: its display name, bytes, the folder its schema files are read from,
+/// the file it was read from, and how to read it.
 struct Source {
     name: String,
     bytes: Vec<u8>,
     base_dir: Option<PathBuf>,
+    /// The file, when it came from one: its name says how `packc` reads it.
+    path: Option<PathBuf>,
+    /// `format=`: `"json"` (strict JSON), `"yaml"` (YAML 1.2), or `None` (by the file's
+    /// name, as `packc` reads a file: `*.json` is strict JSON; text is YAML 1.2).
+    format: Option<String>,
 }
 
 /// Reads the source `check` and `compile` were given (a path, or `text=`).
@@ -89,12 +95,16 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
                 name: path.display().to_string(),
                 base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
                 bytes,
+                path: Some(path),
+                format: format.map(str::to_owned),
             })
         }
         (None, Some(text)) => Ok(Source {
             name: "<text>".into(),
             bytes: text.into_bytes(),
             base_dir: None,
+            path: None,
+            format: format.map(str::to_owned),
         }),
     }
 }
@@ -122,21 +132,47 @@ fn options(src: &Source, spec_level: Option<ir_spec::SpecLevel>) -> Options {
     }
 }
 
-/// Checks a source; `strict_json` (text with `format="json"`) first requires JSON.
-fn check_source(src: &Source, strict_json: bool, level: Option<ir_spec::SpecLevel>) -> Checked {
-    if strict_json {
-        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&src.bytes) {
-            let offset = offset_of(&src.bytes, e.line(), e.column());
-            let d = Diag::new(DiagKind::ParseError, format!("not valid JSON: {e}"))
-                .at_span(offset..offset)
-                .help("format=\"json\" takes strict JSON; leave it out to read YAML 1.2");
-            return Checked {
-                loaded: None,
-                diagnostics: vec![d],
-            };
-        }
+/// Checks a source as `packc check` reads a file (see [`Source::format`]).
+fn check_source(src: &Source, level: Option<ir_spec::SpecLevel>) -> Checked {
+    if let Some(refused) = json_refusal(src) {
+        return refused;
     }
-    check_bytes(&src.bytes, &options(src, level))
+    let options = options(src, level);
+    match (&src.path, src.format.as_deref()) {
+        (Some(path), None) => packc_compiler::check_file_bytes(path, &src.bytes, &options),
+        _ => check_bytes(&src.bytes, &options),
+    }
+}
+
+/// Checks and lowers a source as `packc build` reads a file: a JSON pack is parsed once.
+fn build_source(src: &Source, level: Option<ir_spec::SpecLevel>) -> Built {
+    if let Some(refused) = json_refusal(src) {
+        return Ok((refused, None));
+    }
+    let options = options(src, level);
+    match (&src.path, src.format.as_deref()) {
+        (Some(path), None) => packc_compiler::build_file_bytes(path, &src.bytes, &options),
+        _ => packc_compiler::build_artifact(&src.bytes, &options),
+    }
+}
+
+/// What [`build_source`] gives: the check, and the artifact when it found no error.
+type Built = Result<(Checked, Option<ir_spec::Artifact>), packc_compiler::lower::LowerError>;
+
+/// With `format="json"`, the located `parse_error` of a source that is not strict JSON.
+fn json_refusal(src: &Source) -> Option<Checked> {
+    if src.format.as_deref() != Some("json") {
+        return None;
+    }
+    let e = serde_json::from_slice::<serde_json::Value>(&src.bytes).err()?;
+    let offset = offset_of(&src.bytes, e.line(), e.column());
+    let d = Diag::new(DiagKind::ParseError, format!("not valid JSON: {e}"))
+        .at_span(offset..offset)
+        .help("format=\"json\" takes strict JSON; leave it out to read YAML 1.2");
+    Some(Checked {
+        loaded: None,
+        diagnostics: vec![d],
+    })
 }
 
 /// The byte offset of a 1-based line and column.
@@ -197,9 +233,11 @@ fn report(src: &Source, checked: &Checked) -> String {
 
 /// check(path=None, *, text=None, format=None, spec_level=None) -> list[Diagnostic]
 ///
-/// Parses and checks a pack (a file, or `text=` in memory; `format="json"` requires
-/// strict JSON, YAML 1.2 is read otherwise) and returns every error and warning in
-/// source order. An unreadable file raises `OSError`.
+/// Parses and checks a pack (a file, or `text=` in memory) and returns every error and
+/// warning in source order. `format="json"` requires strict JSON and `format="yaml"`
+/// reads YAML 1.2; left out, a file is read as `packc check` reads it (a `*.json` file is
+/// strict JSON, any other YAML 1.2, of which JSON is a subset) and text as YAML 1.2. An
+/// unreadable file raises `OSError`.
 #[pyfunction]
 #[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
 fn check(
@@ -210,15 +248,15 @@ fn check(
     spec_level: Option<&str>,
 ) -> PyResult<Vec<Py<Diagnostic>>> {
     let level = self::spec_level(spec_level)?;
-    let strict = text.is_some() && format == Some("json");
     let src = source(path, text, format)?;
-    let checked = py.detach(|| check_source(&src, strict, level));
+    let checked = py.detach(|| check_source(&src, level));
     diagnostics(py, &src, &checked)
 }
 
 /// compile(path=None, *, text=None, format=None, spec_level=None) -> Artifact
 ///
-/// Checks and lowers a pack into an `Artifact`. A pack with errors raises
+/// Checks and lowers a pack into an `Artifact`, reading it as `check` does (a JSON pack is
+/// parsed once, checked and lowered from one document). A pack with errors raises
 /// `packc.CompileError`, whose `diagnostics` lists them and whose `str()` is the
 /// rendered report.
 #[pyfunction]
@@ -231,25 +269,17 @@ fn compile(
     spec_level: Option<&str>,
 ) -> PyResult<Artifact> {
     let level = self::spec_level(spec_level)?;
-    let strict = text.is_some() && format == Some("json");
     let src = source(path, text, format)?;
-    let (checked, built) = py.detach(|| {
-        let checked = check_source(&src, strict, level);
-        if checked.has_errors() {
-            return (checked, None);
-        }
-        let built = packc_compiler::artifact(&checked, &src.bytes, &options(&src, level));
-        (checked, Some(built))
-    });
+    let built = py.detach(|| build_source(&src, level));
     match built {
-        None => {
+        Ok((checked, None)) => {
             let diags = diagnostics(py, &src, &checked)?
                 .into_iter()
                 .map(|d| d.into_any())
                 .collect();
             Err(errors::compile_error(py, report(&src, &checked), diags))
         }
-        Some(Err(e)) => Err(errors::compile_error(
+        Err(e) => Err(errors::compile_error(
             py,
             format!(
                 "{}: the pack checked clean but could not be lowered: {e}",
@@ -257,7 +287,7 @@ fn compile(
             ),
             Vec::new(),
         )),
-        Some(Ok(artifact)) => Ok(Artifact {
+        Ok((_, Some(artifact))) => Ok(Artifact {
             inner: Arc::new(artifact),
             minor: ir_spec::container::FORMAT_MINOR,
         }),

@@ -59,6 +59,37 @@ def test_check_json_text_is_strict(tmp_path: Path) -> None:
     assert "parse_error" not in {d.kind for d in packc.check(text='{"id": "x"}')}
 
 
+def test_files_are_read_as_packc_reads_them(tmp_path: Path) -> None:
+    loose = '{"id": "x", "name": "X", "version": "1.0.0", "prompts": {},}'
+    # A file named *.json is strict JSON, as `packc check` reads it.
+    (tmp_path / "loose.json").write_text(loose)
+    assert [d.kind for d in packc.check(tmp_path / "loose.json")] == ["parse_error"]
+    # format= says how to read it whatever its name.
+    assert "parse_error" not in {
+        d.kind for d in packc.check(tmp_path / "loose.json", format="yaml")
+    }
+    (tmp_path / "loose.yaml").write_text(loose)
+    assert "parse_error" not in {d.kind for d in packc.check(tmp_path / "loose.yaml")}
+    assert [d.kind for d in packc.check(tmp_path / "loose.yaml", format="json")] == [
+        "parse_error"
+    ]
+    with pytest.raises(packc.CompileError):
+        packc.compile(tmp_path / "loose.json")
+
+
+def test_compiling_a_json_file_gives_the_artifact_of_its_text(tmp_path: Path) -> None:
+    pack = (
+        '{"id": "t", "name": "T", "version": "1.0.0",'
+        ' "template_engine": {"version": "v1", "syntax": "{{variable}}"},'
+        ' "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0",'
+        ' "system_template": "hi"}}}'
+    )
+    (tmp_path / "t.json").write_text(pack)
+    from_file = packc.compile(tmp_path / "t.json").to_bytes()
+    assert from_file == packc.compile(text=pack, format="json").to_bytes()
+    assert from_file == packc.compile(text=pack).to_bytes()
+
+
 def test_check_refuses_unknown_options() -> None:
     with pytest.raises(ValueError, match="spec_level"):
         packc.check(EX2, spec_level="v0.1")
