@@ -42,46 +42,14 @@ fn decode(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     Artifact::decode(bytes, DEFAULT_MAX_ARTIFACT_BYTES)
 }
 
-/// `build_file_bytes` (what `packc build` runs: a JSON pack parsed once) gives the
-/// diagnostics of `check_file_bytes` and the artifact of `artifact` after it, for every
-/// example as YAML and as JSON, and a `*.json` file that is not strict JSON is refused
-/// with the same located `parse_error` and no artifact.
+/// What `packc check` and `packc build` run, with the pack parsed once, agree with
+/// checking it (`check_file_bytes`) and then reading it again: `build_file_bytes` gives
+/// the same diagnostics and the artifact of `artifact`, and `check_file_bytes_and` reads
+/// what reading the loaded pack again reads, for every example as YAML and as JSON. A
+/// `*.json` file that is not strict JSON gets a located `parse_error`, no artifact and no
+/// reading.
 #[test]
-fn building_a_file_agrees_with_checking_it_then_building() {
-    let dir = tempfile::tempdir().unwrap();
-    let files = example_files(dir.path());
-    for (path, source) in &files {
-        let options = options_for(path);
-        let (checked, built) = build_file_bytes(path, source, &options).unwrap();
-        let expected = check_file_bytes(path, source, &options);
-        assert_eq!(
-            checked.diagnostics,
-            expected.diagnostics,
-            "{}",
-            path.display()
-        );
-        let expected =
-            (!expected.has_errors()).then(|| artifact(&expected, source, &options).unwrap());
-        assert_eq!(built, expected, "{}", path.display());
-    }
-    let (loose, text) = files.last().unwrap();
-    let (checked, built) = build_file_bytes(loose, text, &Options::default()).unwrap();
-    assert!(built.is_none());
-    assert!(
-        checked
-            .diagnostics
-            .iter()
-            .any(|d| d.kind.as_str() == "parse_error"),
-        "{:?}",
-        checked.diagnostics
-    );
-}
-
-/// `check_file_bytes_and` checks as `check_file_bytes` does and reads the document it
-/// checked: what its reader finds is what reading the loaded pack again finds, and a file
-/// that did not load is not read.
-#[test]
-fn checking_a_file_reads_the_document_it_checked() {
+fn checking_and_building_a_file_read_it_once_and_agree() {
     let dir = tempfile::tempdir().unwrap();
     let files = example_files(dir.path());
     let keys = |doc: &packc_compiler::doc::Node<'_>| -> Vec<String> {
@@ -94,8 +62,18 @@ fn checking_a_file_reads_the_document_it_checked() {
     };
     for (path, source) in &files {
         let options = options_for(path);
-        let (checked, read) = check_file_bytes_and(path, source, &options, keys);
         let expected = check_file_bytes(path, source, &options);
+        let (checked, built) = build_file_bytes(path, source, &options).unwrap();
+        assert_eq!(
+            checked.diagnostics,
+            expected.diagnostics,
+            "{}",
+            path.display()
+        );
+        let artifact =
+            (!expected.has_errors()).then(|| artifact(&expected, source, &options).unwrap());
+        assert_eq!(built, artifact, "{}", path.display());
+        let (checked, read) = check_file_bytes_and(path, source, &options, |doc, _| keys(doc));
         assert_eq!(
             checked.diagnostics,
             expected.diagnostics,
@@ -109,7 +87,15 @@ fn checking_a_file_reads_the_document_it_checked() {
         assert_eq!(read, again, "{}", path.display());
     }
     let (loose, text) = files.last().unwrap();
-    let (_, read) = check_file_bytes_and(loose, text, &Options::default(), keys);
+    let (checked, built) = build_file_bytes(loose, text, &Options::default()).unwrap();
+    assert!(built.is_none());
+    let kinds: Vec<&str> = checked
+        .diagnostics
+        .iter()
+        .map(|d| d.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["parse_error"]);
+    let (_, read) = check_file_bytes_and(loose, text, &Options::default(), |doc, _| keys(doc));
     assert_eq!(read, None);
 }
 

@@ -139,12 +139,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         // The host validators are read from the document the check parsed.
         let (checked, bytes, host) = match read_pack(path, &options)? {
             Ok(bytes) => {
-                let (checked, host) = packc_compiler::check_file_bytes_and(
-                    path,
-                    &bytes,
-                    &options,
-                    packc_compiler::validators::host_validators,
-                );
+                let (checked, host) =
+                    packc_compiler::check_file_bytes_and(path, &bytes, &options, |doc, _| {
+                        packc_compiler::validators::host_validators(doc)
+                    });
                 (checked, bytes, host.unwrap_or_default())
             }
             Err(too_large) => (too_large, Vec::new(), Vec::new()),

@@ -97,12 +97,7 @@ impl Checked {
 /// ([`load::SpanIndex::of_json`]) that finds a node's place only when something asks for
 /// it, so a clean JSON pack never pays for spans.
 pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
-    if bytes.len() <= options.limits.max_source_bytes {
-        if let Some(checked) = check_json_fast(bytes, options) {
-            return checked;
-        }
-    }
-    check_loading(bytes, options)
+    check_and(None, bytes, options, |_, _| ()).0
 }
 
 /// [`check_bytes`] through the loader, which locates every node (and every error).
@@ -121,38 +116,20 @@ fn check_loading(bytes: &[u8], options: &Options) -> Checked {
 /// comma, an unquoted key, a `# comment`) is a located `parse_error` here too; any other
 /// name is read as YAML 1.2, of which JSON is a subset.
 pub fn check_file_bytes(path: &std::path::Path, bytes: &[u8], options: &Options) -> Checked {
-    check_file_bytes_and(path, bytes, options, |_| ()).0
+    check_and(Some(path), bytes, options, |_, _| ()).0
 }
 
-/// [`check_file_bytes`], and `read` run on the document the pack was checked on, so that
-/// what a caller reads from a pack beside its diagnostics (its host validators, say) is
-/// read without parsing the text again. `read` gives `None` when the pack did not load.
+/// [`check_file_bytes`], and `read` run on the document the pack was checked on (with the
+/// diagnostics found), so that what a caller reads from a pack beside its diagnostics (its
+/// host validators, say) is read without parsing the text again. `read` gives `None` when
+/// the pack did not load.
 pub fn check_file_bytes_and<R>(
     path: &std::path::Path,
     bytes: &[u8],
     options: &Options,
-    read: impl FnOnce(&doc::Node<'_>) -> R,
+    read: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
 ) -> (Checked, Option<R>) {
-    let mut read = Some(read);
-    if bytes.len() <= options.limits.max_source_bytes {
-        let fast = check_json_fast_then(bytes, options, |doc, _| read.take().map(|f| f(doc)));
-        if let Some(done) = fast {
-            return done;
-        }
-    }
-    // What the fast path parses is strict JSON already: the strict check, a second parse
-    // of the whole text, is only needed to locate why it did not.
-    if strict_json(path, bytes, options) {
-        if let Some(checked) = strict_json_refusal(bytes) {
-            return (checked, None);
-        }
-    }
-    let checked = check_loading(bytes, options);
-    let found = match (&checked.loaded, read) {
-        (Some(loaded), Some(read)) => Some(doc::with_arena(|arena| read(&loaded.doc(arena)))),
-        _ => None,
-    };
-    (checked, found)
+    check_and(Some(path), bytes, options, read)
 }
 
 /// [`build_artifact`] for the file at `path`, read as [`check_file_bytes`] reads it (a
@@ -164,16 +141,55 @@ pub fn build_file_bytes(
     source: &[u8],
     options: &Options,
 ) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    if !strict_json(path, source, options) {
-        return build_artifact(source, options);
+    build_and(Some(path), source, options)
+}
+
+/// Checks `bytes` (read as the file at `path` is, when there is one) and runs `read` on
+/// the document checked: a JSON text on the fast path, else the pack the loader loaded.
+fn check_and<R>(
+    path: Option<&std::path::Path>,
+    bytes: &[u8],
+    options: &Options,
+    read: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
+) -> (Checked, Option<R>) {
+    let mut read = Some(read);
+    if bytes.len() <= options.limits.max_source_bytes {
+        let fast = check_json_fast_then(bytes, options, |doc, diagnostics| {
+            read.take().map(|f| f(doc, diagnostics))
+        });
+        if let Some(done) = fast {
+            return done;
+        }
     }
-    if let Some((checked, module)) = build_json_fast(source, options) {
-        return Ok((checked, module?.map(|m| wrap(source, m))));
+    // What the fast path parses is strict JSON already: the strict check, a second parse
+    // of the whole text, is only needed to locate why it did not.
+    if path.is_some_and(|p| strict_json(p, bytes, options)) {
+        if let Some(checked) = strict_json_refusal(bytes) {
+            return (checked, None);
+        }
     }
-    match strict_json_refusal(source) {
-        Some(checked) => Ok((checked, None)),
-        None => build_loaded(check_loading(source, options), source, options),
-    }
+    let checked = check_loading(bytes, options);
+    let found = match (&checked.loaded, read) {
+        (Some(loaded), Some(read)) => Some(doc::with_arena(|arena| {
+            read(&loaded.doc(arena), &checked.diagnostics)
+        })),
+        _ => None,
+    };
+    (checked, found)
+}
+
+/// [`check_and`], then the document lowered when the check found no error.
+fn build_and(
+    path: Option<&std::path::Path>,
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
+    let (checked, module) = check_and(path, source, options, |doc, diagnostics| {
+        let clean = !diagnostics.iter().any(Diagnostic::is_error);
+        clean.then(|| lower_doc(doc, options))
+    });
+    let module = module.flatten().transpose()?;
+    Ok((checked, module.map(|m| wrap(source, m))))
 }
 
 /// Whether `path` names a strict JSON file (`*.json`) small enough for the fast path.
@@ -195,12 +211,9 @@ fn strict_json_refusal(bytes: &[u8]) -> Option<Checked> {
     })
 }
 
-fn check_json_fast(bytes: &[u8], options: &Options) -> Option<Checked> {
-    check_json_fast_then(bytes, options, |_, _| ()).map(|(checked, ())| checked)
-}
-
-/// [`check_json_fast`], then `then` on the same parsed document and the diagnostics
-/// found, so that a build reads the text once.
+/// A JSON text checked on the fast path, then `then` on the same parsed document and the
+/// diagnostics found, so that a build reads the text once. `None` when the text is not
+/// for the fast path.
 fn check_json_fast_then<R>(
     bytes: &[u8],
     options: &Options,
@@ -342,42 +355,7 @@ pub fn build_artifact(
     source: &[u8],
     options: &Options,
 ) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    let fast = if source.len() <= options.limits.max_source_bytes {
-        build_json_fast(source, options)
-    } else {
-        None
-    };
-    match fast {
-        Some((checked, module)) => Ok((checked, module?.map(|m| wrap(source, m)))),
-        None => build_loaded(check_loading(source, options), source, options),
-    }
-}
-
-/// The JSON fast path of a build: the text parsed once, and lowered from the document it
-/// was checked on when the check found no error. `None` when the text is not for the
-/// fast path.
-fn build_json_fast(
-    source: &[u8],
-    options: &Options,
-) -> Option<(Checked, Result<Option<ir_spec::Module>, lower::LowerError>)> {
-    let (checked, module) = check_json_fast_then(source, options, |doc, diagnostics| {
-        let clean = !diagnostics.iter().any(Diagnostic::is_error);
-        clean.then(|| lower_doc(doc, options))
-    })?;
-    Some((checked, module.transpose()))
-}
-
-/// A build from a pack loaded the slow way: lowered when the check found no error.
-fn build_loaded(
-    checked: Checked,
-    source: &[u8],
-    options: &Options,
-) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    if checked.has_errors() {
-        return Ok((checked, None));
-    }
-    let module = lower(&checked, options)?;
-    Ok((checked, Some(wrap(source, module))))
+    build_and(None, source, options)
 }
 
 /// `module` as the artifact of `source`.
