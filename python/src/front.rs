@@ -138,9 +138,9 @@ fn check_source(src: &Source, level: Option<ir_spec::SpecLevel>) -> Checked {
         return refused;
     }
     let options = options(src, level);
-    match (&src.path, src.format.as_deref()) {
-        (Some(path), None) => packc_compiler::check_file_bytes(path, &src.bytes, &options),
-        _ => check_bytes(&src.bytes, &options),
+    match read_by_name(src) {
+        Some(path) => packc_compiler::check_file_bytes(path, &src.bytes, &options),
+        None => check_bytes(&src.bytes, &options),
     }
 }
 
@@ -150,10 +150,16 @@ fn build_source(src: &Source, level: Option<ir_spec::SpecLevel>) -> Built {
         return Ok((refused, None));
     }
     let options = options(src, level);
-    match (&src.path, src.format.as_deref()) {
-        (Some(path), None) => packc_compiler::build_file_bytes(path, &src.bytes, &options),
-        _ => packc_compiler::build_artifact(&src.bytes, &options),
+    match read_by_name(src) {
+        Some(path) => packc_compiler::build_file_bytes(path, &src.bytes, &options),
+        None => packc_compiler::build_artifact(&src.bytes, &options),
     }
+}
+
+/// The file whose name says how to read the source: its path, when `format=` was left
+/// out.
+fn read_by_name(src: &Source) -> Option<&Path> {
+    src.path.as_deref().filter(|_| src.format.is_none())
 }
 
 /// What [`build_source`] gives: the check, and the artifact when it found no error.

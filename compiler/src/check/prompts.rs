@@ -78,12 +78,8 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
                 .collect()
         })
         .unwrap_or_default();
-    let fragments = cx.root.get("fragments").and_then(Node::as_object);
-    let expanded = expanded_text(
-        template,
-        fragments.map(|f| |name: &str| f.get(name)?.as_str()),
-        |name| declared.contains(name),
-    );
+    let fragments = crate::members::fragments(cx.root.get("fragments"));
+    let expanded = expanded_text(template, fragments, |name| declared.contains(name));
     let mut undeclared = BTreeSet::new();
     for root in placeholder_roots(&expanded) {
         if matches!(root, "input" | "artifacts") || declared.contains(root) {

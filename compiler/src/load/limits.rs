@@ -162,7 +162,7 @@ fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     let Some(prompts) = root.get("prompts").and_then(Node::as_object) else {
         return;
     };
-    let fragments = root.get("fragments").and_then(Node::as_object);
+    let fragments = crate::members::fragments(root.get("fragments"));
     let mut total = 0usize;
     let (mut one_reported, mut total_reported) = (false, false);
     for (key, prompt) in prompts {
@@ -178,11 +178,7 @@ fn templates(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                         .any(|v| v.get("name").and_then(Node::as_str) == Some(name))
                 })
         };
-        // Without `fragments` nothing expands: the template is its own length.
-        let len = match fragments {
-            Some(f) => expanded_len(template, |name| f.get(name)?.as_str(), declared),
-            None => template.len(),
-        };
+        let len = expanded_len(template, fragments.as_ref(), declared);
         let pointer = || format!("/prompts/{}/system_template", escape_token(key));
         if len > limits.max_string_bytes && !one_reported {
             one_reported = true;

@@ -157,12 +157,10 @@ fn template(cx: &mut Cx<'_>, prompt: &Node, variables: &[Variable]) -> Vec<Segme
         .get("system_template")
         .and_then(Node::as_str)
         .unwrap_or_default();
-    let fragments = cx.root.get("fragments").and_then(Node::as_object);
-    let expanded = expanded_text(
-        text,
-        fragments.map(|f| |name: &str| f.get(name)?.as_str()),
-        |name| variables.iter().any(|v| v.name == name),
-    );
+    let fragments = crate::members::fragments(cx.root.get("fragments"));
+    let expanded = expanded_text(text, fragments, |name| {
+        variables.iter().any(|v| v.name == name)
+    });
     parse_template(&expanded)
         .segments
         .into_iter()

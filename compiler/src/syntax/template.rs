@@ -87,25 +87,40 @@ impl Template {
 pub fn parse_template(text: &str) -> Template {
     let mut segments = Vec::new();
     let mut literal_from = 0;
-    let mut search_from = 0;
-    while let Some(open) = find_from(text, search_from, "{{") {
-        match placeholder_at(text, open) {
-            Some(p) => {
-                if literal_from < open {
-                    segments.push(Segment::Text(text[literal_from..open].to_owned()));
-                }
-                search_from = p.span.end;
-                literal_from = p.span.end;
-                segments.push(Segment::Var(p));
-            }
-            // The `{` at `open` is literal; the next `{{` may start right after it.
-            None => search_from = open + 1,
+    for p in scan(text, |open| {
+        placeholder_at(text, open).map(|p| (p.span.end, p))
+    }) {
+        if literal_from < p.span.start {
+            segments.push(Segment::Text(text[literal_from..p.span.start].to_owned()));
         }
+        literal_from = p.span.end;
+        segments.push(Segment::Var(p));
     }
     if literal_from < text.len() {
         segments.push(Segment::Text(text[literal_from..].to_owned()));
     }
     Template { segments }
+}
+
+/// The placeholders of `text` in order, each as `read` reads the one whose `{{` starts at
+/// the offset it is given (`None`: not a placeholder), with where it ends. Every `{{` is
+/// tried from left to right; a `{` that opens none is literal, and the next `{{` may
+/// start right after it.
+fn scan<'t, T>(
+    text: &'t str,
+    mut read: impl FnMut(usize) -> Option<(usize, T)> + 't,
+) -> impl Iterator<Item = T> + 't {
+    let mut search_from = 0;
+    std::iter::from_fn(move || loop {
+        let open = find_from(text, search_from, "{{")?;
+        match read(open) {
+            Some((end, found)) => {
+                search_from = end;
+                return Some(found);
+            }
+            None => search_from = open + 1,
+        }
+    })
 }
 
 /// The placeholder whose `{{` starts at `open`, if it is well-formed.
@@ -127,16 +142,8 @@ pub(crate) fn placeholder_at(text: &str, open: usize) -> Option<Placeholder> {
 /// The root names of the placeholders of `text`, in order, found as [`parse_template`]
 /// finds them, with nothing copied.
 pub fn placeholder_roots(text: &str) -> impl Iterator<Item = &str> {
-    let mut search_from = 0;
-    std::iter::from_fn(move || loop {
-        let open = find_from(text, search_from, "{{")?;
-        match read_placeholder(text, open, |_| {}) {
-            Some((root_end, end)) => {
-                search_from = end;
-                return Some(&text[open + 2..root_end]);
-            }
-            None => search_from = open + 1,
-        }
+    scan(text, move |open| {
+        read_placeholder(text, open, |_| {}).map(|(root_end, end)| (end, &text[open + 2..root_end]))
     })
 }
 
