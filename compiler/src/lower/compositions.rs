@@ -14,9 +14,7 @@ use crate::members::entries;
 use super::prompts::{offered, policy};
 use super::{strings, uint32, Cx, LowerError};
 use crate::diag::{At, Token};
-use crate::syntax::{
-    parse_binding, parse_whole_reference, Binding, BindingPart, RefRoot, Reference,
-};
+use crate::syntax::reference::{lex_binding, lex_whole_reference, Lexed, Lexing, Piece};
 use crate::vocab::{Kind, Op, Strategy};
 
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
@@ -64,8 +62,9 @@ fn lower_one(
             });
         }
     }
-    let mut ids: HashMap<&str, StepId> = HashMap::default();
-    let mut walk = Vec::new();
+    let mut ids: HashMap<&str, StepId> =
+        HashMap::with_capacity_and_hasher(steps.len(), Default::default());
+    let mut walk = Vec::with_capacity(steps.len());
     for (i, f) in flat.iter().enumerate() {
         let id = StepId::from_index(i).ok_or_else(|| {
             let (tokens, n) = Token::step(f.at.0, f.at.1);
@@ -297,26 +296,27 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Node>) -> Option<OutputSchema> {
 
 type Lookup<'l> = dyn Fn(&str, &At<'_>) -> Result<StepId, LowerError> + 'l;
 
-fn lower_ref(r: Reference, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
-    let root = match r.root {
-        RefRoot::Input => Root::Input,
-        RefRoot::Step(name) => Root::Step(lookup(&name, ptr)?),
+fn lower_ref(r: Lexed<'_>, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
+    let root = match r.step {
+        None => Root::Input,
+        Some(name) => Root::Step(lookup(name, ptr)?),
     };
-    Ok(Ref { root, path: r.path })
+    let path = r.names().map(str::to_owned).collect();
+    Ok(Ref { root, path })
 }
 
 /// A step's `input` / `args` value → [`Bind`] (`compositions.md` §3.5).
 fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
     Ok(match v {
-        Node::String(s) => match parse_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
-            Binding::Literal(t) => Bind::Const(serde_json::Value::String(t)),
-            Binding::Whole(r) => Bind::Whole(lower_ref(r, ptr, lookup)?),
-            Binding::Template(parts) => Bind::Interp(
-                parts
+        Node::String(s) => match lex_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
+            Lexing::Literal(t) => Bind::Const(serde_json::Value::String(t.to_owned())),
+            Lexing::Whole(r) => Bind::Whole(lower_ref(r, ptr, lookup)?),
+            Lexing::Template(pieces) => Bind::Interp(
+                pieces
                     .into_iter()
-                    .map(|part| match part {
-                        BindingPart::Text(t) => Ok(Part::Text(t)),
-                        BindingPart::Ref(r) => Ok(Part::Ref(lower_ref(r, ptr, lookup)?)),
+                    .map(|piece| match piece {
+                        Piece::Text(t) => Ok(Part::Text(t.to_owned())),
+                        Piece::Ref(r) => Ok(Part::Ref(lower_ref(r, ptr, lookup)?)),
                     })
                     .collect::<Result<_, LowerError>>()?,
             ),
@@ -380,8 +380,7 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
     }
     let path_text = obj.get("path").and_then(Node::as_str).ok_or_else(bad)?;
     let pptr = ptr.key("path");
-    let reference =
-        parse_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
+    let reference = lex_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
     let path = lower_ref(reference, &pptr, lookup)?;
     if let Some(expect) = obj.get("exists") {
         return Ok(Pred::Exists {

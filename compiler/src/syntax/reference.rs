@@ -116,40 +116,81 @@ pub struct RefError {
 /// [`RefError`] (its message says what is wrong and what the grammar is, e.g.
 /// "`${input.a + 1}` is not a reference: expected `${input.path}` or `${step.output.path}`").
 pub fn parse_binding(text: &str) -> Result<Binding, RefError> {
+    Ok(match lex_binding(text)? {
+        Lexing::Literal(t) => Binding::Literal(t.to_owned()),
+        Lexing::Whole(r) => Binding::Whole(r.owned()),
+        Lexing::Template(pieces) => Binding::Template(
+            pieces
+                .into_iter()
+                .map(|piece| match piece {
+                    Piece::Text(t) => BindingPart::Text(t.to_owned()),
+                    Piece::Ref(r) => BindingPart::Ref(r.owned()),
+                })
+                .collect(),
+        ),
+    })
+}
+
+/// A binding string classified as [`parse_binding`] does, borrowing from the text: what
+/// lowering reads. Only a template's list of pieces is allocated.
+pub(crate) enum Lexing<'t> {
+    /// [`Binding::Literal`].
+    Literal(&'t str),
+    /// [`Binding::Whole`].
+    Whole(Lexed<'t>),
+    /// [`Binding::Template`], with the same pieces.
+    Template(Vec<Piece<'t>>),
+}
+
+/// A piece of a [`Lexing::Template`]: [`BindingPart`], borrowed.
+pub(crate) enum Piece<'t> {
+    /// Literal text, never empty.
+    Text(&'t str),
+    /// A reference.
+    Ref(Lexed<'t>),
+}
+
+/// [`parse_binding`], borrowing from `text`.
+pub(crate) fn lex_binding(text: &str) -> Result<Lexing<'_>, RefError> {
     let Some(open) = find_from(text, 0, "${") else {
-        return Ok(Binding::Literal(text.to_owned()));
+        return Ok(Lexing::Literal(text));
     };
-    let first = reference_at(text, open)?;
+    let first = lex_at(text, open)?;
     if first.span == (0..text.len()) {
-        return Ok(Binding::Whole(first));
+        return Ok(Lexing::Whole(first));
     }
-    let mut parts = Vec::new();
+    let mut pieces = Vec::new();
     if open > 0 {
-        parts.push(BindingPart::Text(text[..open].to_owned()));
+        pieces.push(Piece::Text(&text[..open]));
     }
     let mut literal_from = first.span.end;
-    parts.push(BindingPart::Ref(first));
+    pieces.push(Piece::Ref(first));
     while let Some(open) = find_from(text, literal_from, "${") {
-        let reference = reference_at(text, open)?;
+        let reference = lex_at(text, open)?;
         if literal_from < open {
-            parts.push(BindingPart::Text(text[literal_from..open].to_owned()));
+            pieces.push(Piece::Text(&text[literal_from..open]));
         }
         literal_from = reference.span.end;
-        parts.push(BindingPart::Ref(reference));
+        pieces.push(Piece::Ref(reference));
     }
     if literal_from < text.len() {
-        parts.push(BindingPart::Text(text[literal_from..].to_owned()));
+        pieces.push(Piece::Text(&text[literal_from..]));
     }
-    Ok(Binding::Template(parts))
+    Ok(Lexing::Template(pieces))
 }
 
 /// Parses a predicate `path` (§7.1): the whole string must be exactly one well-formed
 /// reference, with nothing before `${` or after `}`.
 pub fn parse_whole_reference(text: &str) -> Result<Reference, RefError> {
+    lex_whole_reference(text).map(Lexed::owned)
+}
+
+/// [`parse_whole_reference`], borrowing from `text`.
+pub(crate) fn lex_whole_reference(text: &str) -> Result<Lexed<'_>, RefError> {
     let whole = 0..text.len();
-    match parse_binding(text)? {
-        Binding::Whole(r) => Ok(r),
-        Binding::Literal(_) => {
+    match lex_binding(text)? {
+        Lexing::Whole(r) => Ok(r),
+        Lexing::Literal(_) => {
             let trimmed = text.trim_matches([' ', '\t']);
             let message = if !trimmed.is_empty() && trimmed.split('.').all(is_ident) {
                 format!(
@@ -168,11 +209,8 @@ pub fn parse_whole_reference(text: &str) -> Result<Reference, RefError> {
                 message,
             })
         }
-        Binding::Template(parts) => {
-            let refs = parts
-                .iter()
-                .filter(|p| matches!(p, BindingPart::Ref(_)))
-                .count();
+        Lexing::Template(pieces) => {
+            let refs = pieces.iter().filter(|p| matches!(p, Piece::Ref(_))).count();
             let what = if refs > 1 {
                 "holds more than one reference"
             } else {
@@ -215,32 +253,101 @@ pub fn binding_roots<'t>(
 }
 
 /// A well-formed reference, borrowed from the text it was read from.
-struct Lexed<'t> {
+pub(crate) struct Lexed<'t> {
     /// The step id of a `${<step>.output...}`; `None` for `${input...}`.
-    step: Option<&'t str>,
+    pub step: Option<&'t str>,
     /// The names after the root, joined by `.` as written (`""` when there are none).
-    path: &'t str,
+    pub path: &'t str,
     /// Byte range of the whole `${...}`, braces included.
-    span: Range<usize>,
+    pub span: Range<usize>,
 }
 
-/// The reference whose `${` starts at `open`.
-fn reference_at(text: &str, open: usize) -> Result<Reference, RefError> {
-    let Lexed { step, path, span } = lex_at(text, open)?;
-    let root = match step {
-        None => RefRoot::Input,
-        Some(step) => RefRoot::Step(step.to_owned()),
-    };
-    let path = if path.is_empty() {
-        Vec::new()
-    } else {
-        path.split('.').map(str::to_owned).collect()
-    };
-    Ok(Reference { root, path, span })
+impl<'t> Lexed<'t> {
+    /// The member names after the root, in order.
+    pub fn names(&self) -> impl Iterator<Item = &'t str> {
+        let path = self.path;
+        path.split('.').filter(move |_| !path.is_empty())
+    }
+
+    /// The owned [`Reference`].
+    fn owned(self) -> Reference {
+        let root = match self.step {
+            None => RefRoot::Input,
+            Some(step) => RefRoot::Step(step.to_owned()),
+        };
+        let path = self.names().map(str::to_owned).collect();
+        Reference {
+            root,
+            path,
+            span: self.span,
+        }
+    }
 }
 
-/// [`reference_at`], borrowing: allocates only for an error.
+/// The reference whose `${` starts at `open`, borrowed: allocates only for an error.
+#[inline]
 fn lex_at(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
+    match lex_quick(text, open) {
+        Some(lexed) => Ok(lexed),
+        None => lex_general(text, open),
+    }
+}
+
+/// [`lex_at`] of a well-formed reference in one pass over its bytes: `${`, blanks,
+/// names joined by `.`, blanks, `}`, with `input` or `<step>.output` first. Anything
+/// else is `None`, for [`lex_general`] to read again and say what is wrong. What it
+/// accepts, it reads as [`lex_general`] does: the body runs to the first `}`, and
+/// neither names, dots nor blanks hold one.
+#[inline]
+fn lex_quick(text: &str, open: usize) -> Option<Lexed<'_>> {
+    let bytes = text.as_bytes();
+    let blanks = |mut i: usize| {
+        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let start = blanks(open + 2);
+    // Where the first two dots are; `end` is the end of the last name.
+    let mut dots = [None; 2];
+    let mut found = 0;
+    let mut end = start;
+    loop {
+        end = ident_end(bytes, end)?;
+        if bytes.get(end) != Some(&b'.') {
+            break;
+        }
+        if found < 2 {
+            dots[found] = Some(end);
+            found += 1;
+        }
+        end += 1;
+    }
+    let close = blanks(end);
+    if bytes.get(close) != Some(&b'}') {
+        return None;
+    }
+    let span = open..close + 1;
+    let after = |dot: Option<usize>| dot.map_or("", |d| &text[d + 1..end]);
+    let first = &text[start..dots[0].unwrap_or(end)];
+    if first == "input" {
+        return Some(Lexed {
+            step: None,
+            path: after(dots[0]),
+            span,
+        });
+    }
+    let second = &text[dots[0]?..dots[1].unwrap_or(end)];
+    (second == ".output").then(|| Lexed {
+        step: Some(first),
+        path: after(dots[1]),
+        span,
+    })
+}
+
+/// [`lex_at`] by the general path: finds the body's end, then reads it, and says what
+/// is wrong when it is not a reference.
+fn lex_general(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
     let body_start = open + 2;
     let Some(close) = find_from(text, body_start, "}") else {
         return Err(RefError {
@@ -656,6 +763,7 @@ mod tests {
                 }
             }
             let _ = parse_whole_reference(&s);
+            same_both_ways(&s);
             if depth == 0 {
                 return;
             }
@@ -668,7 +776,61 @@ mod tests {
         go(&alphabet, &mut Vec::new(), 6);
     }
 
+    /// Every `${` of `s` reads the same by [`lex_quick`] (when it accepts it) as by
+    /// [`lex_general`], which must accept it too.
+    fn same_both_ways(s: &str) {
+        let mut from = 0;
+        while let Some(open) = find_from(s, from, "${") {
+            if let Some(quick) = lex_quick(s, open) {
+                let general = lex_general(s, open)
+                    .unwrap_or_else(|e| panic!("{s:?}: the quick path read what is {e}"));
+                assert_eq!(
+                    (quick.step, quick.path, quick.span),
+                    (general.step, general.path, general.span),
+                    "{s:?} at {open}"
+                );
+            }
+            from = open + 1;
+        }
+    }
+
+    #[test]
+    fn the_quick_path_reads_well_formed_references() {
+        let well_formed = [
+            "${input}",
+            "${input.a}",
+            "${ \t input.a_1.B }",
+            "${s0.output}",
+            "${s0.output.x.y}",
+            "${ step_2.output.input }",
+            "${input.output.x}",
+            "x ${output.output} y",
+        ];
+        for s in well_formed {
+            let open = s.find("${").unwrap();
+            assert!(lex_quick(s, open).is_some(), "{s:?}");
+            same_both_ways(s);
+        }
+        for s in [
+            "${s0}",
+            "${s0.x}",
+            "${input.}",
+            "${input",
+            "${.a}",
+            "${a b}",
+            "${}",
+        ] {
+            assert!(lex_quick(s, 0).is_none(), "{s:?}");
+            assert!(lex_general(s, 0).is_err(), "{s:?}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn both_paths_agree(s in "(\\$\\{|[ \t{}$._a-z0-9]|input|output|\\.output)*") {
+            same_both_ways(&s);
+        }
+
         #[test]
         fn never_panics(s in "(\\$\\{|[ \t{}$.a-z_0-9é+])*") {
             if let Ok(b) = parse_binding(&s) {

@@ -7,7 +7,7 @@ use crate::doc::Node;
 use super::super::{type_of, Cx};
 use super::order::{check_visible, Comp};
 use crate::diag::{At, DiagKind, Diagnostic};
-use crate::syntax::{parse_whole_reference, RefRoot};
+use crate::syntax::reference::lex_whole_reference;
 use crate::vocab::Op;
 
 fn invalid_predicate(ptr: &At<'_>, message: impl Into<String>) -> Diagnostic {
@@ -116,13 +116,13 @@ pub(super) fn check_predicate(
                 ));
                 return;
             };
-            match parse_whole_reference(text) {
+            match lex_whole_reference(text) {
                 Err(e) => cx.push(invalid_predicate(
                     ptr,
                     format!("`path` is not one reference: {e}"),
                 )),
                 Ok(r) => {
-                    if let RefRoot::Step(name) = &r.root {
+                    if let Some(name) = r.step {
                         check_visible(cx, c, name, &pptr, index);
                     }
                 }
