@@ -14,7 +14,7 @@ pub fn pred_input() -> Value {
 fn path(field: &str) -> Ref {
     Ref {
         root: Root::Input,
-        path: vec!["assess".into(), field.into()],
+        path: ["assess", field].into_iter().collect(),
     }
 }
 

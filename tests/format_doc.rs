@@ -653,7 +653,7 @@ fn the_format_doc_reader_limits_nesting() {
         let mut p = ir_spec::Pred::Exists {
             path: ir_spec::Ref {
                 root: ir_spec::Root::Input,
-                path: vec![],
+                path: ir_spec::Path::default(),
             },
             expect: true,
         };

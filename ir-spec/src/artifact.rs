@@ -211,7 +211,7 @@ mod tests {
                             predicate: Pred::Not(Box::new(Pred::Exists {
                                 path: Ref {
                                     root: Root::Step(StepId(0)),
-                                    path: vec!["x".into()],
+                                    path: ["x"].into_iter().collect(),
                                 },
                                 expect: true,
                             })),
@@ -429,7 +429,7 @@ mod tests {
         let inner = postcard::to_allocvec(&Pred::Exists {
             path: Ref {
                 root: Root::Step(StepId(0)),
-                path: vec!["x".into()],
+                path: ["x"].into_iter().collect(),
             },
             expect: true,
         })

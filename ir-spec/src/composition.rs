@@ -1,5 +1,7 @@
 //! Compositions (RFC 0010): step graphs lowered to a walk order.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{OutputSchema, PromptId, StepId, StrId, ToolId, ToolRef};
@@ -170,7 +172,125 @@ pub struct Ref {
     /// Where the path starts.
     pub root: Root,
     /// Member names, in order.
-    pub path: Vec<String>,
+    pub path: Path,
+}
+
+/// The member names of a [`Ref`], in order: a slice of shared names.
+///
+/// A path of one name, the common case, is kept in place; a compiler hands every
+/// reference to the same name one shared copy of it. On the wire it is a sequence of
+/// strings, as a `Vec<String>` is (FORMAT.md).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Path(Names);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Names {
+    One(Arc<str>),
+    Many(Vec<Arc<str>>),
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names::Many(Vec::new())
+    }
+}
+
+impl Path {
+    /// The path of these names.
+    pub fn new(names: impl IntoIterator<Item = Arc<str>>) -> Path {
+        let mut names = names.into_iter();
+        let Some(first) = names.next() else {
+            return Path::default();
+        };
+        match names.next() {
+            None => Path(Names::One(first)),
+            Some(second) => {
+                let mut all = vec![first, second];
+                all.extend(names);
+                Path(Names::Many(all))
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Path {
+    type Target = [Arc<str>];
+    #[inline]
+    fn deref(&self) -> &[Arc<str>] {
+        match &self.0 {
+            Names::One(name) => std::slice::from_ref(name),
+            Names::Many(names) => names,
+        }
+    }
+}
+
+impl<'p> IntoIterator for &'p Path {
+    type Item = &'p Arc<str>;
+    type IntoIter = std::slice::Iter<'p, Arc<str>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Path {
+    fn from_iter<I: IntoIterator<Item = S>>(names: I) -> Path {
+        Path::new(names.into_iter().map(|n| Arc::from(n.as_ref())))
+    }
+}
+
+impl std::fmt::Debug for Path {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Path {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter().map(|name| &**name))
+    }
+}
+
+impl<'de> Deserialize<'de> for Path {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Path, D::Error> {
+        /// One name, read into its shared copy without an owned string between.
+        struct Name(Arc<str>);
+        impl<'de> Deserialize<'de> for Name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+                struct Text;
+                impl serde::de::Visitor<'_> for Text {
+                    type Value = Name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Name, E> {
+                        Ok(Name(Arc::from(s)))
+                    }
+                }
+                d.deserialize_str(Text)
+            }
+        }
+        struct Seq;
+        impl<'de> serde::de::Visitor<'de> for Seq {
+            type Value = Path;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence of member names")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Path, A::Error> {
+                let Some(Name(first)) = seq.next_element()? else {
+                    return Ok(Path::default());
+                };
+                let Some(Name(second)) = seq.next_element()? else {
+                    return Ok(Path(Names::One(first)));
+                };
+                let mut all = vec![first, second];
+                while let Some(Name(name)) = seq.next_element()? {
+                    all.push(name);
+                }
+                Ok(Path(Names::Many(all)))
+            }
+        }
+        deserializer.deserialize_seq(Seq)
+    }
 }
 
 /// The root of a [`Ref`].
@@ -274,4 +394,28 @@ pub enum Ordering {
     Gt,
     /// `greater_than_or_equals`
     Ge,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_written_and_read_as_a_sequence_of_strings() {
+        for names in [&[][..], &["x"], &["doc", "type"], &["a", "b", "c", "d"]] {
+            let path: Path = names.iter().collect();
+            assert_eq!(path.len(), names.len());
+            assert!(path.iter().map(|n| &**n).eq(names.iter().copied()));
+            let owned: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+            let bytes = postcard::to_allocvec(&path).unwrap();
+            assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap(), "{names:?}");
+            let back: Path = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(back, path);
+            assert_eq!(format!("{back:?}"), format!("{owned:?}"));
+        }
+        // A truncated sequence, or one of other things, is refused.
+        let bytes = postcard::to_allocvec(&["doc", "type"]).unwrap();
+        assert!(postcard::from_bytes::<Path>(&bytes[..bytes.len() - 1]).is_err());
+        assert!(postcard::from_bytes::<Path>(&postcard::to_allocvec(&[7u8]).unwrap()).is_err());
+    }
 }

@@ -44,7 +44,7 @@ mod workflow;
 
 pub use artifact::{Artifact, ArtifactError};
 pub use composition::{
-    Bind, Compare, Composition, Ordering, Part, Pred, Reduce, Ref, Root, Step, StepKind,
+    Bind, Compare, Composition, Ordering, Part, Path, Pred, Reduce, Ref, Root, Step, StepKind,
 };
 pub use ids::{AgentId, ArtifactId, CompId, EventId, PromptId, StateId, StepId, StrId, ToolId};
 pub use limits::DecodeLimits;

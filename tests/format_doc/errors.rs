@@ -123,7 +123,7 @@ impl Marked {
         let compare = |test| Pred::Compare {
             path: Ref {
                 root: Root::Input,
-                path: vec![],
+                path: ir_spec::Path::default(),
             },
             test,
         };

@@ -272,7 +272,7 @@ fn emit(p: &Pred, ops: &mut Vec<Op>) {
                 ops.push(Op::Exists {
                     path: Ref {
                         root: ir_spec::Root::Input,
-                        path: Vec::new(),
+                        path: ir_spec::Path::default(),
                     },
                     expect: all,
                 });

@@ -1,11 +1,14 @@
 //! Compositions (`compositions.md`): steps flattened in walk order, `${...}` bindings
 //! resolved to slots, predicates typed.
 
-use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::doc::Node;
 use ir_spec::{
-    Bind, Compare, Composition, Ordering, OutputSchema, Part, Pred, Ref, Root, Step, StepId,
+    Bind, Compare, Composition, Ordering, OutputSchema, Part, Path, Pred, Ref, Root, Step, StepId,
     StepKind,
 };
 
@@ -20,8 +23,9 @@ use crate::vocab::{Kind, Op, Strategy};
 /// `compositions` → [`Module::compositions`](ir_spec::Module::compositions).
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let base = At::Text("/compositions");
+    let names = RefCell::default();
     for (key, comp) in entries(cx.root.get("compositions")) {
-        let c = lower_one(cx, key, comp, &base.key(key))?;
+        let c = lower_one(cx, &names, key, comp, &base.key(key))?;
         cx.module.compositions.push(c);
     }
     Ok(())
@@ -37,6 +41,7 @@ struct Flat<'v> {
 
 fn lower_one(
     cx: &mut Cx<'_>,
+    names: &RefCell<Names>,
     key: &str,
     comp: &Node,
     ptr: &At<'_>,
@@ -85,6 +90,10 @@ fn lower_one(
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no top-level step `{name}`")))
     };
+    let refs = Refs {
+        step: &lookup,
+        names,
+    };
     // Pass 2: lower each step.
     let mut out = Vec::with_capacity(flat.len());
     for (i, f) in flat.iter().enumerate() {
@@ -101,7 +110,7 @@ fn lower_one(
         };
         let bind = |name: &str| -> Result<Option<Bind>, LowerError> {
             s.get(name)
-                .map(|v| lower_bind(v, &p.key(name), &lookup))
+                .map(|v| lower_bind(v, &p.key(name), &refs))
                 .transpose()
         };
         let kind = match vocab_kind {
@@ -160,7 +169,7 @@ fn lower_one(
                     predicate: lower_pred(
                         s.get("predicate").unwrap_or(&Node::Null),
                         &p.key("predicate"),
-                        &lookup,
+                        &refs,
                     )?,
                     then: target("then")?
                         .ok_or_else(|| LowerError::new(p, "branch without `then`"))?,
@@ -294,29 +303,51 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Node>) -> Option<OutputSchema> {
     }
 }
 
-type Lookup<'l> = dyn Fn(&str, &At<'_>) -> Result<StepId, LowerError> + 'l;
+/// What resolving a composition's references needs: its step names' slots, and the
+/// member names shared across the module.
+struct Refs<'l> {
+    step: &'l dyn Fn(&str, &At<'_>) -> Result<StepId, LowerError>,
+    names: &'l RefCell<Names>,
+}
 
-fn lower_ref(r: Lexed<'_>, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Ref, LowerError> {
+/// One shared copy of each member name the module's references read.
+#[derive(Default)]
+struct Names(HashSet<Arc<str>>);
+
+impl Names {
+    /// The shared copy of `name`.
+    fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.0.insert(shared.clone());
+        shared
+    }
+}
+
+fn lower_ref(r: Lexed<'_>, ptr: &At<'_>, refs: &Refs<'_>) -> Result<Ref, LowerError> {
     let root = match r.step {
         None => Root::Input,
-        Some(name) => Root::Step(lookup(name, ptr)?),
+        Some(name) => Root::Step((refs.step)(name, ptr)?),
     };
-    let path = r.names().map(str::to_owned).collect();
+    let mut names = refs.names.borrow_mut();
+    let path = Path::new(r.names().map(|name| names.get(name)));
     Ok(Ref { root, path })
 }
 
 /// A step's `input` / `args` value → [`Bind`] (`compositions.md` §3.5).
-fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, LowerError> {
+fn lower_bind(v: &Node, ptr: &At<'_>, refs: &Refs<'_>) -> Result<Bind, LowerError> {
     Ok(match v {
         Node::String(s) => match lex_binding(s).map_err(|e| LowerError::new(ptr, e.message))? {
             Lexing::Literal(t) => Bind::Const(serde_json::Value::String(t.to_owned())),
-            Lexing::Whole(r) => Bind::Whole(lower_ref(r, ptr, lookup)?),
+            Lexing::Whole(r) => Bind::Whole(lower_ref(r, ptr, refs)?),
             Lexing::Template(pieces) => Bind::Interp(
                 pieces
                     .into_iter()
                     .map(|piece| match piece {
                         Piece::Text(t) => Ok(Part::Text(t.to_owned())),
-                        Piece::Ref(r) => Ok(Part::Ref(lower_ref(r, ptr, lookup)?)),
+                        Piece::Ref(r) => Ok(Part::Ref(lower_ref(r, ptr, refs)?)),
                     })
                     .collect::<Result<_, LowerError>>()?,
             ),
@@ -325,7 +356,7 @@ fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, Lower
             let items = items
                 .iter()
                 .enumerate()
-                .map(|(i, item)| lower_bind(item, &ptr.index(i), lookup))
+                .map(|(i, item)| lower_bind(item, &ptr.index(i), refs))
                 .collect::<Result<Vec<_>, _>>()?;
             if items.iter().all(|b| matches!(b, Bind::Const(_))) {
                 Bind::Const(v.to_value())
@@ -336,12 +367,7 @@ fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, Lower
         Node::Object(m) => {
             let items = m
                 .iter()
-                .map(|(k, item)| {
-                    Ok((
-                        k.as_str().to_owned(),
-                        lower_bind(item, &ptr.key(k), lookup)?,
-                    ))
-                })
+                .map(|(k, item)| Ok((k.as_str().to_owned(), lower_bind(item, &ptr.key(k), refs)?)))
                 .collect::<Result<Vec<_>, LowerError>>()?;
             if items.iter().all(|(_, b)| matches!(b, Bind::Const(_))) {
                 Bind::Const(v.to_value())
@@ -354,7 +380,7 @@ fn lower_bind(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Bind, Lower
 }
 
 /// A branch `predicate` → [`Pred`] (`compositions.md` §7).
-fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, LowerError> {
+fn lower_pred(v: &Node, ptr: &At<'_>, refs: &Refs<'_>) -> Result<Pred, LowerError> {
     let bad = || LowerError::new(ptr, "malformed predicate");
     let obj = v.as_object().ok_or_else(bad)?;
     let list = |k: &str, v: &Node| -> Result<Vec<Pred>, LowerError> {
@@ -362,7 +388,7 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
             .ok_or_else(bad)?
             .iter()
             .enumerate()
-            .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), lookup))
+            .map(|(i, p)| lower_pred(p, &ptr.key(k).index(i), refs))
             .collect()
     };
     if let Some(all) = obj.get("all_of") {
@@ -375,13 +401,13 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
         return Ok(Pred::Not(Box::new(lower_pred(
             inner,
             &ptr.key("not"),
-            lookup,
+            refs,
         )?)));
     }
     let path_text = obj.get("path").and_then(Node::as_str).ok_or_else(bad)?;
     let pptr = ptr.key("path");
     let reference = lex_whole_reference(path_text).map_err(|e| LowerError::new(pptr, e.message))?;
-    let path = lower_ref(reference, &pptr, lookup)?;
+    let path = lower_ref(reference, &pptr, refs)?;
     if let Some(expect) = obj.get("exists") {
         return Ok(Pred::Exists {
             path,
@@ -421,4 +447,49 @@ fn lower_pred(v: &Node, ptr: &At<'_>, lookup: &Lookup<'_>) -> Result<Pred, Lower
         Op::GreaterThanOrEquals => ordered(Ordering::Ge),
     };
     Ok(Pred::Compare { path, test })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ir_spec::{Bind, StepKind};
+
+    use crate::{build_artifact, Options};
+
+    #[test]
+    fn references_share_one_copy_of_each_member_name() {
+        let pack = r#"{"id": "p", "name": "P", "version": "1.0.0",
+            "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+            "prompts": {"a": {"id": "a", "name": "A", "version": "1.0.0", "system_template": "x"}},
+            "compositions": {
+              "c1": {"version": 1, "steps": [
+                {"id": "s0", "kind": "prompt", "prompt_task": "a", "input": "${input.text}"},
+                {"id": "s1", "kind": "prompt", "prompt_task": "a", "input": "${s0.output.text}"}]},
+              "c2": {"version": 1, "steps": [
+                {"id": "s0", "kind": "prompt", "prompt_task": "a", "input": "${input.doc.text}"}]}}}"#;
+        let (_, artifact) = build_artifact(pack.as_bytes(), &Options::default()).unwrap();
+        let artifact = artifact.expect("the pack builds");
+        let paths: Vec<_> = artifact
+            .module
+            .compositions
+            .iter()
+            .flat_map(|c| &c.steps)
+            .map(|step| match &step.kind {
+                StepKind::Prompt {
+                    input: Bind::Whole(r),
+                    ..
+                } => r.path.clone(),
+                other => panic!("a prompt step with a whole reference: {other:?}"),
+            })
+            .collect();
+        let names: Vec<Vec<&str>> = paths
+            .iter()
+            .map(|p| p.iter().map(|n| &**n).collect())
+            .collect();
+        assert_eq!(names, [vec!["text"], vec!["text"], vec!["doc", "text"]]);
+        // Every `text` is the same copy, across steps and compositions.
+        assert!(Arc::ptr_eq(&paths[0][0], &paths[1][0]));
+        assert!(Arc::ptr_eq(&paths[0][0], &paths[2][1]));
+    }
 }
