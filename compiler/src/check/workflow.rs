@@ -322,11 +322,12 @@ pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
     let mut stack = Vec::new();
     let mut result = vec![false; n];
     let mut next = 0;
+    let mut work: Vec<(usize, usize)> = Vec::new();
     for start in 0..n {
         if index[start] != UNSEEN {
             continue;
         }
-        let mut work: Vec<(usize, usize)> = vec![(start, 0)];
+        work.push((start, 0));
         while let Some(&mut (v, ref mut child)) = work.last_mut() {
             if *child == 0 && index[v] == UNSEEN {
                 index[v] = next;
@@ -349,16 +350,11 @@ pub(super) fn on_cycle(edges: &[Vec<usize>]) -> Vec<bool> {
                 low[parent] = low[parent].min(low[v]);
             }
             if low[v] == index[v] {
-                let mut component = Vec::new();
-                while let Some(w) = stack.pop() {
+                // The component is the stack from `v` up.
+                let from = stack.iter().rposition(|&w| w == v).unwrap_or(0);
+                let cyclic = stack.len() - from > 1 || edges[v].contains(&v);
+                for w in stack.drain(from..) {
                     on_stack[w] = false;
-                    component.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                let cyclic = component.len() > 1 || edges[v].contains(&v);
-                for w in component {
                     result[w] = cyclic;
                 }
             }
@@ -441,6 +437,40 @@ mod tests {
         // 0 -> 1 -> 2 -> 1, 3 -> 3, 4 alone
         let edges = vec![vec![1], vec![2], vec![1], vec![3], vec![]];
         assert_eq!(on_cycle(&edges), vec![false, true, true, true, false]);
+    }
+
+    /// Against the definition on many small graphs: a state is on a cycle when it can
+    /// reach itself by one edge or more.
+    #[test]
+    fn cycles_are_those_of_the_definition() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..2000 {
+            let n = 1 + next(7);
+            let edges: Vec<Vec<usize>> = (0..n)
+                .map(|_| (0..next(3)).map(|_| next(n)).collect())
+                .collect();
+            let reaches_itself = |v: usize| {
+                let mut seen = vec![false; n];
+                let mut stack = edges[v].clone();
+                while let Some(w) = stack.pop() {
+                    if w == v {
+                        return true;
+                    }
+                    if !std::mem::replace(&mut seen[w], true) {
+                        stack.extend(&edges[w]);
+                    }
+                }
+                false
+            };
+            let want: Vec<bool> = (0..n).map(reaches_itself).collect();
+            assert_eq!(on_cycle(&edges), want, "{edges:?}");
+        }
     }
 
     #[test]

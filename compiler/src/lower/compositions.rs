@@ -47,11 +47,11 @@ fn lower_one(
     ptr: &At<'_>,
 ) -> Result<Composition, LowerError> {
     // Pass 1: number the steps; a parallel's branches directly follow it.
-    let mut flat = Vec::new();
     let steps = comp
         .get("steps")
         .and_then(Node::as_array)
         .unwrap_or_default();
+    let mut flat = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
         let branches = step.get("branches").and_then(Node::as_array);
         flat.push(Flat {
