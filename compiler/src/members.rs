@@ -22,3 +22,60 @@ pub(crate) fn fragments<'a, 's>(
     let fragments = member?.as_object()?;
     Some(move |name: &str| fragments.get(name)?.as_str())
 }
+
+/// A name as a hash-map key: hashed as `str` is, compared by
+/// [`ir_spec::json::eq_str`], inline for the short names of a pack rather than by a call
+/// to the C library's `memcmp`, which is what most lookups of a check or lowering ended in.
+#[derive(Clone, Copy, Debug, Eq)]
+pub(crate) struct Name<'a>(pub(crate) &'a str);
+
+impl PartialEq for Name<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        ir_spec::json::eq_str(self.0, other.0)
+    }
+}
+
+impl std::hash::Hash for Name<'_> {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Name;
+    use rustc_hash::FxHashMap;
+
+    #[test]
+    fn names_are_keys_as_their_text_is() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "abcd",
+            "abcde",
+            "abcdefgh",
+            "abcdefghi",
+            "a".repeat(17).leak(),
+        ];
+        let map: FxHashMap<Name, usize> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (Name(w), i))
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            // Another copy of the text: keys match by their bytes, not by where they are.
+            let copy = String::from(*w);
+            assert_eq!(map.get(&Name(&copy)), Some(&i), "{w:?}");
+            let other = copy + "x";
+            assert_eq!(
+                map.contains_key(&Name(&other)),
+                words.contains(&other.as_str()),
+                "{other:?}"
+            );
+        }
+        assert_eq!(map.len(), words.len());
+    }
+}

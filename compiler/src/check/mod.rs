@@ -15,6 +15,7 @@ use rustc_hash::FxHashSet as HashSet;
 use std::path::PathBuf;
 
 use crate::doc::{Node, Obj};
+use crate::members::Name;
 
 use crate::diag::Diagnostic;
 
@@ -66,18 +67,41 @@ pub fn check(pack: &Node, options: &CheckOptions, out: &mut Vec<Diagnostic>) {
 
 /// The name spaces references resolve in.
 struct Names<'a> {
-    prompts: HashSet<&'a str>,
-    tools: HashSet<&'a str>,
-    evals: HashSet<&'a str>,
-    members: HashSet<&'a str>,
-    states: HashSet<&'a str>,
-    compositions: HashSet<&'a str>,
+    prompts: NameSet<'a>,
+    tools: NameSet<'a>,
+    evals: NameSet<'a>,
+    members: NameSet<'a>,
+    states: NameSet<'a>,
+    compositions: NameSet<'a>,
     has_workflow: bool,
+}
+
+/// A set of names (see [`Name`]).
+#[derive(Default)]
+struct NameSet<'a>(HashSet<Name<'a>>);
+
+impl<'a> NameSet<'a> {
+    /// Whether `name` is in the set.
+    #[inline]
+    fn contains(&self, name: &str) -> bool {
+        self.0.contains(&Name(name))
+    }
+
+    /// The names, in the set's order.
+    fn iter(&self) -> impl Iterator<Item = &'a str> + Clone + '_ {
+        self.0.iter().map(|name| name.0)
+    }
+}
+
+impl<'a> FromIterator<&'a str> for NameSet<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> Self {
+        NameSet(names.into_iter().map(Name).collect())
+    }
 }
 
 impl<'a> Names<'a> {
     fn collect(root: &'a Obj<'a>) -> Names<'a> {
-        let keys = |v: Option<&'a Node<'a>>| -> HashSet<&'a str> {
+        let keys = |v: Option<&'a Node<'a>>| -> NameSet<'a> {
             v.and_then(Node::as_object)
                 .map(|m| m.keys().map(|k| k.as_str()).collect())
                 .unwrap_or_default()

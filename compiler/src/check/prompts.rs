@@ -53,7 +53,7 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
         if cx.names.tools.contains(name) || cx.names.members.contains(name) {
             continue;
         }
-        let candidates = cx.names.tools.iter().chain(&cx.names.members).copied();
+        let candidates = cx.names.tools.iter().chain(cx.names.members.iter());
         let d = Diagnostic::new(
             DiagKind::UnresolvedTool,
             format!("tool `{name}` is neither a key of `tools` nor an agent member; it will not be offered"),

@@ -26,11 +26,7 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>, what: &str) -> Di
         format!("{what} `{name}` names no state of the workflow"),
     )
     .at(ptr)
-    .help(did_you_mean(
-        "states",
-        name,
-        cx.names.states.iter().copied(),
-    ))
+    .help(did_you_mean("states", name, cx.names.states.iter()))
 }
 
 fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
@@ -91,7 +87,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
                     format!("prompt_task `{task}` names no prompt"),
                 )
                 .at(ptr.key("prompt_task"))
-                .help(did_you_mean("prompts", task, cx.names.prompts.iter().copied()));
+                .help(did_you_mean("prompts", task, cx.names.prompts.iter()));
                 cx.push(d);
             }
             Some(_) => {}
@@ -107,7 +103,7 @@ fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
             .help(did_you_mean(
                 "compositions",
                 c,
-                cx.names.compositions.iter().copied(),
+                cx.names.compositions.iter(),
             ));
             cx.push(d);
         }
@@ -145,11 +141,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
                 format!("agents.entry `{entry}` names no prompt"),
             )
             .at("/agents/entry")
-            .help(did_you_mean(
-                "prompts",
-                entry,
-                cx.names.prompts.iter().copied(),
-            ));
+            .help(did_you_mean("prompts", entry, cx.names.prompts.iter()));
             cx.push(d);
         }
     }
@@ -162,11 +154,7 @@ fn check_agents(cx: &mut Cx<'_, '_>, agents: &Node) {
                 format!("agent member `{member}` names no prompt (a member key is a prompt key)"),
             )
             .at(ptr)
-            .help(did_you_mean(
-                "prompts",
-                member,
-                cx.names.prompts.iter().copied(),
-            ));
+            .help(did_you_mean("prompts", member, cx.names.prompts.iter()));
             cx.push(d);
         }
         let Some(state) = def.get("state").and_then(Node::as_str) else {

@@ -12,7 +12,7 @@ use ir_spec::{
     StepKind,
 };
 
-use crate::members::entries;
+use crate::members::{entries, Name};
 
 use super::prompts::{offered, policy};
 use super::{strings, uint32, Cx, LowerError};
@@ -67,7 +67,7 @@ fn lower_one(
             });
         }
     }
-    let mut ids: HashMap<&str, StepId> =
+    let mut ids: HashMap<Name<'_>, StepId> =
         HashMap::with_capacity_and_hasher(steps.len(), Default::default());
     let mut walk = Vec::with_capacity(steps.len());
     for (i, f) in flat.iter().enumerate() {
@@ -81,12 +81,12 @@ fn lower_one(
         // Only top-level steps can be named (then/else/depends_on/output/references).
         if f.top {
             if let Some(name) = f.step.get("id").and_then(Node::as_str) {
-                ids.entry(name).or_insert(id);
+                ids.entry(Name(name)).or_insert(id);
             }
         }
     }
     let lookup = |name: &str, ptr: &At<'_>| -> Result<StepId, LowerError> {
-        ids.get(name)
+        ids.get(&Name(name))
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no top-level step `{name}`")))
     };

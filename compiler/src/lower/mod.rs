@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
 use crate::doc::{Node, Obj};
+use crate::members::Name;
 use ir_spec::{Module, PromptId, StrId, ToolId};
 
 use crate::diag::At;
@@ -106,8 +107,8 @@ struct Cx<'a> {
     options: &'a LowerOptions,
     module: Module,
     strings: HashMap<String, StrId>,
-    prompts: HashMap<&'a str, PromptId>,
-    tools: HashMap<&'a str, ToolId>,
+    prompts: HashMap<Name<'a>, PromptId>,
+    tools: HashMap<Name<'a>, ToolId>,
     members: Vec<&'a str>,
     artifacts: HashMap<String, ir_spec::ArtifactId>,
 }
@@ -127,10 +128,10 @@ impl<'a> Cx<'a> {
             module: Module::default(),
             strings: HashMap::default(),
             prompts: ids(keys(root.get("prompts")))
-                .filter_map(|(i, k)| Some((k, PromptId::from_index(i)?)))
+                .filter_map(|(i, k)| Some((Name(k), PromptId::from_index(i)?)))
                 .collect(),
             tools: ids(keys(root.get("tools")))
-                .filter_map(|(i, k)| Some((k, ToolId::from_index(i)?)))
+                .filter_map(|(i, k)| Some((Name(k), ToolId::from_index(i)?)))
                 .collect(),
             members: keys(root.get("agents").and_then(|a| a.get("members"))),
             artifacts: HashMap::default(),
@@ -150,14 +151,14 @@ impl<'a> Cx<'a> {
 
     fn prompt(&self, name: &str, ptr: &At<'_>) -> Result<PromptId, LowerError> {
         self.prompts
-            .get(name)
+            .get(&Name(name))
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no prompt `{name}`")))
     }
 
     fn tool(&self, name: &str, ptr: &At<'_>) -> Result<ToolId, LowerError> {
         self.tools
-            .get(name)
+            .get(&Name(name))
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no tool `{name}`")))
     }

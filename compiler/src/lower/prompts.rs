@@ -85,7 +85,7 @@ pub(super) fn offered(cx: &mut Cx<'_>, names: &[&str], policy: &ToolPolicy) -> V
         if policy.blocklist.iter().any(|b| b == name) {
             continue;
         }
-        let r = if let Some(id) = cx.tools.get(name) {
+        let r = if let Some(id) = cx.tools.get(&crate::members::Name(name)) {
             ToolRef::Tool(*id)
         } else if cx.members.contains(name) {
             ToolRef::Member(cx.intern(name))

@@ -163,7 +163,7 @@ pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
                 LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),
-            None => AgentStart::Plain(cx.prompts.get(key).copied()),
+            None => AgentStart::Plain(cx.prompts.get(&crate::members::Name(key)).copied()),
         };
         let key = cx.intern(key);
         cx.module.agents.push(Agent { key, start });

@@ -207,7 +207,7 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
         format!("tool `{name}` is not a key of `tools`"),
     )
     .at(ptr)
-    .help(did_you_mean("tools", name, cx.names.tools.iter().copied()))
+    .help(did_you_mean("tools", name, cx.names.tools.iter()))
 }
 
 fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
@@ -226,7 +226,7 @@ fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
                 format!("prompt_task `{p}` names no prompt"),
             )
             .at(pptr)
-            .help(did_you_mean("prompts", p, cx.names.prompts.iter().copied()));
+            .help(did_you_mean("prompts", p, cx.names.prompts.iter()));
             cx.push(d);
         }
         _ => {}

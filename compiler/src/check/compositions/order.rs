@@ -5,6 +5,7 @@
 use std::ops::ControlFlow;
 
 use crate::doc::{Node, Obj};
+use crate::members::Name;
 use rustc_hash::FxHashMap;
 
 use super::super::{did_you_mean, Cx};
@@ -33,9 +34,9 @@ pub(super) struct Step<'a> {
 
 /// The step names of one composition.
 pub(super) struct Comp<'p> {
-    pub(super) top: FxHashMap<&'p str, TopStep>,
+    pub(super) top: FxHashMap<Name<'p>, TopStep>,
     /// Steps of parallel branches: (the parallel step's index, the branch's).
-    pub(super) nested: FxHashMap<&'p str, (usize, usize)>,
+    pub(super) nested: FxHashMap<Name<'p>, (usize, usize)>,
     /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
     /// the first offending reference in document order).
     cycle_reported: bool,
@@ -63,9 +64,9 @@ impl<'p> Comp<'p> {
         // Where `id` was first seen, (top-level index, branch index), if it was.
         let first = |c: &Comp<'p>, id: &str| {
             c.top
-                .get(id)
+                .get(&Name(id))
                 .map(|t| (t.index, None))
-                .or_else(|| c.nested.get(id).map(|&(i, j)| (i, Some(j))))
+                .or_else(|| c.nested.get(&Name(id)).map(|&(i, j)| (i, Some(j))))
         };
         let seen = |cx: &mut Cx<'_, '_>, c: &Comp<'p>, id: &'p str, at: (usize, Option<usize>)| {
             if let Some(prev) = first(c, id) {
@@ -92,14 +93,14 @@ impl<'p> Comp<'p> {
                 .and_then(|k| Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8));
             if let Some(id) = step.get("id").and_then(Node::as_str) {
                 if seen(cx, &c, id, (i, None)) {
-                    c.top.insert(id, TopStep { index: i, kind });
+                    c.top.insert(Name(id), TopStep { index: i, kind });
                 }
             }
             if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                 for (j, b) in branches.iter().enumerate() {
                     if let Some(id) = b.get("id").and_then(Node::as_str) {
                         if seen(cx, &c, id, (i, Some(j))) {
-                            c.nested.insert(id, (i, j));
+                            c.nested.insert(Name(id), (i, j));
                         }
                     }
                 }
@@ -124,19 +125,19 @@ impl<'p> Comp<'p> {
 
 /// `unresolved_step` for `name`, which `what` (at `ptr`) names but is no top-level step.
 fn unresolved_step(c: &Comp<'_>, name: &str, ptr: &At<'_>, what: &str) -> Diagnostic {
-    let message = if c.nested.contains_key(name) {
+    let message = if c.nested.contains_key(&Name(name)) {
         format!("{what} `{name}` is a step nested in a parallel; only top-level steps can be named here")
     } else {
         format!("{what} `{name}` names no step of the composition")
     };
     Diagnostic::new(DiagKind::UnresolvedStep, message)
         .at(ptr)
-        .help(did_you_mean("steps", name, c.top.keys().copied()))
+        .help(did_you_mean("steps", name, c.top.keys().map(|k| k.0)))
 }
 
 /// The composition's `output` (a string, at `optr`): a top-level step with an output.
 pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr: &At<'_>) {
-    match c.top.get(output) {
+    match c.top.get(&Name(output)) {
         Some(TopStep {
             kind: Some(Kind::Branch),
             ..
@@ -173,7 +174,7 @@ pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_
             ));
             continue;
         };
-        match c.top.get(name) {
+        match c.top.get(&Name(name)) {
             None => {
                 let d = unresolved_step(c, name, &tptr, key);
                 cx.push(d);
@@ -216,7 +217,7 @@ pub(super) fn check_depends_on(
         let Some(name) = expect_str(cx, dep, &kptr, What::Phrase("a step id")) else {
             continue;
         };
-        match c.top.get(name) {
+        match c.top.get(&Name(name)) {
             None => {
                 let d = unresolved_step(c, name, &kptr, "depends_on");
                 cx.push(d);
@@ -295,14 +296,14 @@ pub(super) fn check_visible(
     ptr: &At<'_>,
     index: usize,
 ) {
-    let problem = match c.top.get(name) {
+    let problem = match c.top.get(&Name(name)) {
         Some(TopStep {
             kind: Some(Kind::Branch),
             ..
         }) => format!("`{name}` is a branch step, which has no output"),
         Some(t) if t.index >= index => format!("step `{name}` does not run before this one"),
         Some(_) => return,
-        None if c.nested.contains_key(name) => {
+        None if c.nested.contains_key(&Name(name)) => {
             format!("`{name}` is nested in a parallel step; read the parallel step's merged output instead")
         }
         None => format!("no step `{name}` in this composition"),
@@ -311,7 +312,7 @@ pub(super) fn check_visible(
         .top
         .iter()
         .filter(|(_, t)| t.index < index && t.kind != Some(Kind::Branch))
-        .map(|(k, _)| *k)
+        .map(|(k, _)| k.0)
         .collect();
     cx.push(
         Diagnostic::new(

@@ -264,11 +264,7 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
                         format!("eval `{id}` is not the id of an entry of `evals`"),
                     )
                     .at(kptr)
-                    .help(did_you_mean(
-                        "evals",
-                        id,
-                        cx.names.evals.iter().copied(),
-                    ));
+                    .help(did_you_mean("evals", id, cx.names.evals.iter()));
                     cx.push(d);
                 }
                 _ => {}
