@@ -41,7 +41,7 @@ struct Flat<'v> {
 
 fn lower_one(
     cx: &mut Cx<'_>,
-    names: &RefCell<Names>,
+    names: &RefCell<SharedNames>,
     key: &str,
     comp: &Node,
     ptr: &At<'_>,
@@ -307,14 +307,14 @@ fn output_schema(cx: &Cx<'_>, v: Option<&Node>) -> Option<OutputSchema> {
 /// member names shared across the module.
 struct Refs<'l> {
     step: &'l dyn Fn(&str, &At<'_>) -> Result<StepId, LowerError>,
-    names: &'l RefCell<Names>,
+    names: &'l RefCell<SharedNames>,
 }
 
 /// One shared copy of each member name the module's references read.
 #[derive(Default)]
-struct Names(HashSet<Arc<str>>);
+struct SharedNames(HashSet<Arc<str>>);
 
-impl Names {
+impl SharedNames {
     /// The shared copy of `name`.
     fn get(&mut self, name: &str) -> Arc<str> {
         if let Some(shared) = self.0.get(name) {

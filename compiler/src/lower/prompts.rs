@@ -6,7 +6,7 @@ use ir_spec::{
     Variable,
 };
 
-use crate::members::entries;
+use crate::members::{entries, Name};
 
 use super::{strings, uint, uint32, Cx, LowerError};
 use crate::syntax::{self, expanded_text, parse_template};
@@ -85,7 +85,7 @@ pub(super) fn offered(cx: &mut Cx<'_>, names: &[&str], policy: &ToolPolicy) -> V
         if policy.blocklist.iter().any(|b| b == name) {
             continue;
         }
-        let r = if let Some(id) = cx.tools.get(&crate::members::Name(name)) {
+        let r = if let Some(id) = cx.tools.get(&Name(name)) {
             ToolRef::Tool(*id)
         } else if cx.members.contains(name) {
             ToolRef::Member(cx.intern(name))

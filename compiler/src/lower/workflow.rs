@@ -9,7 +9,7 @@ use ir_spec::{
 };
 
 use crate::diag::At;
-use crate::members::entries;
+use crate::members::{entries, Name};
 
 use super::{uint, Cx, LowerError};
 
@@ -163,7 +163,7 @@ pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
             Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
                 LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),
-            None => AgentStart::Plain(cx.prompts.get(&crate::members::Name(key)).copied()),
+            None => AgentStart::Plain(cx.prompts.get(&Name(key)).copied()),
         };
         let key = cx.intern(key);
         cx.module.agents.push(Agent { key, start });

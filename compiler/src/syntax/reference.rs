@@ -265,8 +265,11 @@ pub(crate) struct Lexed<'t> {
 impl<'t> Lexed<'t> {
     /// The member names after the root, in order.
     pub fn names(&self) -> impl Iterator<Item = &'t str> {
-        let path = self.path;
-        path.split('.').filter(move |_| !path.is_empty())
+        // `"".split('.')` would give one empty name.
+        (!self.path.is_empty())
+            .then(|| self.path.split('.'))
+            .into_iter()
+            .flatten()
     }
 
     /// The owned [`Reference`].
