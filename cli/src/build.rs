@@ -45,14 +45,11 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let options =
         crate::check::options_for(&args.pack, &limits, &allow, args.diagnostics.spec_level);
     // Checked and lowered in one pass over the file: a JSON pack is parsed once.
-    let (checked, bytes, artifact) = match crate::check::read_pack(&args.pack, &options)? {
-        Ok(bytes) => {
-            let (checked, artifact) =
-                packc_compiler::build_file_bytes(&args.pack, &bytes, &options)?;
-            (checked, bytes, artifact)
-        }
-        Err(too_large) => (too_large, Vec::new(), None),
-    };
+    let (checked, bytes, artifact) = crate::check::with_pack(&args.pack, &options, |bytes| {
+        Ok(packc_compiler::build_file_bytes(
+            &args.pack, bytes, &options,
+        )?)
+    })?;
     let text = String::from_utf8_lossy(&bytes);
     let name = args.pack.display().to_string();
     let src = RenderSource::of_checked(&name, &text, &checked);

@@ -9,7 +9,7 @@ use clap::Args;
 use packc_compiler::diag::Severity;
 use packc_compiler::load::Limits;
 use packc_compiler::render::{self, RenderSource};
-use packc_compiler::{check_file_bytes, Checked, Options};
+use packc_compiler::{Checked, Options};
 
 use crate::{ColorChoice, Format};
 
@@ -137,16 +137,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     for (i, path) in args.packs.iter().enumerate() {
         let options = options_for(path, &d.limits(), &allow, d.spec_level);
         // The host validators are read from the document the check parsed.
-        let (checked, bytes, host) = match read_pack(path, &options)? {
-            Ok(bytes) => {
-                let (checked, host) =
-                    packc_compiler::check_file_bytes_and(path, &bytes, &options, |doc, _| {
-                        packc_compiler::validators::host_validators(doc)
-                    });
-                (checked, bytes, host.unwrap_or_default())
-            }
-            Err(too_large) => (too_large, Vec::new(), Vec::new()),
-        };
+        let (checked, bytes, host) = with_pack(path, &options, |bytes| {
+            let (checked, host) =
+                packc_compiler::check_file_bytes_and(path, bytes, &options, |doc, _| {
+                    packc_compiler::validators::host_validators(doc)
+                });
+            Ok((checked, host.unwrap_or_default()))
+        })?;
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -205,11 +202,20 @@ pub fn options_for(
     }
 }
 
-/// Read and check one pack file with `options` (from [`options_for`]).
-pub fn check_file(path: &Path, options: &Options) -> Result<(Checked, Vec<u8>)> {
+/// Reads the pack file at `path` and runs `check` on its bytes (with `options`, from
+/// [`options_for`]). A file over `max_source_bytes` is not read: it gives its
+/// `limit_exceeded` diagnostic, no bytes and `R::default()`.
+pub fn with_pack<R: Default>(
+    path: &Path,
+    options: &Options,
+    check: impl FnOnce(&[u8]) -> Result<(Checked, R)>,
+) -> Result<(Checked, Vec<u8>, R)> {
     Ok(match read_pack(path, options)? {
-        Ok(bytes) => (check_file_bytes(path, &bytes, options), bytes),
-        Err(too_large) => (too_large, Vec::new()),
+        Ok(bytes) => {
+            let (checked, found) = check(&bytes)?;
+            (checked, bytes, found)
+        }
+        Err(too_large) => (too_large, Vec::new(), R::default()),
     })
 }
 

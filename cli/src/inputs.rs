@@ -264,7 +264,10 @@ pub(crate) fn load_module(
     }
     let limits = packc_compiler::load::Limits::default();
     let options = crate::check::options_for(path, &limits, &allow, spec_level);
-    let (checked, bytes) = crate::check::check_file(path, &options)?;
+    // Checked and lowered from one document: a JSON pack is parsed once.
+    let (checked, bytes, module) = crate::check::with_pack(path, &options, |bytes| {
+        Ok(packc_compiler::module_file_bytes(path, bytes, &options)?)
+    })?;
     // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
     // checker found (a misspelled tool name) must not look clean.
     if !checked.diagnostics.is_empty() {
@@ -283,7 +286,11 @@ pub(crate) fn load_module(
             return Ok(Err(ExitCode::from(1)));
         }
     }
-    Ok(Ok(packc_compiler::lower(&checked, &options)?))
+    match module {
+        Some(module) => Ok(Ok(module)),
+        // A pack with errors returned above; one without a document has errors.
+        None => Ok(Err(ExitCode::from(1))),
+    }
 }
 
 /// Reads a host script: a case's `run` member on its own, checked as strictly as a case.

@@ -100,17 +100,6 @@ pub fn check_bytes(bytes: &[u8], options: &Options) -> Checked {
     check_and(None, bytes, options, |_, _| ()).0
 }
 
-/// [`check_bytes`] through the loader, which locates every node (and every error).
-fn check_loading(bytes: &[u8], options: &Options) -> Checked {
-    match load::load_bytes(bytes, &options.limits) {
-        Err(d) => Checked {
-            loaded: None,
-            diagnostics: vec![d],
-        },
-        Ok(loaded) => check_loaded(loaded, options),
-    }
-}
-
 /// [`check_bytes`] for the file at `path` (only its name is read): a file named `*.json`
 /// is strict JSON (RFC 8259), so what other runtimes' JSON loaders refuse (a trailing
 /// comma, an unquoted key, a `# comment`) is a located `parse_error` here too; any other
@@ -130,6 +119,16 @@ pub fn check_file_bytes_and<R>(
     read: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
 ) -> (Checked, Option<R>) {
     check_and(Some(path), bytes, options, read)
+}
+
+/// [`check_file_bytes`], and the pack lowered into the IR when the check found no error
+/// ([`lower`], from the document checked: a JSON pack is parsed once).
+pub fn module_file_bytes(
+    path: &std::path::Path,
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Module>), lower::LowerError> {
+    module_and(Some(path), source, options)
 }
 
 /// [`build_artifact`] for the file at `path`, read as [`check_file_bytes`] reads it (a
@@ -160,44 +159,57 @@ fn check_and<R>(
         if let Some(done) = fast {
             return done;
         }
-    }
-    // What the fast path parses is strict JSON already: the strict check, a second parse
-    // of the whole text, is only needed to locate why it did not.
-    if path.is_some_and(|p| strict_json(p, bytes, options)) {
-        if let Some(checked) = strict_json_refusal(bytes) {
-            return (checked, None);
+        // What the fast path parses is strict JSON already: the strict check, a second
+        // parse of the whole text, is only needed to locate why it did not.
+        if path.is_some_and(is_json_file) {
+            if let Some(checked) = strict_json_refusal(bytes) {
+                return (checked, None);
+            }
         }
     }
-    let checked = check_loading(bytes, options);
-    let found = match (&checked.loaded, read) {
-        (Some(loaded), Some(read)) => Some(doc::with_arena(|arena| {
-            read(&loaded.doc(arena), &checked.diagnostics)
-        })),
-        _ => None,
-    };
-    (checked, found)
+    match (load::load_bytes(bytes, &options.limits), read) {
+        (Err(d), _) => (
+            Checked {
+                loaded: None,
+                diagnostics: vec![d],
+            },
+            None,
+        ),
+        (Ok(loaded), Some(read)) => {
+            let (checked, found) = check_loaded_then(loaded, options, read);
+            (checked, Some(found))
+        }
+        (Ok(loaded), None) => (check_loaded(loaded, options), None),
+    }
 }
 
 /// [`check_and`], then the document lowered when the check found no error.
+fn module_and(
+    path: Option<&std::path::Path>,
+    source: &[u8],
+    options: &Options,
+) -> Result<(Checked, Option<ir_spec::Module>), lower::LowerError> {
+    let (checked, module) = check_and(path, source, options, |doc, diagnostics| {
+        let clean = !diagnostics.iter().any(Diagnostic::is_error);
+        clean.then(|| lower_doc(doc, options))
+    });
+    Ok((checked, module.flatten().transpose()?))
+}
+
+/// [`module_and`], the module wrapped as an artifact of `source`.
 fn build_and(
     path: Option<&std::path::Path>,
     source: &[u8],
     options: &Options,
 ) -> Result<(Checked, Option<ir_spec::Artifact>), lower::LowerError> {
-    let (checked, module) = check_and(path, source, options, |doc, diagnostics| {
-        let clean = !diagnostics.iter().any(Diagnostic::is_error);
-        clean.then(|| lower_doc(doc, options))
-    });
-    let module = module.flatten().transpose()?;
+    let (checked, module) = module_and(path, source, options)?;
     Ok((checked, module.map(|m| wrap(source, m))))
 }
 
-/// Whether `path` names a strict JSON file (`*.json`) small enough for the fast path.
-fn strict_json(path: &std::path::Path, bytes: &[u8], options: &Options) -> bool {
-    let json = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    json && bytes.len() <= options.limits.max_source_bytes
+/// Whether `path` names a strict JSON file (`*.json`).
+fn is_json_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
 }
 
 /// The located `parse_error` of a `*.json` file that is not strict JSON; `None` when it
@@ -225,11 +237,8 @@ fn check_json_fast_then<R>(
     }
     let (mut diagnostics, after) = doc::with_arena(|arena| {
         let doc = doc::parse(text, arena, &options.limits)?;
-        let mut diagnostics = Vec::new();
         // The parser has refused every string past the limit already.
-        run_checks(&doc, options, Strings::Parsed, &mut diagnostics);
-        let after = then(&doc, &diagnostics);
-        Some((diagnostics, after))
+        Some(checks_then(&doc, options, Strings::Parsed, then))
     })?;
     // The span index reads the JSON text itself, and only along the paths asked about
     // (the YAML loader's spans, byte for byte): a clean pack pays one copy of its text,
@@ -281,21 +290,38 @@ fn run_checks(
 
 /// Check an already loaded pack document.
 pub fn check_loaded(loaded: load::Loaded, options: &Options) -> Checked {
-    let mut diagnostics = Vec::new();
-    doc::with_arena(|arena| {
-        run_checks(
-            &loaded.doc(arena),
-            options,
-            Strings::Unchecked,
-            &mut diagnostics,
-        )
-    });
+    check_loaded_then(loaded, options, |_, _| ()).0
+}
+
+/// [`check_loaded`], then `then` on the same document and the diagnostics found, as
+/// [`check_json_fast_then`] does for a JSON text.
+fn check_loaded_then<R>(
+    loaded: load::Loaded,
+    options: &Options,
+    then: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
+) -> (Checked, R) {
+    let (mut diagnostics, after) =
+        doc::with_arena(|arena| checks_then(&loaded.doc(arena), options, Strings::Unchecked, then));
     sort(&mut diagnostics, &loaded.spans);
     diagnostics.dedup();
-    Checked {
+    let checked = Checked {
         loaded: Some(loaded),
         diagnostics,
-    }
+    };
+    (checked, after)
+}
+
+/// The checks of `doc`, then `then` on it and the diagnostics found (in the order found).
+fn checks_then<R>(
+    doc: &doc::Node<'_>,
+    options: &Options,
+    strings: Strings,
+    then: impl FnOnce(&doc::Node<'_>, &[Diagnostic]) -> R,
+) -> (Vec<Diagnostic>, R) {
+    let mut diagnostics = Vec::new();
+    run_checks(doc, options, strings, &mut diagnostics);
+    let after = then(doc, &diagnostics);
+    (diagnostics, after)
 }
 
 /// Lower a pack that [`check_bytes`] / [`check_loaded`] found free of errors into the IR.

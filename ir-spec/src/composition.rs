@@ -276,17 +276,15 @@ impl<'de> Deserialize<'de> for Path {
                 f.write_str("a sequence of member names")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Path, A::Error> {
-                let Some(Name(first)) = seq.next_element()? else {
-                    return Ok(Path::default());
-                };
-                let Some(Name(second)) = seq.next_element()? else {
-                    return Ok(Path(Names::One(first)));
-                };
-                let mut all = vec![first, second];
-                while let Some(Name(name)) = seq.next_element()? {
-                    all.push(name);
-                }
-                Ok(Path(Names::Many(all)))
+                let mut failed = None;
+                let path = Path::new(std::iter::from_fn(|| match seq.next_element::<Name>() {
+                    Ok(name) => name.map(|Name(name)| name),
+                    Err(e) => {
+                        failed = Some(e);
+                        None
+                    }
+                }));
+                failed.map_or(Ok(path), Err)
             }
         }
         deserializer.deserialize_seq(Seq)

@@ -60,29 +60,39 @@ impl Diagnostic {
     }
 }
 
-/// A pack source: its display name, bytes, the folder its schema files are read from,
-/// the file it was read from, and how to read it.
+/// A pack source: its display name, bytes, the file it was read from, and how to read it.
 struct Source {
     name: String,
     bytes: Vec<u8>,
-    base_dir: Option<PathBuf>,
-    /// The file, when it came from one: its name says how `packc` reads it.
+    /// The file, when it came from one: its name says how `packc` reads it, and its
+    /// folder is where its schema files are read from.
     path: Option<PathBuf>,
-    /// `format=`: `"json"` (strict JSON), `"yaml"` (YAML 1.2), or `None` (by the file's
-    /// name, as `packc` reads a file: `*.json` is strict JSON; text is YAML 1.2).
-    format: Option<String>,
+    /// `format=`, or `None` to read by the file's name, as `packc` reads a file (`*.json`
+    /// is strict JSON; text is YAML 1.2).
+    format: Option<Format>,
+}
+
+/// How `format=` says to read a source.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `"json"`: strict JSON.
+    Json,
+    /// `"yaml"`: YAML 1.2.
+    Yaml,
 }
 
 /// Reads the source `check` and `compile` were given (a path, or `text=`).
 fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> PyResult<Source> {
-    match format {
-        None | Some("yaml") | Some("json") => {}
+    let format = match format {
+        None => None,
+        Some("yaml") => Some(Format::Yaml),
+        Some("json") => Some(Format::Json),
         Some(other) => {
             return Err(PyValueError::new_err(format!(
                 "format={other:?}: expected \"yaml\" or \"json\""
             )))
         }
-    }
+    };
     match (path, text) {
         (Some(_), Some(_)) => Err(PyValueError::new_err(
             "give either a path or text=..., not both",
@@ -93,18 +103,16 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
                 .map_err(|e| PyOSError::new_err(format!("cannot read {}: {e}", path.display())))?;
             Ok(Source {
                 name: path.display().to_string(),
-                base_dir: Some(path.parent().map(Path::to_path_buf).unwrap_or_default()),
                 bytes,
                 path: Some(path),
-                format: format.map(str::to_owned),
+                format,
             })
         }
         (None, Some(text)) => Ok(Source {
             name: "<text>".into(),
             bytes: text.into_bytes(),
-            base_dir: None,
             path: None,
-            format: format.map(str::to_owned),
+            format,
         }),
     }
 }
@@ -126,7 +134,10 @@ fn spec_level(level: Option<&str>) -> PyResult<Option<ir_spec::SpecLevel>> {
 
 fn options(src: &Source, spec_level: Option<ir_spec::SpecLevel>) -> Options {
     Options {
-        base_dir: src.base_dir.clone(),
+        base_dir: src
+            .path
+            .as_ref()
+            .map(|p| p.parent().map(Path::to_path_buf).unwrap_or_default()),
         spec_level,
         ..Options::default()
     }
@@ -167,7 +178,7 @@ type Built = Result<(Checked, Option<ir_spec::Artifact>), packc_compiler::lower:
 
 /// With `format="json"`, the located `parse_error` of a source that is not strict JSON.
 fn json_refusal(src: &Source) -> Option<Checked> {
-    if src.format.as_deref() != Some("json") {
+    if src.format != Some(Format::Json) {
         return None;
     }
     let e = serde_json::from_slice::<serde_json::Value>(&src.bytes).err()?;

@@ -152,23 +152,19 @@ pub(crate) enum Piece<'t> {
 
 /// [`parse_binding`], borrowing from `text`.
 pub(crate) fn lex_binding(text: &str) -> Result<Lexing<'_>, RefError> {
-    let Some(open) = find_from(text, 0, "${") else {
+    let mut refs = references(text);
+    let Some(first) = refs.next().transpose()? else {
         return Ok(Lexing::Literal(text));
     };
-    let first = lex_at(text, open)?;
     if first.span == (0..text.len()) {
         return Ok(Lexing::Whole(first));
     }
     let mut pieces = Vec::new();
-    if open > 0 {
-        pieces.push(Piece::Text(&text[..open]));
-    }
-    let mut literal_from = first.span.end;
-    pieces.push(Piece::Ref(first));
-    while let Some(open) = find_from(text, literal_from, "${") {
-        let reference = lex_at(text, open)?;
-        if literal_from < open {
-            pieces.push(Piece::Text(&text[literal_from..open]));
+    let mut literal_from = 0;
+    for reference in std::iter::once(Ok(first)).chain(refs) {
+        let reference = reference?;
+        if literal_from < reference.span.start {
+            pieces.push(Piece::Text(&text[literal_from..reference.span.start]));
         }
         literal_from = reference.span.end;
         pieces.push(Piece::Ref(reference));
@@ -177,6 +173,17 @@ pub(crate) fn lex_binding(text: &str) -> Result<Lexing<'_>, RefError> {
         pieces.push(Piece::Text(&text[literal_from..]));
     }
     Ok(Lexing::Template(pieces))
+}
+
+/// The references of `text`, in order; a malformed one is its error, and the last item.
+fn references(text: &str) -> impl Iterator<Item = Result<Lexed<'_>, RefError>> {
+    let mut from = Some(0);
+    std::iter::from_fn(move || {
+        let open = find_from(text, from?, "${")?;
+        let lexed = lex_at(text, open);
+        from = lexed.as_ref().ok().map(|l| l.span.end);
+        Some(lexed)
+    })
 }
 
 /// Parses a predicate `path` (§7.1): the whole string must be exactly one well-formed
@@ -243,13 +250,7 @@ pub fn binding_roots<'t>(
     text: &'t str,
     mut each: impl FnMut(Option<&'t str>),
 ) -> Result<(), RefError> {
-    let mut from = 0;
-    while let Some(open) = find_from(text, from, "${") {
-        let lexed = lex_at(text, open)?;
-        each(lexed.step);
-        from = lexed.span.end;
-    }
-    Ok(())
+    references(text).try_for_each(|lexed| lexed.map(|l| each(l.step)))
 }
 
 /// A well-formed reference, borrowed from the text it was read from.
@@ -311,14 +312,25 @@ fn lex_quick(text: &str, open: usize) -> Option<Lexed<'_>> {
         i
     };
     let start = blanks(open + 2);
-    // Where the first two dots are; `end` is the end of the last name.
+    let (end, dots) = dotted(bytes, start)?;
+    let close = blanks(end);
+    if bytes.get(close) != Some(&b'}') {
+        return None;
+    }
+    root(text, start..end, dots, open..close + 1)
+}
+
+/// The names joined by `.` that start at `at`: where the last one ends, and where the
+/// first two dots are. `None` when a name is missing (at `at`, or after a dot).
+#[inline]
+fn dotted(bytes: &[u8], at: usize) -> Option<(usize, [Option<usize>; 2])> {
     let mut dots = [None; 2];
     let mut found = 0;
-    let mut end = start;
+    let mut end = at;
     loop {
         end = ident_end(bytes, end)?;
         if bytes.get(end) != Some(&b'.') {
-            break;
+            return Some((end, dots));
         }
         if found < 2 {
             dots[found] = Some(end);
@@ -326,13 +338,20 @@ fn lex_quick(text: &str, open: usize) -> Option<Lexed<'_>> {
         }
         end += 1;
     }
-    let close = blanks(end);
-    if bytes.get(close) != Some(&b'}') {
-        return None;
-    }
-    let span = open..close + 1;
+}
+
+/// The reference whose body, `text[body]`, is names joined by `.` with its first two
+/// dots at `dots`: `input...` or `<step>.output...`; `None` for anything else.
+#[inline]
+fn root(
+    text: &str,
+    body: Range<usize>,
+    dots: [Option<usize>; 2],
+    span: Range<usize>,
+) -> Option<Lexed<'_>> {
+    let end = body.end;
     let after = |dot: Option<usize>| dot.map_or("", |d| &text[d + 1..end]);
-    let first = &text[start..dots[0].unwrap_or(end)];
+    let first = &text[body.start..dots[0].unwrap_or(end)];
     if first == "input" {
         return Some(Lexed {
             step: None,
@@ -363,7 +382,8 @@ fn lex_general(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
     };
     let span = open..close + 1;
     let source = &text[span.clone()];
-    let body = text[body_start..close].trim_matches([' ', '\t']);
+    let inside = &text[body_start..close];
+    let body = inside.trim_matches([' ', '\t']);
     let error = |message: String| RefError {
         span: span.clone(),
         message,
@@ -371,47 +391,23 @@ fn lex_general(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
     if body.is_empty() {
         return Err(error(format!("{} is empty: {EXPECTED}", quote(source))));
     }
-    // Names joined by `.`, in one pass over the bytes; where the first two dots are.
-    let bytes = body.as_bytes();
-    let mut dots = [bytes.len(); 2];
-    let mut found = 0;
-    let mut at = 0;
-    let well_formed = loop {
-        match ident_end(bytes, at) {
-            Some(end) if end == bytes.len() => break true,
-            Some(end) if bytes[end] == b'.' => {
-                if found < 2 {
-                    dots[found] = end;
-                    found += 1;
-                }
-                at = end + 1;
-            }
-            _ => break false,
+    // Where the trimmed body is in `text`.
+    let start = body_start + (inside.len() - inside.trim_start_matches([' ', '\t']).len());
+    let end = start + body.len();
+    let dots = match dotted(text.as_bytes(), start) {
+        Some((names_end, dots)) if names_end == end => dots,
+        _ => {
+            return Err(error(format!(
+                "{} is not a reference: {EXPECTED} (a path of names joined by `.`, without indexing, quotes or operators)",
+                quote(source)
+            )))
         }
     };
-    if !well_formed {
-        return Err(error(format!(
-            "{} is not a reference: {EXPECTED} (a path of names joined by `.`, without indexing, quotes or operators)",
-            quote(source)
-        )));
+    if let Some(lexed) = root(text, start..end, dots, span.clone()) {
+        return Ok(lexed);
     }
-    let after = |dot: usize| body.get(dot + 1..).unwrap_or_default();
-    let first = &body[..dots[0]];
-    let rest = after(dots[0]);
-    if first == "input" {
-        return Ok(Lexed {
-            step: None,
-            path: rest,
-            span,
-        });
-    }
-    if &body[dots[0]..dots[1]] == ".output" {
-        return Ok(Lexed {
-            step: Some(first),
-            path: after(dots[1]),
-            span,
-        });
-    }
+    let first = &text[start..dots[0].unwrap_or(end)];
+    let rest = dots[0].map_or("", |d| &text[d + 1..end]);
     // A step id without `.output`: suggest the same path under the output.
     let suggestion = if rest.is_empty() {
         format!("{first}.output")
