@@ -51,7 +51,12 @@ pub fn with_arena<R>(read: impl FnOnce(&Arena) -> R) -> R {
 }
 
 /// One node of a JSON document, its strings borrowed from `'s` where they can be.
+///
+/// The tag is a whole word (`repr(u64)`), so that a node is copied in words: with a
+/// one-byte tag, the bytes beside it were copied piece by piece and then read back as one
+/// word, a read the processor cannot forward from those writes, and stalls on.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u64)]
 pub enum Node<'s> {
     /// `null`.
     Null,
@@ -146,21 +151,33 @@ impl PartialEq for Obj<'_> {
 impl<'s> Obj<'s> {
     /// An object of `entries` (its hash table, when it needs one, kept in `arena`); `None`
     /// when two have the same name.
+    // Inlined, so that the parser does not read the object back from memory a call wrote
+    // it to (see `Parser::composite`); a large object's table is built out of line.
+    #[inline]
     pub fn new(entries: &'s [(Str<'s>, Node<'s>)], arena: &'s Arena) -> Option<Obj<'s>> {
-        if entries.len() <= ir_spec::json::SCAN_MAX {
-            for (i, (k, _)) in entries.iter().enumerate() {
-                if entries[..i]
-                    .iter()
-                    .any(|(j, _)| ir_spec::json::eq_str(j, k))
-                {
-                    return None;
-                }
-            }
+        if entries.len() > ir_spec::json::SCAN_MAX {
             return Some(Obj {
                 entries,
-                table: None,
+                table: Some(Obj::table(entries, arena)?),
             });
         }
+        for (i, (k, _)) in entries.iter().enumerate() {
+            if entries[..i]
+                .iter()
+                .any(|(j, _)| ir_spec::json::eq_str(j, k))
+            {
+                return None;
+            }
+        }
+        Some(Obj {
+            entries,
+            table: None,
+        })
+    }
+
+    /// The hash table of a large object's `entries`; `None` when two have the same name.
+    #[inline(never)]
+    fn table(entries: &'s [(Str<'s>, Node<'s>)], arena: &'s Arena) -> Option<&'s [u32]> {
         // Member indices are stored + 1 in a `u32`; a document's nodes are bounded far
         // below that by `max_nodes`.
         let n = u32::try_from(entries.len())
@@ -178,10 +195,7 @@ impl<'s> Obj<'s> {
             }
             table[slot] = i;
         }
-        Some(Obj {
-            entries,
-            table: Some(&*table),
-        })
+        Some(&*table)
     }
 
     /// The member `key`.
@@ -467,9 +481,19 @@ pub fn parse<'s>(text: &'s str, arena: &'s Arena, limits: &Limits) -> Option<Nod
         items: Vec::new(),
         members: Vec::new(),
     };
-    let node = parser.value()?;
+    parser.item()?;
     parser.skip_space();
-    (parser.at == parser.bytes.len()).then_some(node)
+    (parser.at == parser.bytes.len())
+        .then(|| parser.items.pop())
+        .flatten()
+}
+
+/// Where [`Parser::composite`] writes the node it read: the value of the innermost open
+/// object's last member, or the last of the open arrays' items.
+#[derive(Clone, Copy)]
+enum Slot {
+    Member(usize),
+    Item(usize),
 }
 
 /// A recursive-descent reader of one JSON text.
@@ -510,30 +534,59 @@ impl<'s> Parser<'s, '_> {
         (self.nodes <= self.limits.max_nodes).then_some(())
     }
 
-    /// The next value; a string is read inline (most values of a pack are strings), so
-    /// that it is not returned through memory from a call.
+    /// The next value, pushed onto the open arrays' items.
     #[inline(always)]
-    fn value(&mut self) -> Option<Node<'s>> {
+    fn item(&mut self) -> Option<()> {
         self.skip_space();
         if self.bytes.get(self.at) == Some(&b'"') {
             self.node()?;
-            return Some(Node::String(self.string()?));
+            let s = self.string()?;
+            self.items.push(Node::String(s));
+            return Some(());
         }
-        self.composite()
+        let slot = Slot::Item(self.items.len());
+        self.items.push(Node::Null);
+        self.composite(slot)
     }
 
-    /// The next value, not a string ([`Parser::value`] reads those).
-    fn composite(&mut self) -> Option<Node<'s>> {
-        self.node()?;
-        match *self.bytes.get(self.at)? {
-            b'{' => self.nested(Self::object),
-            b'[' => self.nested(Self::array),
-            b't' => self.literal("true", Node::Bool(true)),
-            b'f' => self.literal("false", Node::Bool(false)),
-            b'n' => self.literal("null", Node::Null),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
+    /// The next value, pushed onto the open objects' members as the value of `key`.
+    #[inline(always)]
+    fn member(&mut self, key: Str<'s>) -> Option<()> {
+        self.skip_space();
+        if self.bytes.get(self.at) == Some(&b'"') {
+            self.node()?;
+            let s = self.string()?;
+            self.members.push((key, Node::String(s)));
+            return Some(());
         }
+        let slot = Slot::Member(self.members.len());
+        self.members.push((key, Node::Null));
+        self.composite(slot)
+    }
+
+    /// The next value, not a string ([`Parser::item`] and [`Parser::member`] read those
+    /// inline, as most values of a pack are strings), written into `slot`.
+    ///
+    /// The node is written where it goes rather than returned: a 40-byte node comes back
+    /// from a call through memory, and reading it there right after the callee wrote it
+    /// stalls the processor (the read spans two of the callee's writes, which it cannot
+    /// forward), a stall per object or array of the document.
+    fn composite(&mut self, slot: Slot) -> Option<()> {
+        self.node()?;
+        let node = match *self.bytes.get(self.at)? {
+            b'{' => self.nested(Self::object)?,
+            b'[' => self.nested(Self::array)?,
+            b't' => self.literal("true", Node::Bool(true))?,
+            b'f' => self.literal("false", Node::Bool(false))?,
+            b'n' => self.literal("null", Node::Null)?,
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => return None,
+        };
+        match slot {
+            Slot::Member(i) => self.members[i].1 = node,
+            Slot::Item(i) => self.items[i] = node,
+        }
+        Some(())
     }
 
     /// An object or array (its opening byte is next), read by `read` one level deeper.
@@ -603,8 +656,7 @@ impl<'s> Parser<'s, '_> {
         let start = self.items.len();
         if !self.eat(b']') {
             loop {
-                let item = self.value()?;
-                self.items.push(item);
+                self.item()?;
                 if self.eat(b']') {
                     break;
                 }
@@ -630,8 +682,7 @@ impl<'s> Parser<'s, '_> {
                 if !self.eat(b':') {
                     return None;
                 }
-                let value = self.value()?;
-                self.members.push((key, value));
+                self.member(key)?;
                 if self.eat(b'}') {
                     break;
                 }
@@ -685,6 +736,13 @@ pub(crate) fn leaked(v: &serde_json::Value) -> Node<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node is five words, its tag one of them, and `Option<Node>` is no larger.
+    #[test]
+    fn node_layout() {
+        assert_eq!(std::mem::size_of::<Node<'_>>(), 40);
+        assert_eq!(std::mem::size_of::<Option<Node<'_>>>(), 40);
+    }
 
     /// A thread's next call reads with the memory its last one used; a call made inside
     /// another gets an arena of its own; an arena grown past the cap is not kept.
