@@ -19,6 +19,7 @@ use std::fmt;
 use std::ops::Range;
 
 use super::scan::{find_from, ident_end, is_ident};
+use ir_spec::json::eq_str;
 
 /// The grammar, quoted at the end of every error message.
 const EXPECTED: &str = "expected `${input.path}` or `${step.output.path}`";
@@ -324,17 +325,19 @@ fn lex_quick(text: &str, open: usize) -> Option<Lexed<'_>> {
 /// first two dots are. `None` when a name is missing (at `at`, or after a dot).
 #[inline]
 fn dotted(bytes: &[u8], at: usize) -> Option<(usize, [Option<usize>; 2])> {
-    let mut dots = [None; 2];
-    let mut found = 0;
+    // The two dots are kept apart, not in an array indexed by a count: an array lives in
+    // memory, and reading it back whole right after writing one of its halves stalls.
+    let (mut first, mut second) = (None, None);
     let mut end = at;
     loop {
         end = ident_end(bytes, end)?;
         if bytes.get(end) != Some(&b'.') {
-            return Some((end, dots));
+            return Some((end, [first, second]));
         }
-        if found < 2 {
-            dots[found] = Some(end);
-            found += 1;
+        if first.is_none() {
+            first = Some(end);
+        } else if second.is_none() {
+            second = Some(end);
         }
         end += 1;
     }
@@ -342,7 +345,9 @@ fn dotted(bytes: &[u8], at: usize) -> Option<(usize, [Option<usize>; 2])> {
 
 /// The reference whose body, `text[body]`, is names joined by `.` with its first two
 /// dots at `dots`: `input...` or `<step>.output...`; `None` for anything else.
-#[inline]
+// Always inlined: returned from a call, the reference is read back from memory right
+// after the call wrote it, which stalls.
+#[inline(always)]
 fn root(
     text: &str,
     body: Range<usize>,
@@ -352,7 +357,7 @@ fn root(
     let end = body.end;
     let after = |dot: Option<usize>| dot.map_or("", |d| &text[d + 1..end]);
     let first = &text[body.start..dots[0].unwrap_or(end)];
-    if first == "input" {
+    if eq_str(first, "input") {
         return Some(Lexed {
             step: None,
             path: after(dots[0]),
@@ -360,7 +365,7 @@ fn root(
         });
     }
     let second = &text[dots[0]?..dots[1].unwrap_or(end)];
-    (second == ".output").then(|| Lexed {
+    eq_str(second, ".output").then(|| Lexed {
         step: Some(first),
         path: after(dots[1]),
         span,
