@@ -24,7 +24,8 @@ use crate::vocab::{Kind, Op, Strategy};
 pub(super) fn lower_all(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let base = At::Text("/compositions");
     let names = RefCell::default();
-    for (key, comp) in entries(cx.root.get("compositions")) {
+    let root = cx.root;
+    for (key, comp) in entries(root.get("compositions")) {
         let c = lower_one(cx, &names, key, comp, &base.key(key))?;
         cx.module.compositions.push(c);
     }
@@ -39,11 +40,11 @@ struct Flat<'v> {
     top: bool,
 }
 
-fn lower_one(
-    cx: &mut Cx<'_>,
+fn lower_one<'a>(
+    cx: &mut Cx<'a>,
     names: &RefCell<SharedNames>,
-    key: &str,
-    comp: &Node,
+    key: &'a str,
+    comp: &'a Node<'a>,
     ptr: &At<'_>,
 ) -> Result<Composition, LowerError> {
     // Pass 1: number the steps; a parallel's branches directly follow it.
@@ -312,16 +313,30 @@ struct Refs<'l> {
 
 /// One shared copy of each member name the module's references read.
 #[derive(Default)]
-struct SharedNames(HashSet<Arc<str>>);
+struct SharedNames {
+    all: HashSet<Arc<str>>,
+    /// The name given last: a module's references read the same few names over and over,
+    /// and one comparison is cheaper than hashing the name.
+    last: Option<Arc<str>>,
+}
 
 impl SharedNames {
     /// The shared copy of `name`.
     fn get(&mut self, name: &str) -> Arc<str> {
-        if let Some(shared) = self.0.get(name) {
-            return shared.clone();
+        if let Some(last) = &self.last {
+            if ir_spec::json::eq_str(last, name) {
+                return last.clone();
+            }
         }
-        let shared: Arc<str> = Arc::from(name);
-        self.0.insert(shared.clone());
+        let shared = match self.all.get(name) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared: Arc<str> = Arc::from(name);
+                self.all.insert(shared.clone());
+                shared
+            }
+        };
+        self.last = Some(shared.clone());
         shared
     }
 }

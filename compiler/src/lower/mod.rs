@@ -106,7 +106,8 @@ struct Cx<'a> {
     level: ir_spec::SpecLevel,
     options: &'a LowerOptions,
     module: Module,
-    strings: HashMap<String, StrId>,
+    /// The module's strings, by their text in the document.
+    strings: HashMap<Name<'a>, StrId>,
     prompts: HashMap<Name<'a>, PromptId>,
     tools: HashMap<Name<'a>, ToolId>,
     members: Vec<&'a str>,
@@ -138,14 +139,14 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// Interns `s` in the module's string table.
-    fn intern(&mut self, s: &str) -> StrId {
-        if let Some(id) = self.strings.get(s) {
-            return *id;
+    /// Interns `s`, a string of the document, in the module's string table (the table
+    /// keeps the only copy).
+    fn intern(&mut self, s: &'a str) -> StrId {
+        let next = StrId::from_index(self.module.strings.len()).unwrap_or(StrId(u32::MAX));
+        let id = *self.strings.entry(Name(s)).or_insert(next);
+        if id == next {
+            self.module.strings.push(s.to_owned());
         }
-        let id = StrId::from_index(self.module.strings.len()).unwrap_or(StrId(u32::MAX));
-        self.module.strings.push(s.to_owned());
-        self.strings.insert(s.to_owned(), id);
         id
     }
 

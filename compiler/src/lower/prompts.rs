@@ -76,7 +76,7 @@ pub(super) fn lower_prompts(cx: &mut Cx<'_>) -> Result<(), LowerError> {
 
 /// The offered tools for `names` (a prompt's list, or an agent step's): tool keys and
 /// member keys, less the blocklist; none under `tool_choice: none`.
-pub(super) fn offered(cx: &mut Cx<'_>, names: &[&str], policy: &ToolPolicy) -> Vec<ToolRef> {
+pub(super) fn offered<'a>(cx: &mut Cx<'a>, names: &[&'a str], policy: &ToolPolicy) -> Vec<ToolRef> {
     if policy.tool_choice_none {
         return Vec::new();
     }

@@ -44,7 +44,7 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
             if !cx.artifacts.contains_key(name.as_str()) {
                 if let Some(id) = ArtifactId::from_index(names.len()) {
                     cx.artifacts.insert(name.as_str().to_owned(), id);
-                    names.push(name.as_str().to_owned());
+                    names.push(name.as_str());
                 }
             }
         }
@@ -144,7 +144,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
     Ok(())
 }
 
-fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
+fn event_id<'a>(cx: &mut Cx<'a>, name: &'a str) -> EventId {
     let s = cx.intern(name);
     if let Some(i) = cx.module.events.iter().position(|e| *e == s) {
         return EventId::from_index(i).unwrap_or(EventId(u32::MAX));
@@ -156,7 +156,8 @@ fn event_id(cx: &mut Cx<'_>, name: &str) -> EventId {
 /// `agents.members` → [`Module::agents`](ir_spec::Module::agents).
 pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
     let ids = state_ids(cx);
-    let agents = cx.root.get("agents").and_then(|a| a.get("members"));
+    let root = cx.root;
+    let agents = root.get("agents").and_then(|a| a.get("members"));
     let members = At::Text("/agents/members");
     for (key, member) in entries(agents) {
         let start = match member.get("state").and_then(Node::as_str) {

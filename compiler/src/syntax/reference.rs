@@ -267,11 +267,23 @@ pub(crate) struct Lexed<'t> {
 impl<'t> Lexed<'t> {
     /// The member names after the root, in order.
     pub fn names(&self) -> impl Iterator<Item = &'t str> {
-        // `"".split('.')` would give one empty name.
-        (!self.path.is_empty())
-            .then(|| self.path.split('.'))
-            .into_iter()
-            .flatten()
+        // What `self.path.split('.')` gives, read byte by byte (paths are a name or two,
+        // shorter than the setup of a string search), and none for the empty path, where
+        // `split` would give one empty name.
+        let mut rest = (!self.path.is_empty()).then_some(self.path);
+        std::iter::from_fn(move || {
+            let path = rest?;
+            match path.bytes().position(|b| b == b'.') {
+                Some(dot) => {
+                    rest = Some(&path[dot + 1..]);
+                    Some(&path[..dot])
+                }
+                None => {
+                    rest = None;
+                    Some(path)
+                }
+            }
+        })
     }
 
     /// The owned [`Reference`].
