@@ -455,6 +455,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A path's names are what `split('.')` gives, and none for the empty path.
+    #[test]
+    fn names_split_at_dots() {
+        for path in [
+            "", "a", "ab", "a.b", "a.bc.d", "a..b", "a.", ".a", ".", "..", "x.y.",
+        ] {
+            let lexed = Lexed {
+                step: None,
+                path,
+                span: 0..0,
+            };
+            let names: Vec<&str> = lexed.names().collect();
+            let split: Vec<&str> = if path.is_empty() {
+                Vec::new()
+            } else {
+                path.split('.').collect()
+            };
+            assert_eq!(names, split, "{path:?}");
+        }
+    }
+
     fn input(path: &[&str], span: Range<usize>) -> Reference {
         Reference {
             root: RefRoot::Input,
