@@ -111,7 +111,8 @@ struct Cx<'a> {
     prompts: HashMap<Name<'a>, PromptId>,
     tools: HashMap<Name<'a>, ToolId>,
     members: Vec<&'a str>,
-    artifacts: HashMap<String, ir_spec::ArtifactId>,
+    /// The workflow's artifacts, by their names in the document.
+    artifacts: HashMap<Name<'a>, ir_spec::ArtifactId>,
 }
 
 impl<'a> Cx<'a> {

@@ -184,7 +184,7 @@ fn placeholder(cx: &Cx<'_>, p: syntax::Placeholder, variables: &[Variable]) -> P
         "input" => VarRoot::Input,
         "artifacts" => match path.first() {
             Some(PathSeg::Field(name)) => {
-                let id = cx.artifacts.get(name).copied();
+                let id = cx.artifacts.get(&Name(name)).copied();
                 path.remove(0);
                 VarRoot::Artifact(id)
             }

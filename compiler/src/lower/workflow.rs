@@ -1,5 +1,7 @@
 //! The workflow, its budget and artifacts, and agent members (`workflow.md`).
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::doc::{Node, Obj};
@@ -41,11 +43,12 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
             .into_iter()
             .flat_map(|a| a.keys())
         {
-            if !cx.artifacts.contains_key(name.as_str()) {
-                if let Some(id) = ArtifactId::from_index(names.len()) {
-                    cx.artifacts.insert(name.as_str().to_owned(), id);
-                    names.push(name.as_str());
-                }
+            let Some(id) = ArtifactId::from_index(names.len()) else {
+                continue;
+            };
+            if let Entry::Vacant(slot) = cx.artifacts.entry(Name(name.as_str())) {
+                slot.insert(id);
+                names.push(name.as_str());
             }
         }
     }
@@ -113,7 +116,7 @@ pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(
                 Some("append") => ArtifactMode::Append,
                 _ => ArtifactMode::Replace,
             };
-            if let Some(id) = cx.artifacts.get(name) {
+            if let Some(id) = cx.artifacts.get(&Name(name)) {
                 arts.push((*id, mode));
             }
         }
