@@ -19,7 +19,7 @@ with large inputs (`check_source`, `artifact_mutate_run`) merge on edges alone
     python3 fuzz/seed.py --no-merge      # stage only (prints the staging folder)
     python3 fuzz/seed.py --minimize      # shrink fuzz/corpus/<target>/ in place
 
-Uses CARGO_TARGET_DIR when set (default /work/tgt-fuzz) for `cargo run -p packc` and
+Uses CARGO_TARGET_DIR when set (default target/fuzz of the repository) for `cargo run -p packc` and
 `cargo fuzz`; the fuzz targets are built with RUSTC_BOOTSTRAP=1 (stable toolchain).
 Needs python3 (standard library only), cargo and cargo-fuzz.
 """
@@ -192,7 +192,7 @@ def main():
     ap.add_argument("--staging", type=Path, help="staging folder (default: a temp folder)")
     args = ap.parse_args()
     env = dict(os.environ)
-    env.setdefault("CARGO_TARGET_DIR", "/work/tgt-fuzz")
+    env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target" / "fuzz"))
     env["RUSTC_BOOTSTRAP"] = "1"
     if args.minimize:
         minimize(env)
