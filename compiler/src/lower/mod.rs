@@ -93,8 +93,9 @@ pub fn lower(pack: &Node, options: &LowerOptions) -> Result<Module, LowerError> 
     let artifacts = workflow::collect_artifacts(&mut cx);
     prompts::lower_prompts(&mut cx)?;
     compositions::lower_all(&mut cx)?;
-    workflow::lower_workflow(&mut cx, artifacts)?;
-    workflow::lower_agents(&mut cx)?;
+    let states = workflow::state_ids(&cx);
+    workflow::lower_workflow(&mut cx, artifacts, &states)?;
+    workflow::lower_agents(&mut cx, &states)?;
     spec::lower_spec(&mut cx, crate::schema::level_of(pack, options.spec_level));
     Ok(cx.module)
 }

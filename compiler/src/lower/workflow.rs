@@ -22,12 +22,13 @@ fn states<'a>(cx: &Cx<'a>) -> Option<&'a Obj<'a>> {
         .and_then(Node::as_object)
 }
 
-fn state_ids(cx: &Cx<'_>) -> HashMap<String, StateId> {
+/// The workflow's states, by their names in the document.
+pub(super) fn state_ids<'a>(cx: &Cx<'a>) -> HashMap<Name<'a>, StateId> {
     states(cx)
         .map(|s| {
             s.keys()
                 .enumerate()
-                .filter_map(|(i, k)| Some((k.as_str().to_owned(), StateId::from_index(i)?)))
+                .filter_map(|(i, k)| Some((Name(k.as_str()), StateId::from_index(i)?)))
                 .collect()
         })
         .unwrap_or_default()
@@ -43,12 +44,11 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
             .into_iter()
             .flat_map(|a| a.keys())
         {
-            let Some(id) = ArtifactId::from_index(names.len()) else {
-                continue;
-            };
             if let Entry::Vacant(slot) = cx.artifacts.entry(Name(name.as_str())) {
-                slot.insert(id);
-                names.push(name.as_str());
+                if let Some(id) = ArtifactId::from_index(names.len()) {
+                    slot.insert(id);
+                    names.push(name.as_str());
+                }
             }
         }
     }
@@ -56,14 +56,17 @@ pub(super) fn collect_artifacts(cx: &mut Cx<'_>) -> Vec<StrId> {
 }
 
 /// `workflow` → [`Module::workflow`](ir_spec::Module::workflow).
-pub(super) fn lower_workflow(cx: &mut Cx<'_>, artifacts: Vec<StrId>) -> Result<(), LowerError> {
+pub(super) fn lower_workflow<'a>(
+    cx: &mut Cx<'a>,
+    artifacts: Vec<StrId>,
+    ids: &HashMap<Name<'a>, StateId>,
+) -> Result<(), LowerError> {
     let Some(wf) = cx.root.get("workflow") else {
         return Ok(());
     };
-    let ids = state_ids(cx);
     let state_id = |name: Option<&Node>, ptr: &At<'_>| -> Result<StateId, LowerError> {
         let name = name.and_then(Node::as_str).unwrap_or_default();
-        ids.get(name)
+        ids.get(&Name(name))
             .copied()
             .ok_or_else(|| LowerError::new(ptr, format!("no state `{name}`")))
     };
@@ -157,14 +160,16 @@ fn event_id<'a>(cx: &mut Cx<'a>, name: &'a str) -> EventId {
 }
 
 /// `agents.members` → [`Module::agents`](ir_spec::Module::agents).
-pub(super) fn lower_agents(cx: &mut Cx<'_>) -> Result<(), LowerError> {
-    let ids = state_ids(cx);
+pub(super) fn lower_agents<'a>(
+    cx: &mut Cx<'a>,
+    ids: &HashMap<Name<'a>, StateId>,
+) -> Result<(), LowerError> {
     let root = cx.root;
     let agents = root.get("agents").and_then(|a| a.get("members"));
     let members = At::Text("/agents/members");
     for (key, member) in entries(agents) {
         let start = match member.get("state").and_then(Node::as_str) {
-            Some(state) => AgentStart::State(ids.get(state).copied().ok_or_else(|| {
+            Some(state) => AgentStart::State(ids.get(&Name(state)).copied().ok_or_else(|| {
                 LowerError::new(members.key(key).key("state"), format!("no state `{state}`"))
             })?),
             None => AgentStart::Plain(cx.prompts.get(&Name(key)).copied()),
