@@ -179,49 +179,43 @@ impl Walk {
     }
 }
 
-#[inline]
-fn take(left: &mut usize, n: usize) -> Result<(), Over> {
-    *left = left.checked_sub(n).ok_or(Over::Bytes)?;
-    Ok(())
-}
-
-/// The size of a scalar (not an array or object): one, plus a string's bytes.
+/// `left` less `n`, or [`Over::Bytes`] when `n` is more than is left.
 #[inline(always)]
-fn scalar_size(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len().saturating_add(1),
-        _ => 1,
-    }
+fn less(left: usize, n: usize) -> Result<usize, Over> {
+    left.checked_sub(n).ok_or(Over::Bytes)
 }
 
 /// Counts an item of an array, or a member of an object with `name` bytes of name (0
-/// for an item), that sits inside `depth` arrays and objects: a scalar in place (its name
-/// and itself in one step), an empty array or object in place too (its name, its level,
-/// then itself, as [`walk`] would), any other array or object by recursion. Most members
-/// of an answer are scalars, and empty lists are common (`"flagged_terms": []`), so most
-/// are counted without a call.
+/// for an item), that sits inside `depth` arrays and objects, against `left`; returns
+/// what is left. A scalar is counted in place (its name and itself in one step), an
+/// empty array or object too (its name, its level, then itself, as [`walk`] would), any
+/// other array or object by recursion. Most members of an answer are scalars, and empty
+/// lists are common (`"flagged_terms": []`), so most are counted without a call, and
+/// what is left stays in a register.
 #[inline(always)]
 fn item(
     v: &Value,
     name: usize,
     depth: usize,
     max_depth: usize,
-    left: &mut usize,
-) -> Result<(), Over> {
+    left: usize,
+) -> Result<usize, Over> {
     let empty = match v {
+        Value::String(s) => return less(left, name.saturating_add(s.len()).saturating_add(1)),
         Value::Array(items) => items.is_empty(),
         Value::Object(map) => map.is_empty(),
-        scalar => return take(left, name.saturating_add(scalar_size(scalar))),
+        _ => return less(left, name.saturating_add(1)),
     };
-    take(left, name)?;
+    let mut left = less(left, name)?;
     if !empty {
-        return walk(v, depth, max_depth, left);
+        walk(v, depth, max_depth, &mut left)?;
+        return Ok(left);
     }
     // What `walk` does for an empty array or object, in its order: the level, then one.
     if depth >= max_depth {
         return Err(Over::Depth);
     }
-    take(left, 1)
+    less(left, 1)
 }
 
 /// The walk itself: counts `v` against `left`, returning at the first limit passed.
@@ -238,28 +232,31 @@ fn walk(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(
 /// its items or members counted in place ([`item`]).
 #[inline(always)]
 fn node(v: &Value, depth: usize, max_depth: usize, left: &mut usize) -> Result<(), Over> {
+    let mut rest = *left;
     match v {
         Value::Array(items) => {
             if depth >= max_depth {
                 return Err(Over::Depth);
             }
-            take(left, 1)?;
-            items
-                .iter()
-                .try_for_each(|v| item(v, 0, depth + 1, max_depth, left))
+            rest = less(rest, 1)?;
+            for v in items {
+                rest = item(v, 0, depth + 1, max_depth, rest)?;
+            }
         }
         Value::Object(map) => {
             if depth >= max_depth {
                 return Err(Over::Depth);
             }
-            take(left, 1)?;
+            rest = less(rest, 1)?;
             for (k, v) in map {
-                item(v, k.len(), depth + 1, max_depth, left)?;
+                rest = item(v, k.len(), depth + 1, max_depth, rest)?;
             }
-            Ok(())
         }
-        scalar => take(left, scalar_size(scalar)),
+        Value::String(s) => rest = less(rest, s.len().saturating_add(1))?,
+        _ => rest = less(rest, 1)?,
     }
+    *left = rest;
+    Ok(())
 }
 
 /// A value's size as the limits count it, or `None` when it is larger than `max`: for
