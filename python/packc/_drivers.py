@@ -124,6 +124,12 @@ def _clock(clock: Optional[Callable[[], int]], started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
+def _first_need(run: Run) -> Need:
+    """Starts ``run``, or picks it up where it waits (restored, or left partway)."""
+    need = run.waiting_for
+    return run.resume() if need is None else need
+
+
 def drive(
     run: Run,
     *,
@@ -142,12 +148,15 @@ def drive(
     gets the :class:`packc.Call`). The caller does one turn with ``input``, or the ``script``
     (``[{"turn": value}, {"event": "name"}, ...]``), then finishes. ``clock`` returns
     milliseconds (default: time since the drive started). A failed run raises its
-    :class:`packc.RunError`.
+    :class:`packc.RunError`. A run already started (restored from a snapshot, or left
+    by a drive whose host function raised) is picked up where it waits
+    (:attr:`packc.Run.waiting_for`): a turn under way ends first, then the caller does
+    ``input`` or ``script`` (``script=[]``: finish once the turn ends).
     """
     handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
     items = _script(input, script)
     started = time.monotonic()
-    need = run.resume()
+    need = _first_need(run)
     while True:
         if need == Need.DONE:
             outcome = run.outcome
@@ -203,7 +212,7 @@ async def drive_async(
     started = time.monotonic()
     inflight: Dict[int, Tuple[Call, "asyncio.Future[Any]"]] = {}
     try:
-        need = run.resume()
+        need = _first_need(run)
         while True:
             if need == Need.DONE:
                 outcome = run.outcome

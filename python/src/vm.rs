@@ -365,6 +365,15 @@ impl Run {
             .transpose()
     }
 
+    /// What the run waits for now, as the last `resume` said (`Need.CALLS` while calls
+    /// are outstanding): a run restored from a snapshot, or left by a host that stopped
+    /// partway, is picked up from here. `None` before the first `resume()` and after the
+    /// run failed.
+    #[getter]
+    fn waiting_for(&self) -> Option<Need> {
+        self.inner.waiting_for().map(Need::from)
+    }
+
     /// Whether the run has ended (done or failed).
     #[getter]
     fn finished(&self) -> bool {

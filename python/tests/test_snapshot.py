@@ -3,6 +3,7 @@ restore in a fresh one)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -160,3 +161,21 @@ def test_snapshot_of_a_finished_run_restores_finished(ex2_program: packc.Program
         back.resume(turn={"text": "again"})
 
 
+
+
+def test_drive_picks_up_a_started_or_restored_run(ex3_program: packc.Program) -> None:
+    expected = uninterrupted(ex3_program)
+    fresh = ex3_program.start()
+    assert fresh.waiting_for is None
+    half = ex3_half_answered(ex3_program)
+    assert half.waiting_for == packc.Need.CALLS
+    for drive in ("drive", "drive_async"):
+        run = ex3_program.restore(half.snapshot(), record_calls=True)
+        assert run.waiting_for == packc.Need.CALLS
+        if drive == "drive":
+            out = packc.drive(run, model=ex3_model, tool=ex3_tool, script=[])
+        else:
+            out = asyncio.run(packc.drive_async(run, model=ex3_model, tool=ex3_tool, script=[]))
+        assert run.waiting_for == packc.Need.DONE
+        assert out.output == expected["output"], drive
+        assert run.trace == expected["trace"], drive

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::api::{CallId, CallRecord, EvalRequest, Outcome};
+use crate::api::{CallId, CallRecord, EvalRequest, Need, Outcome};
 use crate::job::Phase;
 use crate::run::Run;
 use crate::state::Top;
@@ -83,6 +83,22 @@ impl Run {
                 .unwrap_or(&self.state.wf.last),
             reply: &self.state.wf.reply,
             state,
+        }
+    }
+
+    /// What the run waits for now: what the last [`Run::resume`] returned, read from the
+    /// run's state, so a host can pick up a run it did not resume itself (one restored
+    /// from a snapshot, or left by a host that stopped partway). `None` before the first
+    /// resume (with [`Input::Start`](crate::Input::Start)) and after the run failed;
+    /// [`Need::Calls`] while calls are outstanding.
+    pub fn waiting_for(&self) -> Option<Need> {
+        match self.state.top {
+            Top::NotStarted | Top::Failed => None,
+            Top::Done => Some(Need::Done),
+            _ if self.state.io.clock_wanted => Some(Need::Clock),
+            Top::Idle => Some(Need::Caller),
+            _ if self.pending().next().is_some() => Some(Need::Calls),
+            _ => Some(Need::Wait),
         }
     }
 

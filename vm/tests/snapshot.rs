@@ -11,6 +11,62 @@ use common::{out, prompts, tool_defs, Queues, HEAD};
 use packc_vm::{Answer, Input, Need, Run, RunOptions, Target};
 use serde_json::{json, Value};
 
+/// `Run::waiting_for` reads from the run what its last resume returned (outstanding
+/// calls as `Calls`), on the run and on a run restored from a snapshot taken at that
+/// stop: `None` before the start and after a failure, `Done` at the end.
+#[test]
+fn waiting_for_is_what_the_last_resume_returned() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = json!({"type": "research_paper", "x": 1, "confidence": 0.9, "complexity": 3,
+                       "flagged_terms": [], "risk": 0.2});
+    for name in ["rfc0010-ex2", "rfc0010-ex3"] {
+        let program = common::program(&root.join(format!("examples/{name}.pack.yaml")));
+        let mut run = Run::new(program.clone(), Target::Workflow, RunOptions::default()).unwrap();
+        assert_eq!(run.waiting_for(), None, "{name}: before the start");
+        let mut next = Input::Start;
+        let mut turn = Some(json!({"text": "A paper.", "x": 0}));
+        let mut seen = Vec::new();
+        loop {
+            let need = run.resume(next).unwrap();
+            let want = if need == Need::Wait {
+                Need::Calls
+            } else {
+                need
+            };
+            assert_eq!(run.waiting_for(), Some(want), "{name}: after {need:?}");
+            let restored = Run::restore(program.clone(), &run.snapshot()).unwrap();
+            assert_eq!(
+                restored.waiting_for(),
+                Some(want),
+                "{name}: restored at {need:?}"
+            );
+            seen.push(need);
+            let Some(input) = common::next_input(&run, need, &mut turn, |_| model.clone()) else {
+                break;
+            };
+            next = input;
+        }
+        assert!(
+            seen.contains(&Need::Caller) && seen.contains(&Need::Calls),
+            "{seen:?}"
+        );
+        assert_eq!(seen.last(), Some(&Need::Done));
+    }
+    // A failed run waits for nothing.
+    let program = common::program(&root.join("examples/rfc0010-ex1.pack.yaml"));
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    assert_eq!(
+        run.resume(Input::Turn(json!({"text": "t"}))).unwrap(),
+        Need::Calls
+    );
+    let id = run.pending().next().unwrap().id();
+    assert!(run
+        .resume(Input::Answer(id, Answer::Error("down".into())))
+        .is_err());
+    assert_eq!(run.waiting_for(), None);
+}
+
 #[test]
 fn suspended_runs_are_small_and_resume_identically() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
