@@ -33,7 +33,8 @@ pub struct BatchOptions {
     /// Stop starting rows once this many have failed (`--max-failures`); the rows in
     /// flight then finish.
     pub max_failures: Option<u64>,
-    /// The runtime's worker threads; 0: one per core, at most 4.
+    /// The runtime's worker threads; 0: one per core, at most 4. At most
+    /// [`MAX_THREADS`]: the engine refuses more rather than exhaust the system's threads.
     pub threads: usize,
     /// The run options of every row (host variables, `max_host_calls`, limits).
     pub run: RunOptions,
@@ -41,6 +42,11 @@ pub struct BatchOptions {
     /// [`RowError::INVALID_INPUT`] before any call.
     pub input_schema: Option<Value>,
 }
+
+/// The most worker threads an [`Engine`] starts ([`BatchOptions::threads`]). Rows wait
+/// on the network, not on the processor: a few threads carry thousands of calls in
+/// flight.
+pub const MAX_THREADS: usize = 256;
 
 impl Default for BatchOptions {
     fn default() -> Self {
@@ -230,6 +236,12 @@ impl Engine {
         };
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
+            n if n > MAX_THREADS => {
+                return Err(BatchError::Refused(format!(
+                    "threads is {n}, above the most the engine starts ({MAX_THREADS}); the \
+                     calls in flight are set by concurrency, not by threads"
+                )))
+            }
             n => n,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -300,12 +312,20 @@ impl Engine {
     /// its position from 1) and returns their results in the order given. No journal:
     /// what Python and Ray call per block.
     pub fn run_values(&self, rows: Vec<Value>) -> Result<Vec<RowResult>, BatchError> {
-        let rows = rows
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| Row::new(i as u64, i as u64 + 1, v));
+        self.run_rows(
+            rows.into_iter()
+                .enumerate()
+                .map(|(i, v)| Row::new(i as u64, i as u64 + 1, v))
+                .collect(),
+        )
+    }
+
+    /// [`Engine::run_values`] of rows already made, some of which may be malformed
+    /// (`input` an error, given back as the row's result): a host that converts its rows
+    /// itself fails a row it cannot convert, not the block.
+    pub fn run_rows(&self, rows: Vec<Row>) -> Result<Vec<RowResult>, BatchError> {
         let mut sink = Collect::default();
-        self.run(rows, &mut sink)?;
+        self.run(rows.into_iter(), &mut sink)?;
         sink.0.sort_by_key(|r| r.index);
         Ok(sink.0)
     }

@@ -48,7 +48,9 @@ pub mod mock;
 mod result;
 pub mod rows;
 
-pub use engine::{BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Summary};
+pub use engine::{
+    BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Summary, MAX_THREADS,
+};
 pub use host::AsyncHost;
 pub use journal::{Identity, Journal};
 pub use result::{RowError, RowResult};

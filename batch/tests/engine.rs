@@ -209,3 +209,26 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
     .to_string();
     assert!(e.contains("target `workflow`"), "{e}");
 }
+
+#[test]
+fn more_threads_than_the_engine_starts_are_refused_before_any_start() {
+    let mock = Mock::start(|_, body| answer(body));
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let options = BatchOptions {
+        threads: packc_batch::MAX_THREADS + 1,
+        ..BatchOptions::default()
+    };
+    let Err(e) = Engine::new(program.clone(), target, live(&mock), options) else {
+        panic!(
+            "an engine of {} threads was started",
+            packc_batch::MAX_THREADS + 1
+        );
+    };
+    assert!(e.to_string().contains("threads is 257"), "{e}");
+    let options = BatchOptions {
+        threads: packc_batch::MAX_THREADS,
+        ..BatchOptions::default()
+    };
+    assert!(Engine::new(program, target, live(&mock), options).is_ok());
+}

@@ -14,7 +14,11 @@ Nothing of a run lives in the process between requests: each request restores th
 from its snapshot, drives it until it waits for the caller again, and stores the new
 snapshot, so any worker (or a restarted service) can take the next message.
 
-    uvicorn fastapi_service:app      # PACKC_PACK and PACKC_DB choose the pack and database
+    uvicorn --factory fastapi_service:create_app    # the support pack, ./runs.sqlite3
+    PACKC_PACK=my.pack.yaml PACKC_DB=/srv/runs.sqlite3 uvicorn fastapi_service:app
+
+(``app`` exists only when ``PACKC_PACK`` or ``PACKC_DB`` is set, so that importing the
+module creates no database.)
 
 ``model`` below is a stand-in that answers by keywords; put a real model call there.
 """

@@ -7,7 +7,10 @@ Every error of a run is an instance of a :class:`RunError` subclass chosen by it
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Type
+from typing import TYPE_CHECKING, Dict, List, Type
+
+if TYPE_CHECKING:
+    from ._packc import Diagnostic
 
 
 class PackcError(Exception):
@@ -17,7 +20,7 @@ class PackcError(Exception):
 class CompileError(PackcError):
     """A pack with errors. ``diagnostics`` lists them; ``str()`` is the rendered report."""
 
-    def __init__(self, report: str, diagnostics: List[Any]) -> None:
+    def __init__(self, report: str, diagnostics: List["Diagnostic"]) -> None:
         super().__init__(report)
         self.report = report
         self.diagnostics = diagnostics

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use packc_batch::{BatchError, BatchOptions, Engine, RowResult};
+use packc_batch::{BatchError, BatchOptions, Engine, Row, RowError, RowResult};
 use packc_vm::RunOptions;
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -130,7 +130,7 @@ impl Batch {
     fn run<'py>(&self, py: Python<'py>, rows: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let mut values = Vec::new();
         for (i, row) in rows.try_iter()?.enumerate() {
-            values.push(from_py(&row?, &format!("rows[{i}]"))?);
+            values.push(row_of(py, i as u64, &row?)?);
         }
         let results = self.wait(py, values)?;
         let list = PyList::empty(py);
@@ -169,12 +169,12 @@ impl Batch {
     /// Runs the rows on a thread of their own while this one waits with the GIL
     /// released and looks for Ctrl-C (Python runs signal handlers only on the main
     /// thread, between waits), which cancels the engine.
-    fn wait(&self, py: Python<'_>, rows: Vec<Value>) -> PyResult<Vec<RowResult>> {
+    fn wait(&self, py: Python<'_>, rows: Vec<Row>) -> PyResult<Vec<RowResult>> {
         let engine = &self.engine;
         std::thread::scope(|scope| {
             let (tx, mut rx) = mpsc::channel();
             scope.spawn(move || {
-                let _ = tx.send(engine.run_values(rows));
+                let _ = tx.send(engine.run_rows(rows));
             });
             loop {
                 // A receiver is `Send` but not `Sync`: it moves into the detached closure
@@ -203,6 +203,35 @@ impl Batch {
                 }
             }
         })
+    }
+}
+
+/// Row `index` of a block: its value, or, when it is not JSON-shaped (a NaN, bytes, a
+/// set…), a row that fails with `invalid_row` and the conversion's message, as a
+/// malformed line of `packc batch` does; the other rows go on. Its id is its `id` key
+/// when that converts, else its line number.
+fn row_of(py: Python<'_>, index: u64, row: &Bound<'_, PyAny>) -> PyResult<Row> {
+    match from_py(row, &format!("rows[{index}]")) {
+        Ok(v) => Ok(Row::new(index, index + 1, v)),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) => {
+            let id = row
+                .cast::<PyDict>()
+                .ok()
+                .and_then(|d| d.get_item("id").ok().flatten())
+                .and_then(|id| from_py(&id, "id").ok())
+                .filter(|id| id.is_string() || id.is_number())
+                .unwrap_or(Value::from(index + 1));
+            Ok(Row {
+                index,
+                id,
+                input: Err(RowError::new(
+                    RowError::INVALID_ROW,
+                    e.value(py).to_string(),
+                    None,
+                )),
+            })
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -41,3 +41,22 @@ pub fn snapshot_error(py: Python<'_>, message: String) -> PyErr {
 pub fn compile_error(py: Python<'_>, report: String, diagnostics: Vec<Py<PyAny>>) -> PyErr {
     build(py, "CompileError", (report, diagnostics))
 }
+
+/// An `OSError` for a file that could not be read, as Python's own `open()` raises it:
+/// with `errno`, `strerror` and `filename`, so it is the subclass of its error
+/// (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`…).
+pub fn os_error(e: &std::io::Error, path: &std::path::Path) -> PyErr {
+    let filename = path.display().to_string();
+    match e.raw_os_error() {
+        Some(errno) => {
+            // `Display` ends with " (os error N)"; `strerror` is the words before it.
+            let text = e.to_string();
+            let strerror = text
+                .strip_suffix(&format!(" (os error {errno})"))
+                .unwrap_or(&text)
+                .to_owned();
+            pyo3::exceptions::PyOSError::new_err((errno, strerror, filename))
+        }
+        None => pyo3::exceptions::PyOSError::new_err(format!("cannot read {filename}: {e}")),
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use packc_compiler::diag::{DiagKind, Diagnostic as Diag};
 use packc_compiler::render::{self, RenderSource};
 use packc_compiler::{check_bytes, Checked, Options};
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -24,7 +24,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// One compiler finding, located in the source.
 ///
 /// `kind` is the stable name of the conformance suite (`duplicate_step_id`, …),
-/// `severity` `"error"` or `"warning"`, `pointer` the JSON pointer of the node blamed,
+/// `severity` `"error"`, `"warning"` or `"note"`, `pointer` the JSON pointer of the node blamed,
 /// `line` and `column` 1-based (`None` when the finding points nowhere in particular).
 #[pyclass(frozen, module = "packc", get_all)]
 pub struct Diagnostic {
@@ -99,8 +99,7 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
         )),
         (None, None) => Err(PyValueError::new_err("give a path or text=...")),
         (Some(path), None) => {
-            let bytes = std::fs::read(&path)
-                .map_err(|e| PyOSError::new_err(format!("cannot read {}: {e}", path.display())))?;
+            let bytes = std::fs::read(&path).map_err(|e| crate::errors::os_error(&e, &path))?;
             Ok(Source {
                 name: path.display().to_string(),
                 bytes,
@@ -254,7 +253,8 @@ fn report(src: &Source, checked: &Checked) -> String {
 /// warning in source order. `format="json"` requires strict JSON and `format="yaml"`
 /// reads YAML 1.2; left out, a file is read as `packc check` reads it (a `*.json` file is
 /// strict JSON, any other YAML 1.2, of which JSON is a subset) and text as YAML 1.2. An
-/// unreadable file raises `OSError`.
+/// unreadable file raises `OSError` (`FileNotFoundError` for a missing one), as `open()`
+/// does.
 #[pyfunction]
 #[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
 fn check(

@@ -149,6 +149,18 @@ pub(crate) fn live_config(
     retries: u32,
 ) -> PyResult<LiveConfig> {
     let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+    if let Some(url) = &base_url {
+        let host = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"));
+        if host.is_none_or(|h| h.is_empty() || h.starts_with('/')) {
+            return Err(PyValueError::new_err(format!(
+                "base_url={url:?} is not an http:// or https:// URL of the model API; give \
+                 one such as \"http://localhost:8000/v1\" (the calls go to its \
+                 /chat/completions)"
+            )));
+        }
+    }
     Ok(LiveConfig {
         model: Some(ModelEndpoint {
             base_url: base_url.unwrap_or_else(|| ModelEndpoint::OPENAI.to_owned()),
@@ -220,8 +232,11 @@ fn run_live(
         None => Value::Null,
     };
     let host_variables = host_variables(variables)?;
+    if concurrency == 0 {
+        return Err(PyValueError::new_err("concurrency must be at least 1"));
+    }
     let host = LiveHost::new(LiveConfig {
-        concurrency: concurrency.max(1),
+        concurrency,
         ..live_config(
             model,
             base_url,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,14 @@ def test_spec_level_overrides_the_claim() -> None:
         kinds = {d.kind for d in packc.check(text=CONTROL_PACK, spec_level=level)}
         assert "schema_violation" not in kinds, (level, kinds)
     assert packc.compile(text=CONTROL_PACK, spec_level="1.9").inspect()
+
+
+def test_an_unreadable_file_raises_the_os_error_open_raises(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.pack.yaml"
+    for read in (packc.check, packc.compile):
+        with pytest.raises(FileNotFoundError) as info:
+            read(missing)
+        assert info.value.errno == errno.ENOENT
+        assert info.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError):
+        packc.check(tmp_path)
