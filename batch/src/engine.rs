@@ -234,6 +234,13 @@ impl Engine {
             })?),
             None => None,
         };
+        for (name, value) in [("rpm", options.rpm.map(u64::from)), ("tpm", options.tpm)] {
+            if value == Some(0) {
+                return Err(BatchError::Refused(format!(
+                    "{name} must be at least 1; leave it out for no limit"
+                )));
+            }
+        }
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
             n if n > MAX_THREADS => {

@@ -232,3 +232,25 @@ fn more_threads_than_the_engine_starts_are_refused_before_any_start() {
     };
     assert!(Engine::new(program, target, live(&mock), options).is_ok());
 }
+
+#[test]
+fn a_rate_limit_of_zero_is_refused_rather_than_read_as_none() {
+    let mock = Mock::start(|_, body| answer(body));
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    for options in [
+        BatchOptions {
+            rpm: Some(0),
+            ..BatchOptions::default()
+        },
+        BatchOptions {
+            tpm: Some(0),
+            ..BatchOptions::default()
+        },
+    ] {
+        let Err(e) = Engine::new(program.clone(), target, live(&mock), options) else {
+            panic!("a rate limit of 0 was taken");
+        };
+        assert!(e.to_string().contains("must be at least 1"), "{e}");
+    }
+}
