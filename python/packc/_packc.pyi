@@ -54,12 +54,14 @@ def check(
     text: Optional[str] = None,
     format: Optional[Literal["yaml", "json"]] = None,
     spec_level: Optional[str] = None,
+    base_dir: Optional[StrPath] = None,
 ) -> List[Diagnostic]:
     """Every error and warning of a pack (a file, or ``text=``), in source order.
 
     ``format="json"`` requires strict JSON, ``format="yaml"`` reads YAML 1.2; left out, a
     file named ``*.json`` is strict JSON (as ``packc check`` reads it) and anything else
-    YAML 1.2."""
+    YAML 1.2. ``output_schema`` files are read from ``base_dir``, by default the file's
+    folder; for ``text=`` they are looked up only when ``base_dir`` is given."""
 
 def compile(
     path: Optional[StrPath] = None,
@@ -67,6 +69,7 @@ def compile(
     text: Optional[str] = None,
     format: Optional[Literal["yaml", "json"]] = None,
     spec_level: Optional[str] = None,
+    base_dir: Optional[StrPath] = None,
 ) -> Artifact:
     """Checks and lowers a pack; raises :class:`CompileError` when it has errors."""
 

@@ -70,6 +70,9 @@ struct Source {
     /// `format=`, or `None` to read by the file's name, as `packc` reads a file (`*.json`
     /// is strict JSON; text is YAML 1.2).
     format: Option<Format>,
+    /// Where the pack's `output_schema` files are read from: `base_dir=`, else the file's
+    /// folder; `None` (text without `base_dir=`): they are not looked up.
+    base: Option<PathBuf>,
 }
 
 /// How `format=` says to read a source.
@@ -82,7 +85,12 @@ enum Format {
 }
 
 /// Reads the source `check` and `compile` were given (a path, or `text=`).
-fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> PyResult<Source> {
+fn source(
+    path: Option<PathBuf>,
+    text: Option<String>,
+    format: Option<&str>,
+    base_dir: Option<PathBuf>,
+) -> PyResult<Source> {
     let format = match format {
         None => None,
         Some("yaml") => Some(Format::Yaml),
@@ -100,11 +108,14 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
         (None, None) => Err(PyValueError::new_err("give a path or text=...")),
         (Some(path), None) => {
             let bytes = std::fs::read(&path).map_err(|e| crate::errors::os_error(&e, &path))?;
+            let base =
+                base_dir.or_else(|| Some(path.parent().map(Path::to_path_buf).unwrap_or_default()));
             Ok(Source {
                 name: path.display().to_string(),
                 bytes,
                 path: Some(path),
                 format,
+                base,
             })
         }
         (None, Some(text)) => Ok(Source {
@@ -112,6 +123,7 @@ fn source(path: Option<PathBuf>, text: Option<String>, format: Option<&str>) -> 
             bytes: text.into_bytes(),
             path: None,
             format,
+            base: base_dir,
         }),
     }
 }
@@ -133,10 +145,7 @@ fn spec_level(level: Option<&str>) -> PyResult<Option<ir_spec::SpecLevel>> {
 
 fn options(src: &Source, spec_level: Option<ir_spec::SpecLevel>) -> Options {
     Options {
-        base_dir: src
-            .path
-            .as_ref()
-            .map(|p| p.parent().map(Path::to_path_buf).unwrap_or_default()),
+        base_dir: src.base.clone(),
         spec_level,
         ..Options::default()
     }
@@ -247,46 +256,49 @@ fn report(src: &Source, checked: &Checked) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// check(path=None, *, text=None, format=None, spec_level=None) -> list[Diagnostic]
+/// check(path=None, *, text=None, format=None, spec_level=None, base_dir=None) -> list[Diagnostic]
 ///
 /// Parses and checks a pack (a file, or `text=` in memory) and returns every error and
 /// warning in source order. `format="json"` requires strict JSON and `format="yaml"`
 /// reads YAML 1.2; left out, a file is read as `packc check` reads it (a `*.json` file is
 /// strict JSON, any other YAML 1.2, of which JSON is a subset) and text as YAML 1.2. An
 /// unreadable file raises `OSError` (`FileNotFoundError` for a missing one), as `open()`
-/// does.
+/// does. The files a pack names (`output_schema`) are read from `base_dir=`, by default
+/// the pack file's folder; for `text=` they are looked up only when `base_dir=` is given.
 #[pyfunction]
-#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
+#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None, base_dir=None))]
 fn check(
     py: Python<'_>,
     path: Option<PathBuf>,
     text: Option<String>,
     format: Option<&str>,
     spec_level: Option<&str>,
+    base_dir: Option<PathBuf>,
 ) -> PyResult<Vec<Py<Diagnostic>>> {
     let level = self::spec_level(spec_level)?;
-    let src = source(path, text, format)?;
+    let src = source(path, text, format, base_dir)?;
     let checked = py.detach(|| check_source(&src, level));
     diagnostics(py, &src, &checked)
 }
 
-/// compile(path=None, *, text=None, format=None, spec_level=None) -> Artifact
+/// compile(path=None, *, text=None, format=None, spec_level=None, base_dir=None) -> Artifact
 ///
 /// Checks and lowers a pack into an `Artifact`, reading it as `check` does (a JSON pack is
 /// parsed once, checked and lowered from one document). A pack with errors raises
 /// `packc.CompileError`, whose `diagnostics` lists them and whose `str()` is the
 /// rendered report.
 #[pyfunction]
-#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None))]
+#[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None, base_dir=None))]
 fn compile(
     py: Python<'_>,
     path: Option<PathBuf>,
     text: Option<String>,
     format: Option<&str>,
     spec_level: Option<&str>,
+    base_dir: Option<PathBuf>,
 ) -> PyResult<Artifact> {
     let level = self::spec_level(spec_level)?;
-    let src = source(path, text, format)?;
+    let src = source(path, text, format, base_dir)?;
     let built = py.detach(|| build_source(&src, level));
     match built {
         Ok((checked, None)) => {

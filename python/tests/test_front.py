@@ -181,3 +181,14 @@ def test_an_unreadable_file_raises_the_os_error_open_raises(tmp_path: Path) -> N
         assert info.value.filename == str(missing)
     with pytest.raises(IsADirectoryError):
         packc.check(tmp_path)
+
+
+def test_text_reads_its_schema_files_from_base_dir(tmp_path: Path) -> None:
+    text = EX2.read_text()
+    # Without base_dir, text names no folder: its schema files are not looked up.
+    assert packc.check(text=text) == []
+    assert packc.check(text=text, base_dir=EX2.parent) == []
+    unresolved = packc.check(text=text, base_dir=tmp_path)
+    assert [d.kind for d in unresolved] == ["unresolved_schema"] * 3
+    # The same artifact as from the file itself.
+    assert packc.compile(text=text, base_dir=EX2.parent).to_bytes() == packc.compile(EX2).to_bytes()

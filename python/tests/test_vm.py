@@ -256,7 +256,7 @@ def test_a_call_read_after_its_answer_says_so(ex2_program: packc.Program) -> Non
     assert call.input == TEXT  # read before: kept
     run.answer(call, output=PAPER)
     assert call.input == TEXT
-    with pytest.raises(RuntimeError, match="no longer outstanding"):
+    with pytest.raises(packc.ProtocolError, match="no longer outstanding"):
         call.history
     assert "doc_classifier" in repr(call)
 

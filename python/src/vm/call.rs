@@ -70,10 +70,14 @@ impl Call {
             PyRuntimeError::new_err("the run is in use elsewhere (drive a Run from one thread)")
         })?;
         let view = run.inner.call(CallId(self.id)).ok_or_else(|| {
-            PyRuntimeError::new_err(format!(
+            let message = format!(
                 "call {} is no longer outstanding: read its fields before answering it",
                 self.id
-            ))
+            );
+            crate::errors::run_error(
+                py,
+                &packc_vm::RunError::new(packc_vm::ErrorKind::Protocol, message),
+            )
         })?;
         f(&view)
     }
