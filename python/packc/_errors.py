@@ -7,7 +7,7 @@ Every error of a run is an instance of a :class:`RunError` subclass chosen by it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Type
 
 if TYPE_CHECKING:
     from ._packc import Diagnostic
@@ -27,6 +27,10 @@ class CompileError(PackcError):
 
     def __str__(self) -> str:
         return self.report
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Pickled whole (a process pool or Ray sends it back to the caller).
+        return (type(self), (self.report, self.diagnostics))
 
 
 class ArtifactError(PackcError, ValueError):
@@ -53,6 +57,9 @@ class RunError(PackcError):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.message, self.kind))
 
 
 class HostError(RunError):

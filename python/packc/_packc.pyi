@@ -31,6 +31,18 @@ StrPath = Union[str, "os.PathLike[str]"]
 class Diagnostic:
     """One compiler finding, located in the source."""
 
+    def __init__(
+        self,
+        kind: str,
+        severity: Literal["error", "warning", "note"],
+        message: str,
+        file: str,
+        line: Optional[int] = None,
+        column: Optional[int] = None,
+        pointer: Optional[str] = None,
+        help: Optional[str] = None,
+    ) -> None: ...
+
     @property
     def kind(self) -> str: ...
     @property

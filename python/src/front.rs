@@ -8,7 +8,7 @@ use packc_compiler::render::{self, RenderSource};
 use packc_compiler::{check_bytes, Checked, Options};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyType};
 
 use crate::errors;
 
@@ -26,7 +26,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `kind` is the stable name of the conformance suite (`duplicate_step_id`, …),
 /// `severity` `"error"`, `"warning"` or `"note"`, `pointer` the JSON pointer of the node blamed,
 /// `line` and `column` 1-based (`None` when the finding points nowhere in particular).
-#[pyclass(frozen, module = "packc", get_all)]
+#[pyclass(frozen, eq, hash, module = "packc", get_all)]
+#[derive(PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     kind: String,
     severity: String,
@@ -38,8 +39,62 @@ pub struct Diagnostic {
     help: Option<String>,
 }
 
+/// A [`Diagnostic`]'s constructor arguments, in order.
+type DiagnosticFields = (
+    String,
+    String,
+    String,
+    String,
+    Option<usize>,
+    Option<usize>,
+    Option<String>,
+    Option<String>,
+);
+
 #[pymethods]
 impl Diagnostic {
+    /// A finding as `check` reports it; built by `check` and `compile`, and by `pickle`.
+    #[new]
+    #[pyo3(signature = (kind, severity, message, file, line=None, column=None, pointer=None, help=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind: String,
+        severity: String,
+        message: String,
+        file: String,
+        line: Option<usize>,
+        column: Option<usize>,
+        pointer: Option<String>,
+        help: Option<String>,
+    ) -> Diagnostic {
+        Diagnostic {
+            kind,
+            severity,
+            message,
+            file,
+            line,
+            column,
+            pointer,
+            help,
+        }
+    }
+
+    /// Pickled as its fields (a process pool or Ray sends a `CompileError` back whole).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, DiagnosticFields) {
+        let d = slf.get();
+        let fields = (
+            d.kind.clone(),
+            d.severity.clone(),
+            d.message.clone(),
+            d.file.clone(),
+            d.line,
+            d.column,
+            d.pointer.clone(),
+            d.help.clone(),
+        );
+        (slf.get_type(), fields)
+    }
+
     fn __repr__(&self) -> String {
         let at = match (self.line, self.column) {
             (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
@@ -342,6 +397,14 @@ impl Artifact {
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let bytes = py.detach(|| self.inner.encode());
         PyBytes::new(py, &bytes)
+    }
+
+    /// Pickled as its `.ppk` bytes, verified again by `from_bytes` when unpickled.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let from_bytes = slf.get_type().getattr("from_bytes")?;
+        Ok((from_bytes, (slf.get().to_bytes(slf.py()),)))
     }
 
     /// Decodes and verifies `.ppk` bytes (magic, version, checksum, every table index);

@@ -60,6 +60,25 @@ pub enum Need {
     Done,
 }
 
+#[pymethods]
+impl Need {
+    /// Pickled by name, as a Python `enum` member is (`getattr(Need, "CALLS")`).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let name = match *slf.get() {
+            Need::Calls => "CALLS",
+            Need::Wait => "WAIT",
+            Need::Clock => "CLOCK",
+            Need::Caller => "CALLER",
+            Need::Done => "DONE",
+        };
+        let py = slf.py();
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        Ok((getattr, (py.get_type::<Need>(), name))
+            .into_pyobject(py)?
+            .into_any())
+    }
+}
+
 impl From<packc_vm::Need> for Need {
     fn from(n: packc_vm::Need) -> Need {
         match n {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import errno
+import pickle
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,20 @@ def test_text_reads_its_schema_files_from_base_dir(tmp_path: Path) -> None:
     assert [d.kind for d in unresolved] == ["unresolved_schema"] * 3
     # The same artifact as from the file itself.
     assert packc.compile(text=text, base_dir=EX2.parent).to_bytes() == packc.compile(EX2).to_bytes()
+
+
+def test_errors_artifacts_and_needs_pickle_whole() -> None:
+    with pytest.raises(packc.CompileError) as info:
+        packc.compile(text=BROKEN)
+    error = info.value
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is packc.CompileError and str(back) == str(error)
+    assert back.diagnostics == error.diagnostics and len(back.diagnostics) > 0
+    assert {d for d in back.diagnostics} == set(error.diagnostics)
+    artifact = packc.compile(EX2)
+    assert pickle.loads(pickle.dumps(artifact)).to_bytes() == artifact.to_bytes()
+    for need in (packc.Need.CALLS, packc.Need.DONE):
+        assert pickle.loads(pickle.dumps(need)) is need and copy.copy(need) is need
+    for run_error in (packc.HostError("down"), packc.RunError("odd", kind="invalid_target")):
+        again = pickle.loads(pickle.dumps(run_error))
+        assert (type(again), again.kind, again.message) == (type(run_error), run_error.kind, run_error.message)
