@@ -53,6 +53,34 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
+/// A `str` as text, or a `ValueError` naming where it sits when it is not valid Unicode
+/// (a lone surrogate, which UTF-8 and JSON text cannot hold).
+fn text<'a>(s: &'a Bound<'_, PyString>, path: &str) -> PyResult<std::borrow::Cow<'a, str>> {
+    s.to_cow().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{} is a str with a lone surrogate, which JSON text cannot hold",
+            shortened(path)
+        ))
+    })
+}
+
+/// `path` as an error shows it: its start and end around `…` when it is long (a
+/// deeply nested value's).
+fn shortened(path: &str) -> std::borrow::Cow<'_, str> {
+    const EDGE: usize = 60;
+    if path.len() <= 3 * EDGE {
+        return path.into();
+    }
+    let head = (0..=EDGE)
+        .rev()
+        .find(|&i| path.is_char_boundary(i))
+        .unwrap_or(0);
+    let tail = (path.len() - EDGE..=path.len())
+        .find(|&i| path.is_char_boundary(i))
+        .unwrap_or(path.len());
+    format!("{}…{}", &path[..head], &path[tail..]).into()
+}
+
 /// A Python value as JSON; `root` names it in errors (`output`, `turn`, …).
 pub fn from_py(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {
     let mut path = root.to_owned();
@@ -62,7 +90,8 @@ pub fn from_py(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<Value> {
 fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<Value> {
     if depth > MAX_DEPTH {
         return Err(PyValueError::new_err(format!(
-            "{path} is nested more than {MAX_DEPTH} levels deep (does a value contain itself?)"
+            "{} is nested more than {MAX_DEPTH} levels deep (does a value contain itself?)",
+            shortened(path)
         )));
     }
     if obj.is_none() {
@@ -89,7 +118,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<
         });
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_cow()?.into_owned()));
+        return Ok(Value::String(text(s, path)?.into_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = Map::with_capacity(d.len());
@@ -102,7 +131,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<
                     k.repr().map_or_else(|_| "?".into(), |r| r.to_string())
                 )));
             };
-            let key = key.to_cow()?;
+            let key = text(key, path)?;
             path.push_str(&format!("[{key:?}]"));
             let value = convert(&v, path, depth + 1)?;
             path.truncate(mark);

@@ -310,7 +310,9 @@ impl Run {
         let id = match call.cast::<Call>() {
             Ok(c) => c.get().id,
             Err(_) => call.extract::<u64>().map_err(|_| {
-                PyTypeError::new_err("answer: `call` must be a packc.Call or its int id")
+                PyTypeError::new_err(
+                    "answer: `call` must be a packc.Call or its id (an int, 0 or more)",
+                )
             })?,
         };
         let answer = match (error, tool_calls) {

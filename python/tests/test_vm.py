@@ -168,8 +168,19 @@ def test_a_value_that_contains_itself_is_refused(ex2_program: packc.Program) -> 
     loop.append(loop)
     run = ex2_program.start()
     run.resume()
-    with pytest.raises(ValueError, match="nested more than"):
+    with pytest.raises(ValueError, match="nested more than") as info:
         run.resume(turn=loop)
+    # The path of a value that deep is shown by its two ends.
+    assert len(str(info.value)) < 250 and "turn[0][0]" in str(info.value) and "…" in str(info.value)
+
+
+def test_a_str_with_a_lone_surrogate_is_a_value_error_naming_its_path(ex2_program: packc.Program) -> None:
+    run = ex2_program.start()
+    run.resume()
+    with pytest.raises(ValueError, match=r'turn\["text"\] is a str with a lone surrogate'):
+        run.resume(turn={"text": "a\ud800b"})
+    with pytest.raises(ValueError, match=r"turn is a str with a lone surrogate"):
+        run.resume(turn={"\udfff": 1})
 
 
 def test_protocol_misuse_raises_and_leaves_the_run_usable(ex2_program: packc.Program) -> None:
@@ -207,8 +218,10 @@ def test_python_level_misuse_raises_type_or_value_errors(ex2_program: packc.Prog
         run.resume(output=1)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="finish=True"):
         run.resume(finish=False)  # type: ignore[call-overload]
-    with pytest.raises(TypeError, match="packc.Call or its int id"):
+    with pytest.raises(TypeError, match="packc.Call or its id"):
         run.answer("0", output=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"an int, 0 or more"):
+        run.answer(-1, output=1)
     with pytest.raises(ValueError, match="not both"):
         run.answer(0, error="x", tool_calls=[])
     with pytest.raises(TypeError, match="tool_calls\\[0\\]"):

@@ -155,7 +155,9 @@ impl Run {
             Top::Done | Top::Failed => return Err(protocol("the run is over")),
             Top::NotStarted => {
                 if input != Input::Start {
-                    return Err(protocol("the first input must be Start"));
+                    return Err(protocol(
+                        "the run has not started: its first input is the start (Input::Start)",
+                    ));
                 }
                 self.state.io.issued = 0;
                 let r = self.start().and_then(|()| self.advance());
@@ -168,7 +170,17 @@ impl Run {
         }
         // Nothing changes before the input is known to be one the run asked for.
         let r = match input {
-            Input::Start => return Err(protocol("the run has already started")),
+            Input::Start => {
+                return Err(protocol(match self.waiting_for() {
+                    Some(Need::Calls | Need::Wait) => {
+                        "the run has already started; it waits for answers to its outstanding calls"
+                    }
+                    Some(Need::Caller) => {
+                        "the run has already started; it waits for a turn, an event or the finish"
+                    }
+                    _ => "the run has already started",
+                }))
+            }
             Input::Answer(id, answer) => {
                 // The outstanding calls are the lanes waiting for an answer.
                 let found = self
