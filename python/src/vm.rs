@@ -296,7 +296,9 @@ impl Run {
     /// Answers the outstanding `call` (a `Call` or its id) with one of: `output` (and,
     /// for a prompt state, the `event` it names), `tool_calls` (a model asking for
     /// tools: a list of `{"name": key, "args": {...}}` or `(key, args)` pairs), or
-    /// `error` (the call failed, with this message).
+    /// `error` (the call failed, with this message). With none of them, the answer is the
+    /// output `None` (JSON `null`). An `event` counts only where a prompt state's
+    /// transitions read it (`call.events` lists them); elsewhere it is ignored.
     #[pyo3(signature = (call, *, output=None, tool_calls=None, event=None, error=None))]
     fn answer(
         &mut self,
