@@ -192,23 +192,23 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     times.sort_unstable();
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     let n = args.runs as f64;
-    println!(
+    outln!(
         "bench {} (target {target_text}, {} runs after {} warm-up)",
         args.pack.display(),
         args.runs,
         args.warmup
     );
-    println!("  runs/s       {:.1}", n / total.as_secs_f64());
-    println!(
+    outln!("  runs/s       {:.1}", n / total.as_secs_f64());
+    outln!(
         "  per run      min {}   median {}   p99 {}",
         micros(times[0]),
         micros(at(0.5)),
         micros(at(0.99))
     );
-    println!("  host calls   {:.1} per run", calls as f64 / n);
-    println!("  allocations  {:.1} per run", allocations as f64 / n);
+    outln!("  host calls   {:.1} per run", calls as f64 / n);
+    outln!("  allocations  {:.1} per run", allocations as f64 / n);
     if failed > 0 {
-        println!("  failed runs  {failed} (the run ended with an error; see `packc run`)");
+        outln!("  failed runs  {failed} (the run ended with an error; see `packc run`)");
     }
     Ok(ExitCode::SUCCESS)
 }

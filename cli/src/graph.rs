@@ -75,7 +75,7 @@ pub fn run(args: &GraphArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    print!("{}", render(&module, args.format));
+    out!("{}", render(&module, args.format));
     Ok(ExitCode::SUCCESS)
 }
 

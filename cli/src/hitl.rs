@@ -299,13 +299,13 @@ pub fn finish(
     }
     match stop {
         Ok(Stop::Done(outcome)) => {
-            println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
             eprintln!("stopped: done");
             Ok(ExitCode::SUCCESS)
         }
         Ok(Stop::Caller) => {
             if let Some(idle) = run.idle() {
-                println!("{}", serde_json::to_string_pretty(idle.output)?);
+                outln!("{}", serde_json::to_string_pretty(idle.output)?);
             }
             let why = why(run);
             match save {
@@ -351,7 +351,7 @@ pub fn interactive(
         match stop {
             Ok(Stop::Caller) => {
                 if let Some(idle) = run.idle().filter(|_| turns > 0) {
-                    println!("{}", serde_json::to_string_pretty(idle.output)?);
+                    outln!("{}", serde_json::to_string_pretty(idle.output)?);
                 }
                 turns += 1;
                 eprintln!("stopped: {}", why(run));

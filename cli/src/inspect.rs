@@ -39,7 +39,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot load {}", args.artifact.display()))?;
     // Artifact strings are untrusted: no control character reaches the terminal.
     let text = describe(&args.artifact, &bytes, &container, &artifact);
-    print!("{}", packc_compiler::render::escape_control(&text));
+    out!("{}", packc_compiler::render::escape_control(&text));
     Ok(ExitCode::SUCCESS)
 }
 

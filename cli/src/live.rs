@@ -104,12 +104,12 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         };
         let calls = run.calls().iter().map(|c| c.to_json()).collect();
         let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     }
     let code = match &result.ended {
         Ended::Done(_) if args.format == crate::Format::Json => ExitCode::SUCCESS,
         Ended::Done(outcome) => {
-            println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
             crate::result::print_reply(outcome, args.quiet);
             ExitCode::SUCCESS
         }

@@ -3,6 +3,23 @@
 //! Exit codes: 0 clean, 1 the packs have errors (or warnings under `--deny-warnings`),
 //! 2 usage or I/O trouble, or an artifact that is not a valid `.ppk` file.
 
+/// `println!` that does not panic when standard output fails ([`out::write`]).
+macro_rules! outln {
+    () => {
+        $crate::out::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` that does not panic when standard output fails ([`out::write`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*))
+    };
+}
+
 mod batch;
 mod bench;
 mod build;
@@ -13,6 +30,7 @@ mod hitl;
 mod inputs;
 mod inspect;
 mod live;
+mod out;
 mod result;
 mod run;
 mod test;
@@ -119,6 +137,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(err) if out::is_closed_pipe(&err) => out::closed_pipe(),
         Err(err) => {
             // Errors quote pack text, server answers and paths: escape what a terminal
             // would interpret.

@@ -71,7 +71,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         };
         let value = crate::result::to_json(&run, Some(ended), waiting, host.calls, 0);
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(match result {
             Ok(_) => ExitCode::SUCCESS,
             Err(_) => ExitCode::from(1),
@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     match result {
         Ok(Stop::Done(outcome)) => {
-            println!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
             if let Some(why) = waiting {
                 eprintln!(
                     "note: the run stopped {why}; run it with --save FILE, then `packc resume FILE --event NAME`"

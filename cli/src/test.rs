@@ -80,12 +80,12 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             Ok(()) => passed += 1,
             Err(diff) => {
                 failures.push(file);
-                println!(
+                outln!(
                     "FAIL {}",
                     packc_compiler::render::escape_control(&file.display().to_string())
                 );
                 for line in diff.lines() {
-                    println!("    {}", packc_compiler::render::escape_control(line));
+                    outln!("    {}", packc_compiler::render::escape_control(line));
                 }
             }
         }
@@ -96,14 +96,14 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if !failures.is_empty() {
-        println!("\nfailures:");
+        outln!("\nfailures:");
         for file in &failures {
-            println!("    {}", file.display());
+            outln!("    {}", file.display());
         }
-        println!();
+        outln!();
     }
     let failed = failures.len();
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     Ok(if failed > 0 {
         ExitCode::from(1)
     } else {

@@ -747,3 +747,43 @@ fn graph_and_inspect_show_extension_steps() {
     );
     assert_contains(&text, "composition main: 1 model, 0 tool, 1 extension");
 }
+
+/// A reader that went away (`packc run … | head`) ends the command quietly with 141, as
+/// `SIGPIPE` would, for output printed line by line and for diagnostics written in one
+/// go; no panic. Standard output is a socket whose other end is closed before `packc`
+/// starts, so every write fails with a broken pipe.
+#[cfg(unix)]
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use std::process::Stdio;
+    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let host = repo().join("examples/rfc0010-ex2.host.yaml");
+    let broken = write_temp("closed-pipe.pack.yaml", b"foo: [\n");
+    let commands: [Vec<std::ffi::OsString>; 2] = [
+        vec!["run".into(), ex2.into(), "--host".into(), host.into()],
+        vec![
+            "check".into(),
+            "--format".into(),
+            "json".into(),
+            broken.into(),
+        ],
+    ];
+    for args in commands {
+        let (closed, ours) = UnixStream::pair().unwrap();
+        drop(closed);
+        let out = packc()
+            .args(&args)
+            .stdout(Stdio::from(OwnedFd::from(ours)))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("error"),
+            "{args:?}: {err}"
+        );
+    }
+}
