@@ -131,14 +131,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     };
     let input = Input::open((!stdin).then_some(args.input.as_path()), format)
         .with_context(|| format!("--input {}: cannot read it", args.input.display()))?;
-    crate::files::check_target(&args.output, &args.pack, "--output")?;
+    crate::files::check_target(&args.output, &[&args.pack], "--output")?;
     if !stdin && crate::files::same_file(&args.output, &args.input) {
         bail!(
             "--output {} is the input itself; give another file",
             args.output.display()
         );
     }
-    let module = match load_module(&args.pack, &args.allow_paths, None)? {
+    let module = match load_module(&args.pack, &args.allow_paths, None, args.quiet)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

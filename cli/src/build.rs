@@ -39,7 +39,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_output(&args.pack));
-    crate::files::check_target(&out, &args.pack, "-o")?;
+    crate::files::check_target(&out, &[&args.pack], "-o")?;
     let limits = args.diagnostics.limits();
     let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;
     let options =
@@ -55,7 +55,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
     let src = RenderSource::of_checked(&name, &text, &checked);
     crate::check::print_diagnostics(
         &src,
-        &checked,
+        &checked.diagnostics,
         args.diagnostics.format,
         args.diagnostics.color.for_stderr(),
         args.diagnostics.max_diagnostics,

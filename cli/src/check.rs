@@ -151,7 +151,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             text: &text,
             spans: checked.loaded.as_ref().map(|l| &l.spans),
         };
-        print_diagnostics(&src, &checked, d.format, color, d.max_diagnostics)?;
+        print_diagnostics(
+            &src,
+            &checked.diagnostics,
+            d.format,
+            color,
+            d.max_diagnostics,
+        )?;
         print_host_validators(&src, &checked, &host, d.format)?;
         let (e, w, n) = counts(&checked.diagnostics);
         errors += e;
@@ -294,12 +300,11 @@ fn print_host_validators(
 /// of them (0: no cap) and says how many more there are.
 pub fn print_diagnostics(
     src: &RenderSource<'_>,
-    checked: &Checked,
+    all: &[packc_compiler::Diagnostic],
     format: Format,
     color: bool,
     max: usize,
 ) -> Result<()> {
-    let all = &checked.diagnostics;
     match format {
         Format::Human => {
             let shown = if max == 0 {

@@ -4,8 +4,9 @@
 //!   name that exists, a planted symbolic link included, is never opened, another name
 //!   is tried), then renamed over the target, so a reader never sees half a file and a
 //!   link at the target is replaced, not followed.
-//! - A file that would replace the pack being compiled is refused, whatever path names
-//!   it (checked on the files themselves, not the names).
+//! - A file that would replace one the command reads (the pack, a host script, a case)
+//!   is refused, whatever path names it (checked on the files themselves, not the
+//!   names), and so is a device, pipe or socket, which a rename would replace.
 //! - The folder is checked before any work is done, so a run is not lost for want of it.
 
 use std::ffi::OsString;
@@ -26,9 +27,11 @@ pub(crate) fn folder_of(path: &Path) -> &Path {
     }
 }
 
-/// Check that `path` can be written: its folder exists, it is not a folder, and it is
-/// not the file at `source` (the pack). `what` names the option in the error.
-pub fn check_target(path: &Path, source: &Path, what: &str) -> Result<()> {
+/// Check that `path` can be written: its folder exists, it is not a folder nor a device,
+/// pipe or socket (the file is replaced, not written through), and it is none of the
+/// files the command reads (`inputs`: the pack, a host script, cases). `what` names the
+/// option in the error.
+pub fn check_target(path: &Path, inputs: &[&Path], what: &str) -> Result<()> {
     let dir = folder_of(path);
     let meta = std::fs::metadata(dir).with_context(|| {
         format!(
@@ -44,17 +47,43 @@ pub fn check_target(path: &Path, source: &Path, what: &str) -> Result<()> {
             dir.display()
         );
     }
-    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        bail!("{what} {}: is a folder", path.display());
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{what} {}: is a folder", path.display()),
+        Ok(m) if !m.is_file() => bail!(
+            "{what} {}: is not a regular file (a device, pipe or socket); packc writes a \
+             file by replacing it, so give the path of a file",
+            path.display()
+        ),
+        _ => {}
     }
-    if same_file(path, source) {
+    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
         bail!(
-            "{what} {} is the pack {} itself; writing it would destroy the pack",
+            "{what} {} is {} itself, which this command reads; writing it would destroy it",
             path.display(),
-            source.display()
+            input.display()
         );
     }
     Ok(())
+}
+
+/// Check that an existing file at `path` is one this kind of output may replace: one
+/// that starts with `start` (what packc writes there: a save file's header, a JUnit
+/// report's XML declaration). Any other file is refused rather than destroyed, whatever
+/// it is (a pack, a host script, notes).
+pub fn check_replaceable(path: &Path, start: &[u8], what: &str, kind: &str) -> Result<()> {
+    use std::io::Read;
+    let Ok(mut file) = File::open(path) else {
+        return Ok(());
+    };
+    let mut head = vec![0; start.len()];
+    if file.read_exact(&mut head).is_ok() && head == start {
+        return Ok(());
+    }
+    bail!(
+        "{what} {} exists and is not {kind}; packc replaces only a file it wrote there, so \
+         remove it or give another path",
+        path.display()
+    )
 }
 
 /// Whether `a` and `b` are the same existing file (following links, as a write would).
@@ -187,11 +216,22 @@ mod tests {
         let d = tmp.path();
         let pack = d.join("p.pack.yaml");
         std::fs::write(&pack, "id: p").unwrap();
-        let err = check_target(&d.join("./p.pack.yaml"), &pack, "-o").unwrap_err();
+        let host = d.join("h.host.yaml");
+        std::fs::write(&host, "answers: {}").unwrap();
+        let inputs = [pack.as_path(), host.as_path()];
+        let err = check_target(&d.join("./p.pack.yaml"), &inputs, "-o").unwrap_err();
         assert!(err.to_string().contains("itself"), "{err}");
-        let err = check_target(&d.join("nodir/x.case.yaml"), &pack, "--record").unwrap_err();
+        let err = check_target(&d.join("./h.host.yaml"), &inputs, "--save").unwrap_err();
+        assert!(err.to_string().contains("h.host.yaml itself"), "{err}");
+        let err = check_target(&d.join("nodir/x.case.yaml"), &inputs, "--record").unwrap_err();
         assert!(err.to_string().contains("nodir"), "{err}");
-        assert!(check_target(&d.join("x.ppk"), &pack, "-o").is_ok());
-        assert!(check_target(d, &pack, "-o").is_err());
+        assert!(check_target(&d.join("x.ppk"), &inputs, "-o").is_ok());
+        assert!(check_target(d, &inputs, "-o").is_err());
+        // A device is not replaced by a file.
+        #[cfg(unix)]
+        {
+            let err = check_target(Path::new("/dev/null"), &inputs, "-o").unwrap_err();
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+        }
     }
 }

@@ -71,7 +71,7 @@ pub enum GraphFormat {
 
 /// Compile (or load) the pack and print its graph. Exit 1 when the pack has errors.
 pub fn run(args: &GraphArgs) -> Result<ExitCode> {
-    let module = match crate::inputs::load_module(&args.pack, &args.allow_paths, None)? {
+    let module = match crate::inputs::load_module(&args.pack, &args.allow_paths, None, false)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

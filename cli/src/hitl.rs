@@ -35,6 +35,12 @@ use serde_json::Value;
 
 const HEADER: &str = "packc-run-save 1";
 
+/// Refuses a `--save` file that exists but is not a save file (a pack, a host script):
+/// saving replaces it.
+pub fn check_save_target(path: &Path) -> Result<()> {
+    crate::files::check_replaceable(path, HEADER.as_bytes(), "--save", "a packc save file")
+}
+
 /// Where a run stopped.
 pub enum Stop {
     /// It ended with this outcome.
@@ -98,7 +104,7 @@ impl Saved {
         )
         .into_bytes();
         bytes.extend_from_slice(&self.snapshot);
-        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        crate::files::write_atomically(path, &bytes, true)
     }
 
     /// Reads a save file.
@@ -205,7 +211,8 @@ pub struct ResumeArgs {
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
     let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
-    let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level)? {
+    let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level, false)?
+    {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };

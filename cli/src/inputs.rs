@@ -92,6 +92,22 @@ pub struct RunArgs {
     pub environment: Option<String>,
 }
 
+impl RunArgs {
+    /// The files the run reads (the pack, the host script, the tool bindings), which no
+    /// file it writes may replace.
+    pub fn read_files(&self) -> Vec<&std::path::Path> {
+        [
+            Some(&self.pack),
+            self.host.as_ref(),
+            self.live.tools.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect()
+    }
+}
+
 /// The flags of a live run: the model API, provider bindings, tool bindings, timeouts,
 /// retries and the call cap (`packc run`, `packc batch`).
 #[derive(Args, Debug, Clone)]
@@ -257,6 +273,7 @@ pub(crate) fn load_module(
     path: &Path,
     allow: &[PathBuf],
     spec_level: Option<ir_spec::SpecLevel>,
+    quiet: bool,
 ) -> Result<Result<Module, ExitCode>> {
     let allow = crate::check::allowed_folders(allow)?;
     if crate::inspect::is_artifact(path)? {
@@ -275,9 +292,17 @@ pub(crate) fn load_module(
         let name = path.display().to_string();
         let src = packc_compiler::render::RenderSource::of_checked(&name, &text, &checked);
         let color = crate::ColorChoice::Auto.for_stderr();
+        // `--quiet` leaves the notes out (what the version a pack claims changes); errors
+        // and warnings are always shown.
+        let shown: Vec<_> = checked
+            .diagnostics
+            .iter()
+            .filter(|d| !(quiet && d.severity == packc_compiler::Severity::Note))
+            .cloned()
+            .collect();
         crate::check::print_diagnostics(
             &src,
-            &checked,
+            &shown,
             crate::Format::Human,
             color,
             crate::check::DEFAULT_MAX_DIAGNOSTICS,

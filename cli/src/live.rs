@@ -35,7 +35,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     // is not lost to a missing folder, and never overwrites the pack or a file unasked.
     let record_pack_file = match &args.record {
         Some(out) => {
-            crate::files::check_target(out, &args.pack, "--record")?;
+            crate::files::check_target(out, &args.read_files(), "--record")?;
             if !args.force && std::fs::symlink_metadata(out).is_ok() {
                 bail!(
                     "--record {} exists; pass --force to overwrite it",

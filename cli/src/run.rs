@@ -18,7 +18,7 @@ use serde_json::Value;
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
 /// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let module = match load_module(&args.pack, &args.allow_paths, args.spec_level)? {
+    let module = match load_module(&args.pack, &args.allow_paths, args.spec_level, args.quiet)? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
@@ -30,6 +30,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         && (args.live.provider.is_some()
             || args.live.tools.is_some()
             || !args.live.bind_provider.is_empty());
+    if let Some(save) = &args.save {
+        // Before any call: a live run is not spent only to find it cannot be saved.
+        crate::files::check_target(save, &args.read_files(), "--save")?;
+        crate::hitl::check_save_target(save)?;
+    }
     if args.save.is_some() || args.interactive {
         return run_to_caller(args, module, live);
     }

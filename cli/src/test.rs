@@ -52,6 +52,12 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    if let Some(path) = &args.junit {
+        // Checked before the cases run: a case or its pack is never replaced by a report.
+        let cases: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        crate::files::check_target(path, &cases, "--junit")?;
+        crate::files::check_replaceable(path, JUNIT_START.as_bytes(), "--junit", "a JUnit report")?;
+    }
     let options = packc_host::RunCaseOptions {
         allow_paths: crate::check::allowed_folders(&args.allow_paths)?,
         max_host_calls: Some(args.max_host_calls),
@@ -92,8 +98,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         results.push((file, result, seconds));
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, junit(&results))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::files::write_atomically(path, junit(&results).as_bytes(), true)?;
     }
     if !failures.is_empty() {
         outln!("\nfailures:");
@@ -130,11 +135,14 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 
 /// The results as JUnit XML: one `testsuite`, one `testcase` per case file (its name the
 /// file name without `.case.yaml`, its class the folder), a `failure` with what differed.
+/// How a JUnit report starts: its XML declaration.
+const JUNIT_START: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>";
+
 fn junit(results: &[(&PathBuf, packc_host::CaseResult, f64)]) -> String {
     let failures = results.iter().filter(|(_, r, _)| r.is_err()).count();
     let total: f64 = results.iter().map(|(_, _, s)| s).sum();
     let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"packc test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{total:.3}\">\n",
+        "{JUNIT_START}\n<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{total:.3}\">\n  <testsuite name=\"packc test\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"{total:.3}\">\n",
         results.len(),
         results.len()
     );

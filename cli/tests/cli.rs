@@ -787,3 +787,79 @@ fn a_closed_output_pipe_ends_quietly() {
         );
     }
 }
+
+/// Notes honour the colour settings as errors do, and `run --quiet` leaves them out.
+#[test]
+fn notes_are_plain_without_colour_and_quiet_runs_leave_them_out() {
+    let pack = repo().join("examples/guide-add-workflow.pack.yaml");
+    let out = packc_output!("check", "--color", "never", &pack);
+    assert_contains(stderr(&out), "[no_spec_version] Note:");
+    assert_lacks(stderr(&out), "\u{1b}[");
+    let out = packc_output!("check", "--color", "always", &pack);
+    assert_contains(stderr(&out), "\u{1b}[36m[no_spec_version] Note:");
+    let run = |quiet: bool| {
+        let mut c = packc();
+        c.args(["run", "--input", "\"my bill is wrong\""])
+            .arg(&pack);
+        if quiet {
+            c.arg("--quiet");
+        }
+        c.output().unwrap()
+    };
+    // With no host script the first model call fails: the error is shown either way.
+    let loud = run(false);
+    assert_contains(stderr(&loud), "no_spec_version");
+    let quiet = run(true);
+    assert_lacks(stderr(&quiet), "no_spec_version");
+    assert_contains(stderr(&quiet), "error[host_error]");
+    assert_eq!(quiet.status.code(), loud.status.code());
+}
+
+/// The files a command writes never replace what it reads or a file of another kind:
+/// `run --save` refuses the pack, the host script and a file that is not a save file
+/// (before the run); `test --junit` refuses a case and any file that is not a JUnit
+/// report; `build -o` refuses a device.
+#[test]
+fn written_files_never_replace_inputs_or_other_files() {
+    let dir = scratch("written-files");
+    for name in ["rfc0010-ex2.pack.yaml", "rfc0010-ex2.host.yaml"] {
+        std::fs::copy(repo().join("examples").join(name), dir.join(name)).unwrap();
+    }
+    std::fs::create_dir(dir.join("schemas")).unwrap();
+    for entry in std::fs::read_dir(repo().join("examples/schemas")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("schemas").join(entry.file_name())).unwrap();
+    }
+    let pack = dir.join("rfc0010-ex2.pack.yaml");
+    let host = dir.join("rfc0010-ex2.host.yaml");
+    let before = (std::fs::read(&pack).unwrap(), std::fs::read(&host).unwrap());
+    let notes = write(&dir, "notes.txt", "keep me");
+    for target in [&pack, &host, &notes] {
+        let out = packc_output!("run", &pack, "--host", &host, "--save", target);
+        assert_code(&out, 2);
+        assert_lacks(stderr(&out), "stopped");
+    }
+    let case = repo().join("examples/cases/rfc0010-ex2.case.yaml");
+    for target in [&case, &pack, &notes] {
+        let out = packc_output!("test", &case, "--junit", target);
+        assert_code(&out, 2);
+    }
+    let report = dir.join("report.xml");
+    for _ in 0..2 {
+        assert_code(&packc_output!("test", &case, "--junit", &report), 0);
+    }
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .starts_with("<?xml"));
+    #[cfg(unix)]
+    {
+        let out = packc_output!("build", &pack, "-o", "/dev/null");
+        assert_code(&out, 2);
+        assert_contains(stderr(&out), "not a regular file");
+    }
+    assert_eq!(
+        (std::fs::read(&pack).unwrap(), std::fs::read(&host).unwrap()),
+        before
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep me");
+}

@@ -296,6 +296,7 @@ pub fn human(
         let (kind, label_color) = match d.severity {
             Severity::Error => (ReportKind::Error, Color::Red),
             Severity::Warning => (ReportKind::Warning, Color::Yellow),
+            // ariadne paints a custom kind's name even with colour off: see below.
             Severity::Note => (ReportKind::Custom("Note", Color::Cyan), Color::Cyan),
         };
         let primary = src.primary_span(d).map(char_span);
@@ -330,7 +331,18 @@ pub fn human(
             report = report.with_help(escape_control(help));
         }
         let source = source.get_or_insert_with(|| Source::from(display_text(src.text)));
-        report.finish().write((name.clone(), &*source), &mut out)?;
+        if color || d.severity != Severity::Note {
+            report.finish().write((name.clone(), &*source), &mut out)?;
+        } else {
+            // A note's kind is a custom one, whose colour ariadne writes whatever the
+            // config says; without colour, its escapes are taken out (the text itself
+            // holds none: `escape_control` showed them).
+            let mut painted = Vec::new();
+            report
+                .finish()
+                .write((name.clone(), &*source), &mut painted)?;
+            out.write_all(&without_sgr(&painted))?;
+        }
     }
     out.flush()
 }
@@ -472,6 +484,27 @@ fn json_at(
         "pointer": d.pointer(),
         "help": d.help,
     })
+}
+
+/// `text` without its SGR escapes (`ESC [ … m`, colours and styles).
+fn without_sgr(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == 0x1b && text.get(i + 1) == Some(&b'[') {
+            let end = text[i + 2..]
+                .iter()
+                .position(|b| !(b.is_ascii_digit() || *b == b';'))
+                .map(|n| i + 2 + n);
+            if let Some(end) = end.filter(|&e| text[e] == b'm') {
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
 }
 
 #[cfg(test)]
