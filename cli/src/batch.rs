@@ -68,24 +68,24 @@ pub struct BatchArgs {
     #[allow(missing_docs)]
     pub live: LiveArgs,
     /// The most model calls in flight at once, over all rows.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = crate::inputs::at_least_one)]
     pub concurrency: usize,
     /// The most rows in flight at once [default: 4 × --concurrency].
     #[arg(long, value_name = "N")]
     pub rows_in_flight: Option<usize>,
     /// The most tool calls (commands, HTTP bindings) in flight at once.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = crate::inputs::at_least_one)]
     pub tool_concurrency: usize,
     /// The most model requests a minute, over all rows (retries included).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
     /// The most tokens a minute, over all rows, as the API reports them: a request waits
     /// while the last minute's tokens are past it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub tpm: Option<u64>,
     /// Stop once N rows have failed: no row starts after that, the rows in flight finish,
     /// and the exit code is 1. Run the same command again to go on.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_failures: Option<u64>,
     /// Write each row's line as soon as it is done, not in input order.
     #[arg(long)]

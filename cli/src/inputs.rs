@@ -54,7 +54,7 @@ pub struct RunArgs {
     #[arg(long, requires = "record")]
     pub force: bool,
     /// The most calls in flight at once (a parallel step's branches go out together).
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = at_least_one)]
     pub concurrency: usize,
     /// A host variable for `{{name}}` placeholders the pack does not declare
     /// (repeatable): `--var NAME=VALUE`.
@@ -90,6 +90,16 @@ pub struct RunArgs {
     /// `approved_environments` without NAME is refused before any call (RFC 0013).
     #[arg(long, value_name = "NAME")]
     pub environment: Option<String>,
+}
+
+/// A count of things at once that must be at least one (`--concurrency`,
+/// `--tool-concurrency`): 0 would run nothing.
+pub fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl RunArgs {

@@ -10,7 +10,7 @@ use packc_batch::mock::{Mock, MockReply};
 use serde_json::{json, Value};
 
 mod common;
-use common::{assert_contains, packc, scratch};
+use common::{assert_code, assert_contains, packc, packc_output, repo, scratch, stderr};
 
 fn ex2() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rfc0010-ex2.pack.yaml")
@@ -400,4 +400,35 @@ fn the_summary_counts_rows_failures_by_kind_and_latency() {
     assert_contains(&err, "; 6 calls, 90 tokens; row latency p50 ");
     assert_contains(&err, " ms, p99 ");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A limit of 0 (nothing would run, or it would read as no limit) is a usage error,
+/// before anything is read or written.
+#[test]
+fn zero_limits_are_usage_errors() {
+    let dir = scratch("zero-limits");
+    let out_file = dir.join("out.jsonl");
+    for flag in [
+        "--concurrency",
+        "--tool-concurrency",
+        "--max-failures",
+        "--rpm",
+        "--tpm",
+    ] {
+        let out = packc_output!(
+            "batch",
+            repo().join("examples/rfc0010-ex2.pack.yaml"),
+            "--input",
+            "/dev/null",
+            "--output",
+            &out_file,
+            "--model",
+            "m",
+            flag,
+            "0"
+        );
+        assert_code(&out, 2);
+        assert_contains(stderr(&out), &format!("invalid value '0' for '{flag}"));
+        assert!(!out_file.exists(), "{flag}");
+    }
 }
