@@ -425,17 +425,58 @@ fn lex_general(text: &str, open: usize) -> Result<Lexed<'_>, RefError> {
     }
     let first = &text[start..dots[0].unwrap_or(end)];
     let rest = dots[0].map_or("", |d| &text[d + 1..end]);
-    // A step id without `.output`: suggest the same path under the output.
-    let suggestion = if rest.is_empty() {
-        format!("{first}.output")
-    } else {
-        format!("{first}.output.{rest}")
+    let ref_text = |path: &str| quote(&format!("${{{path}}}"));
+    let under = |root: &str, path: &str| {
+        if path.is_empty() {
+            root.to_owned()
+        } else {
+            format!("{root}.{path}")
+        }
     };
+    // `${step.outptu.x}`: the second name is `output` misspelt.
+    let (second, after) = rest.split_once('.').unwrap_or((rest, ""));
+    if misspelt(second, "output") {
+        return Err(error(format!(
+            "{}: `{second}` is not `output`; write {} ({EXPECTED})",
+            quote(source),
+            ref_text(&under(&format!("{first}.output"), after))
+        )));
+    }
+    // A step id without `.output`: suggest the same path under the output, and the
+    // composition input when the name looks like `input` misspelt (`${inptu.text}`).
+    let step = ref_text(&under(&format!("{first}.output"), rest));
+    if misspelt(first, "input") {
+        return Err(error(format!(
+            "{}: `{first}` is neither `input` nor a step's output; write {} for the \
+             composition input, or {step} for step `{first}`'s output ({EXPECTED})",
+            quote(source),
+            ref_text(&under("input", rest)),
+        )));
+    }
     Err(error(format!(
-        "{} refers to step `{first}` without `.output`; write {} ({EXPECTED})",
+        "{} refers to step `{first}` without `.output`; write {step} ({EXPECTED})",
         quote(source),
-        quote(&format!("${{{suggestion}}}"))
     )))
+}
+
+/// Whether `name` looks like `word` misspelt (`outptu`, `ouput`, `inptu`): near it by
+/// the "did you mean" distance, or the same letters with two neighbours swapped.
+fn misspelt(name: &str, word: &str) -> bool {
+    if name == word || name.is_empty() {
+        return false;
+    }
+    if ir_spec::suggest::suggest(name, [word]).is_some() {
+        return true;
+    }
+    let (a, b) = (name.as_bytes(), word.as_bytes());
+    let differ: Vec<usize> = (0..a.len().min(b.len()))
+        .filter(|&i| a[i] != b[i])
+        .collect();
+    a.len() == b.len()
+        && differ.len() == 2
+        && differ[1] == differ[0] + 1
+        && a[differ[0]] == b[differ[1]]
+        && a[differ[1]] == b[differ[0]]
 }
 
 /// `s` in backticks, cut to [`QUOTE_MAX`] bytes on a char boundary.
@@ -646,6 +687,35 @@ mod tests {
         );
         assert_eq!(err("${").span, 0..2);
         assert_eq!(err("${input}${").span, 8..10);
+    }
+
+    #[test]
+    fn misspelt_output_and_input_are_named() {
+        let e = err("${classify.outptu.type}");
+        assert!(
+            e.message
+                .starts_with("`${classify.outptu.type}`: `outptu` is not `output`; write `${classify.output.type}`"),
+            "{}",
+            e.message
+        );
+        let e = err("${s.ouput}");
+        assert!(e.message.contains("write `${s.output}`"), "{}", e.message);
+        let e = err("${inptu.text}");
+        assert!(
+            e.message.contains(
+                "write `${input.text}` for the composition input, or `${inptu.output.text}`"
+            ),
+            "{}",
+            e.message
+        );
+        // A name that is neither is a step read without `.output`.
+        let e = err("${summary.text}");
+        assert!(
+            e.message.contains("write `${summary.output.text}`"),
+            "{}",
+            e.message
+        );
+        assert!(!misspelt("output", "output") && !misspelt("outputs_total", "output"));
     }
 
     #[test]

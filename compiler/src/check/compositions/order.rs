@@ -317,7 +317,7 @@ pub(super) fn check_visible(
     cx.push(
         Diagnostic::new(
             DiagKind::UnresolvedBinding,
-            format!("`${{{name}.output…}}` cannot be resolved: {problem}"),
+            format!("a reference to `{name}.output` cannot be resolved: {problem}"),
         )
         .at(ptr)
         .help(format!(
