@@ -863,3 +863,18 @@ fn written_files_never_replace_inputs_or_other_files() {
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep me");
 }
+
+/// A finding about the whole file (empty, too large) names the file and gives its help.
+#[test]
+fn whole_file_findings_name_the_file_and_the_fix() {
+    let empty = write_temp("whole-file-empty.pack.yaml", b"");
+    let out = packc_output!("check", "--color", "never", &empty);
+    assert_code(&out, 1);
+    assert_contains(stderr(&out), "[parse_error] Error: the file is empty");
+    assert_contains(stderr(&out), "whole-file-empty.pack.yaml ]");
+    assert_contains(stderr(&out), "Help: a pack file holds one YAML mapping or JSON object");
+    let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let out = packc_output!("check", "--max-source-bytes", "10", &pack);
+    assert_contains(stderr(&out), "rfc0010-ex2.pack.yaml ]");
+    assert_contains(stderr(&out), "Help: sources this large are refused");
+}

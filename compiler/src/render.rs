@@ -280,6 +280,12 @@ pub fn human(
             .chain(d.labels.iter().map(|l| &l.site))
             .filter_map(|site| src.span_of(site))
             .collect();
+        if sites.is_empty() {
+            // About the whole file (empty, too large): ariadne would show neither the
+            // file nor the help without a place to point at.
+            write_spanless(&name, d, color, &mut out)?;
+            continue;
+        }
         // ariadne shows the first and the last line of a span (those between are elided).
         let long_line = |offset: usize| {
             let line = index.line_range(index.line_of(offset));
@@ -359,6 +365,27 @@ fn primary_label(d: &Diagnostic) -> String {
 
 /// A diagnostic whose line is too long to show whole: the same frame as the ariadne
 /// reports, each place shown on its own line cut to a window around it.
+/// A diagnostic with no place in the text: its kind and message, the file, the help.
+fn write_spanless(name: &str, d: &Diagnostic, color: bool, out: &mut dyn Write) -> io::Result<()> {
+    let (word, paint) = match d.severity {
+        Severity::Error => ("Error", "\x1b[31m"),
+        Severity::Warning => ("Warning", "\x1b[33m"),
+        Severity::Note => ("Note", "\x1b[36m"),
+    };
+    let head = format!("[{}] {word}:", d.kind.as_str());
+    if color {
+        write!(out, "{paint}{head}\x1b[0m")?;
+    } else {
+        write!(out, "{head}")?;
+    }
+    writeln!(out, " {}", escape_control(&d.message))?;
+    writeln!(out, "   ╭─[ {name} ]")?;
+    if let Some(help) = &d.help {
+        writeln!(out, "   │ Help: {}", escape_control(help))?;
+    }
+    writeln!(out, "───╯")
+}
+
 fn write_cut(
     src: &RenderSource<'_>,
     index: &TextIndex<'_>,
