@@ -133,17 +133,28 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let d = &args.diagnostics;
     let color = d.color.for_stderr();
     let (mut errors, mut warnings, mut notes) = (0usize, 0usize, 0usize);
+    let mut unreadable = 0usize;
     let allow = allowed_folders(&d.allow_paths)?;
     for (i, path) in args.packs.iter().enumerate() {
         let options = options_for(path, &d.limits(), &allow, d.spec_level);
         // The host validators are read from the document the check parsed.
-        let (checked, bytes, host) = with_pack(path, &options, |bytes| {
+        let read = with_pack(path, &options, |bytes| {
             let (checked, host) =
                 packc_compiler::check_file_bytes_and(path, bytes, &options, |doc, _| {
                     packc_compiler::validators::host_validators(doc)
                 });
             Ok((checked, host.unwrap_or_default()))
-        })?;
+        });
+        // A file that cannot be read is reported, and the other packs are still checked.
+        let (checked, bytes, host) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                let text = format!("{e:#}");
+                eprintln!("error: {}", packc_compiler::render::escape_control(&text));
+                unreadable += 1;
+                continue;
+            }
+        };
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();
         let src = RenderSource {
@@ -177,14 +188,23 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         };
         // Formatted first: stderr is unbuffered, and `eprintln!` writes each piece with
         // its own system call.
-        let line = if errors + warnings == 0 {
+        let unread = match unreadable {
+            0 => String::new(),
+            n => format!(", {n} could not be read"),
+        };
+        let line = if errors + warnings + unreadable == 0 {
             format!("checked {files} {noun}: no problems{notes}\n")
         } else {
-            format!("checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}\n")
+            format!(
+                "checked {files} {noun}: {errors} error(s), {warnings} warning(s){notes}{unread}\n"
+            )
         };
         eprint!("{line}");
     }
-    Ok(if failed {
+    // A file that could not be read is I/O trouble (exit 2), as when it is the only one.
+    Ok(if unreadable > 0 {
+        ExitCode::from(2)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -872,9 +872,29 @@ fn whole_file_findings_name_the_file_and_the_fix() {
     assert_code(&out, 1);
     assert_contains(stderr(&out), "[parse_error] Error: the file is empty");
     assert_contains(stderr(&out), "whole-file-empty.pack.yaml ]");
-    assert_contains(stderr(&out), "Help: a pack file holds one YAML mapping or JSON object");
+    assert_contains(
+        stderr(&out),
+        "Help: a pack file holds one YAML mapping or JSON object",
+    );
     let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
     let out = packc_output!("check", "--max-source-bytes", "10", &pack);
     assert_contains(stderr(&out), "rfc0010-ex2.pack.yaml ]");
     assert_contains(stderr(&out), "Help: sources this large are refused");
+}
+
+/// A pack that cannot be read is reported, the others are still checked, and the exit
+/// code is 2 (I/O trouble), as for that file alone.
+#[test]
+fn an_unreadable_pack_does_not_stop_the_check_of_the_others() {
+    let broken = write_temp("after-missing.pack.yaml", b"foo: [\n");
+    let out = packc_output!(
+        "check",
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        repo().join("examples/no-such.pack.yaml"),
+        &broken
+    );
+    assert_code(&out, 2);
+    assert_contains(stderr(&out), "cannot read");
+    assert_contains(stderr(&out), "after-missing.pack.yaml");
+    assert_contains(stderr(&out), "checked 3 packs: 1 error(s), 0 warning(s), 1 could not be read");
 }
