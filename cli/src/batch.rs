@@ -143,7 +143,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());
-    let input_schema = input_schema(args, &target_text)?;
+    let input_schema = crate::inputs::target_input_schema(
+        &args.pack,
+        &args.allow_paths,
+        &target_text,
+        args.quiet,
+        "the rows are",
+    )?
+    .map(|(_, schema)| schema);
     let config = match crate::live::config(&args.live, &module, args.quiet)? {
         Ok(config) => config,
         Err(code) => return Ok(code),
@@ -231,58 +238,6 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-/// The `input_schema` of the composition the target runs (`composition:<name>`, or a
-/// workflow whose entry state runs a composition), read from the pack's folder. An
-/// artifact does not carry it: the rows are then not checked (said once).
-fn input_schema(args: &BatchArgs, target: &str) -> Result<Option<Value>> {
-    if crate::inspect::is_artifact(&args.pack)? {
-        if !args.quiet {
-            eprintln!(
-                "note: an artifact does not carry its compositions' input_schema; the rows are not checked against it (batch the pack file to check them)"
-            );
-        }
-        return Ok(None);
-    }
-    let bytes = std::fs::read(&args.pack)
-        .with_context(|| format!("cannot read {}", args.pack.display()))?;
-    let limits = packc_compiler::load::Limits::default();
-    let Ok(doc) = packc_compiler::load::load_bytes(&bytes, &limits) else {
-        return Ok(None);
-    };
-    let doc = doc.into_value();
-    let composition = match target.split_once(':') {
-        Some(("composition", name)) => Some(name.to_owned()),
-        None if target == "workflow" => {
-            let wf = &doc["workflow"];
-            let entry = &wf["states"][wf["entry"].as_str().unwrap_or_default()];
-            (entry["orchestration"] == "composition")
-                .then(|| entry["composition"].as_str().map(str::to_owned))
-                .flatten()
-        }
-        _ => None,
-    };
-    let Some(composition) = composition else {
-        return Ok(None);
-    };
-    let Some(name) = doc["compositions"][&composition]["input_schema"].as_str() else {
-        return Ok(None);
-    };
-    let allow = crate::check::allowed_folders(&args.allow_paths)?;
-    let folders = packc_compiler::paths::Folders {
-        base: crate::files::folder_of(&args.pack).to_path_buf(),
-        allow,
-    };
-    match packc_compiler::schema_files::read(&folders, name) {
-        Ok(schema) => Ok(Some(schema)),
-        Err(e) => {
-            eprintln!(
-                "warning: the input_schema `{name}` of composition `{composition}` cannot be used ({e}); the rows are not checked against it"
-            );
-            Ok(None)
-        }
-    }
 }
 
 /// Shows progress until `done`: a bar on a terminal, else a JSON line on stderr every 5

@@ -92,6 +92,64 @@ pub struct RunArgs {
     pub environment: Option<String>,
 }
 
+/// The `input_schema` of the composition `target` runs (`composition:<name>`, or a
+/// workflow whose entry state runs a composition), read from the pack's folder, with
+/// the composition's name. An artifact does not carry it: `None` then, said once unless
+/// `quiet` (`unchecked` says what goes unchecked: "the rows are").
+pub fn target_input_schema(
+    pack: &Path,
+    allow_paths: &[PathBuf],
+    target: &str,
+    quiet: bool,
+    unchecked: &str,
+) -> Result<Option<(String, Value)>> {
+    if crate::inspect::is_artifact(pack)? {
+        if !quiet {
+            eprintln!(
+                "note: an artifact does not carry its compositions' input_schema; {unchecked} not checked against it (give the pack file to check them)"
+            );
+        }
+        return Ok(None);
+    }
+    let bytes = std::fs::read(pack).with_context(|| format!("cannot read {}", pack.display()))?;
+    let limits = packc_compiler::load::Limits::default();
+    let Ok(doc) = packc_compiler::load::load_bytes(&bytes, &limits) else {
+        return Ok(None);
+    };
+    let doc = doc.into_value();
+    let composition = match target.split_once(':') {
+        Some(("composition", name)) => Some(name.to_owned()),
+        None if target == "workflow" => {
+            let wf = &doc["workflow"];
+            let entry = &wf["states"][wf["entry"].as_str().unwrap_or_default()];
+            (entry["orchestration"] == "composition")
+                .then(|| entry["composition"].as_str().map(str::to_owned))
+                .flatten()
+        }
+        _ => None,
+    };
+    let Some(composition) = composition else {
+        return Ok(None);
+    };
+    let Some(name) = doc["compositions"][&composition]["input_schema"].as_str() else {
+        return Ok(None);
+    };
+    let allow = crate::check::allowed_folders(allow_paths)?;
+    let folders = packc_compiler::paths::Folders {
+        base: crate::files::folder_of(pack).to_path_buf(),
+        allow,
+    };
+    match packc_compiler::schema_files::read(&folders, name) {
+        Ok(schema) => Ok(Some((composition, schema))),
+        Err(e) => {
+            eprintln!(
+                "warning: the input_schema `{name}` of composition `{composition}` cannot be used ({e}); {unchecked} not checked against it"
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// A count of things at once that must be at least one (`--concurrency`,
 /// `--tool-concurrency`): 0 would run nothing.
 pub fn at_least_one(text: &str) -> Result<usize, String> {

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use ir_spec::Module;
 use packc_host::{RunSpec, ScriptedHost};
 use packc_vm::driver::ScriptItem;
@@ -129,6 +129,36 @@ fn prepare(
             spec.target.clone()
         }
     });
+    // The turns are checked against the target's input_schema, as `packc batch` checks
+    // its rows, before any call; an artifact does not carry it (not said on every run).
+    if let Some((composition, schema)) = crate::inputs::target_input_schema(
+        &args.pack,
+        &args.allow_paths,
+        &target_text,
+        true,
+        "the input is",
+    )? {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            anyhow::anyhow!("the input_schema of composition `{composition}` cannot be used: {e}")
+        })?;
+        for (i, item) in spec.script.iter().enumerate() {
+            let ScriptItem::Turn(value) = item else {
+                continue;
+            };
+            if let Some(e) = validator.iter_errors(value).next() {
+                let path = e.instance_path().as_str();
+                let path = if path.is_empty() { "/" } else { path };
+                let which = if spec.script.len() == 1 {
+                    "the input".to_owned()
+                } else {
+                    format!("the input of turn {}", i + 1)
+                };
+                bail!(
+                    "{which} does not match the input_schema of composition `{composition}` at `{path}`: {e}"
+                );
+            }
+        }
+    }
     let program = Arc::new(Program::new(module)?);
     let target = Target::parse(program.module(), &target_text)?;
     let run = Run::new(

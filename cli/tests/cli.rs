@@ -896,5 +896,41 @@ fn an_unreadable_pack_does_not_stop_the_check_of_the_others() {
     assert_code(&out, 2);
     assert_contains(stderr(&out), "cannot read");
     assert_contains(stderr(&out), "after-missing.pack.yaml");
-    assert_contains(stderr(&out), "checked 3 packs: 1 error(s), 0 warning(s), 1 could not be read");
+    assert_contains(
+        stderr(&out),
+        "checked 3 packs: 1 error(s), 0 warning(s), 1 could not be read",
+    );
+}
+
+/// `run` checks its input against the target's input_schema before any call, as
+/// `batch` checks its rows.
+#[test]
+fn run_checks_the_input_against_the_input_schema() {
+    let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let host = repo().join("examples/rfc0010-ex2.host.yaml");
+    let out = packc_output!(
+        "run",
+        &pack,
+        "--host",
+        &host,
+        "--target",
+        "composition:analyze_document",
+        "--input",
+        r#"{"text": 5}"#
+    );
+    assert_code(&out, 2);
+    assert_contains(
+        stderr(&out),
+        "the input does not match the input_schema of composition `analyze_document` at `/text`",
+    );
+    assert!(out.stdout.is_empty());
+    let out = packc_output!(
+        "run",
+        &pack,
+        "--host",
+        &host,
+        "--input",
+        r#"{"text": "A paper."}"#
+    );
+    assert_code(&out, 0);
 }
