@@ -136,6 +136,15 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let mut unreadable = 0usize;
     let allow = allowed_folders(&d.allow_paths)?;
     for (i, path) in args.packs.iter().enumerate() {
+        if crate::inspect::is_artifact(path).unwrap_or(false) {
+            eprintln!(
+                "error: {} is a built .ppk artifact, not a pack's source; `packc inspect {}` shows what it holds",
+                path.display(),
+                path.display()
+            );
+            unreadable += 1;
+            continue;
+        }
         let options = options_for(path, &d.limits(), &allow, d.spec_level);
         // The host validators are read from the document the check parsed.
         let read = with_pack(path, &options, |bytes| {
@@ -190,7 +199,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         // its own system call.
         let unread = match unreadable {
             0 => String::new(),
-            n => format!(", {n} could not be read"),
+            n => format!(", {n} could not be checked"),
         };
         let line = if errors + warnings + unreadable == 0 {
             format!("checked {files} {noun}: no problems{notes}\n")

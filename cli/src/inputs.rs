@@ -77,10 +77,16 @@ pub struct RunArgs {
     /// finishes the run. The output and where the run stopped are shown after each turn.
     #[arg(long, conflicts_with_all = ["input", "record"])]
     pub interactive: bool,
-    /// `json`: print the whole result as one JSON object (status, why it stopped, output,
-    /// state, error, trace, every call with its input and answer, tokens) instead of the
-    /// output alone.
-    #[arg(long, value_enum, default_value_t = crate::Format::Human, conflicts_with = "interactive")]
+    /// `human` (the default) prints the output alone, as JSON; `json` prints the whole
+    /// result as one JSON object (status, why it stopped, output, state, error, trace,
+    /// every call with its input and answer, tokens).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = crate::Format::Human,
+        conflicts_with = "interactive",
+        hide_possible_values = true
+    )]
     pub format: crate::Format,
     /// Read the pack at this spec level instead of the one its `$schema` claims
     /// (1.5, 1.5.1, 1.8 or 1.9).

@@ -898,7 +898,23 @@ fn an_unreadable_pack_does_not_stop_the_check_of_the_others() {
     assert_contains(stderr(&out), "after-missing.pack.yaml");
     assert_contains(
         stderr(&out),
-        "checked 3 packs: 1 error(s), 0 warning(s), 1 could not be read",
+        "checked 3 packs: 1 error(s), 0 warning(s), 1 could not be checked",
+    );
+    // A built artifact is named as one, not read as a broken pack.
+    let dir = scratch("check-artifact");
+    let ppk = dir.join("ex1.ppk");
+    let built = packc_output!(
+        "build",
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        "-o",
+        &ppk
+    );
+    assert_code(&built, 0);
+    let out = packc_output!("check", &ppk);
+    assert_code(&out, 2);
+    assert_contains(
+        stderr(&out),
+        "is a built .ppk artifact, not a pack's source; `packc inspect",
     );
 }
 
