@@ -211,7 +211,13 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if failed > 0 {
         outln!("  failed runs  {failed} (the run ended with an error; see `packc run`)");
     }
-    Ok(ExitCode::SUCCESS)
+    // Times of runs that fail measure the failure, not the pack: exit 1, as `check` does
+    // for a pack with errors.
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn micros(d: Duration) -> String {

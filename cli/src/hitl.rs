@@ -211,6 +211,13 @@ pub struct ResumeArgs {
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
     let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
+    if args.pack.is_none() && std::fs::metadata(&pack).is_err() {
+        bail!(
+            "{} was saved from the pack {}, which cannot be read now; if it moved, name it with --pack",
+            args.saved.display(),
+            pack.display()
+        );
+    }
     let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level, false)?
     {
         Ok(m) => m,

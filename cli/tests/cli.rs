@@ -950,3 +950,47 @@ fn run_checks_the_input_against_the_input_schema() {
     );
     assert_code(&out, 0);
 }
+
+/// A bench whose runs fail exits 1 (its times measure the failure), and a resume whose
+/// pack moved says to name it with `--pack`.
+#[test]
+fn failing_bench_runs_and_a_moved_pack_are_said() {
+    let dir = scratch("bench-fails");
+    // No scripted answers: every run fails at its first model call.
+    let host = write(&dir, "empty.host.yaml", "input: {text: t}\n");
+    let out = packc_output!(
+        "bench",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        "--host",
+        &host,
+        ["--runs", "3", "--warmup", "0"]
+    );
+    assert_code(&out, 1);
+    assert_contains(String::from_utf8_lossy(&out.stdout), "failed runs  3");
+    let pack = write(
+        &dir,
+        "moved.pack.yaml",
+        std::fs::read(repo().join("examples/guide-add-workflow.pack.yaml")).unwrap(),
+    );
+    let answers = write(
+        &dir,
+        "billing.host.yaml",
+        "host:\n  prompts:\n    triage:\n      - {output: billing, event: billing}\n    billing:\n      - output: Let me check your invoice.\n",
+    );
+    let snap = dir.join("run.snap");
+    let out = packc_output!(
+        "run",
+        &pack,
+        "--input",
+        "\"my bill is wrong\"",
+        "--host",
+        &answers,
+        "--save",
+        &snap
+    );
+    assert!(snap.exists(), "{}", stderr(&out));
+    std::fs::rename(&pack, dir.join("elsewhere.pack.yaml")).unwrap();
+    let out = packc_output!("resume", &snap, "--turn", "\"thanks\"");
+    assert_code(&out, 2);
+    assert_contains(stderr(&out), "if it moved, name it with --pack");
+}
