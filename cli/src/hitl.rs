@@ -331,8 +331,14 @@ pub fn finish(
                         snapshot: run.snapshot(),
                     }
                     .write(file)?;
+                    // A terminal state takes turns only: an event there is `terminal_state`.
+                    let or_event = if why.contains("terminal state") {
+                        ""
+                    } else {
+                        " or `--event NAME`"
+                    };
                     eprintln!(
-                        "stopped: {why}; saved to {} (continue with `packc resume {} --turn JSON` or `--event NAME`)",
+                        "stopped: {why}; saved to {} (continue with `packc resume {} --turn JSON`{or_event})",
                         file.display(),
                         file.display()
                     );
@@ -374,19 +380,38 @@ pub fn interactive(
             }
             other => return finish(run, other, None, trace),
         }
-        let mut line = String::new();
-        let read = input
-            .read_line(&mut line)
-            .context("cannot read the next turn")?;
-        let line = line.trim_end_matches(['\n', '\r']);
-        next = if read == 0 || line == "/quit" {
-            Input::Finish
-        } else if let Some(event) = line.strip_prefix("/event ") {
-            Input::Event(event.trim().to_owned())
-        } else {
-            Input::Turn(turn_value(line))
+        next = loop {
+            let mut line = String::new();
+            let read = input
+                .read_line(&mut line)
+                .context("cannot read the next turn")?;
+            let line = line.trim_end_matches(['\n', '\r']);
+            if read == 0 || line == "/quit" {
+                break Input::Finish;
+            }
+            let Some(event) = line.strip_prefix("/event ") else {
+                break Input::Turn(turn_value(line));
+            };
+            // An event the run would refuse (not one the state takes, or in a terminal
+            // state) ends a run; it is tried on a copy first, and the session goes on.
+            let event = event.trim().to_owned();
+            match try_event(run, &event) {
+                Ok(()) => break Input::Event(event),
+                Err(e) => {
+                    eprintln!("error: {e}; the run is still waiting");
+                    eprint!("> ");
+                    let _ = std::io::stderr().flush();
+                }
+            }
         };
     }
+}
+
+/// Whether the run takes `event` now: tried on a copy of the run, which is dropped.
+fn try_event(run: &Run, event: &str) -> std::result::Result<(), RunError> {
+    let mut copy = Run::restore(run.program().clone(), &run.snapshot())
+        .map_err(|e| RunError::new(packc_vm::ErrorKind::Internal, e.to_string()))?;
+    copy.resume(Input::Event(event.to_owned())).map(|_| ())
 }
 
 /// A typed line as a turn's input: a JSON object or array as such, anything else as the

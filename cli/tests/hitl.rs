@@ -146,3 +146,33 @@ fn interactive_reads_turns_and_events_from_stdin() {
     assert!(stdout.starts_with("\"draft 1\"\n"), "{stdout}");
     assert_contains(&stdout, "\"published\"");
 }
+
+/// In an interactive session a wrong event is refused and the run keeps waiting for a
+/// right one, rather than ending (an event the run refuses ends a run).
+#[test]
+fn interactive_refuses_a_wrong_event_and_goes_on() {
+    let dir = scratch("interactive-wrong-event");
+    let (pack, host) = review(&dir);
+    let mut child = packc()
+        .args(["run", "--interactive", "--host"])
+        .arg(&host)
+        .arg(&pack)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"write it\n/event Later\n/event Approve\nship it\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_contains(&stderr, "invalid_event");
+    assert_contains(&stderr, "the run is still waiting");
+    assert_contains(&stderr, "stopped: done");
+    assert_contains(&stdout, "\"published\"");
+}
