@@ -20,6 +20,24 @@ fn review(dir: &Path) -> (PathBuf, PathBuf) {
     (pack, host)
 }
 
+/// `packc run --interactive` of the review pack in a scratch folder `name`, with `lines`
+/// typed on its standard input.
+fn interactive(name: &str, lines: &[u8]) -> std::process::Output {
+    let dir = scratch(name);
+    let (pack, host) = review(&dir);
+    let mut child = packc()
+        .args(["run", "--interactive", "--host"])
+        .arg(&host)
+        .arg(&pack)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(lines).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn a_run_waiting_for_approval_is_saved_and_resumed() {
     let dir = scratch("save");
@@ -111,24 +129,7 @@ fn a_saved_run_is_refused_for_another_pack() {
 
 #[test]
 fn interactive_reads_turns_and_events_from_stdin() {
-    let dir = scratch("interactive");
-    let (pack, host) = review(&dir);
-    let mut child = packc()
-        .args(["run", "--interactive", "--host"])
-        .arg(&host)
-        .arg(&pack)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"write it\n/event Approve\nship it\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = interactive("interactive", b"write it\n/event Approve\nship it\n");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let stops: Vec<&str> = stderr.lines().filter(|l| l.contains("stopped: ")).collect();
@@ -151,24 +152,10 @@ fn interactive_reads_turns_and_events_from_stdin() {
 /// right one, rather than ending (an event the run refuses ends a run).
 #[test]
 fn interactive_refuses_a_wrong_event_and_goes_on() {
-    let dir = scratch("interactive-wrong-event");
-    let (pack, host) = review(&dir);
-    let mut child = packc()
-        .args(["run", "--interactive", "--host"])
-        .arg(&host)
-        .arg(&pack)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"write it\n/event Later\n/event Approve\nship it\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = interactive(
+        "interactive-wrong-event",
+        b"write it\n/event Later\n/event Approve\nship it\n",
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_contains(&stderr, "invalid_event");
