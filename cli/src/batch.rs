@@ -138,7 +138,12 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             args.output.display()
         );
     }
-    let module = match load_module(&args.pack, &args.allow_paths, None, args.quiet)? {
+    let module = match load_module(
+        &args.pack,
+        &args.allow_paths,
+        None,
+        crate::inputs::Shown::quiet(args.quiet),
+    )? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

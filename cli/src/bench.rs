@@ -159,11 +159,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let module =
-        match crate::inputs::load_module(&args.pack, &args.allow_paths, args.spec_level, false)? {
-            Ok(m) => m,
-            Err(code) => return Ok(code),
-        };
+    let module = match crate::inputs::load_module(
+        &args.pack,
+        &args.allow_paths,
+        args.spec_level,
+        crate::inputs::Shown::All,
+    )? {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let mut spec = crate::inputs::host_spec(&args.host)?;
     if let Some(input) = &args.input {
         spec.script = vec![ScriptItem::Turn(crate::inputs::parse_input(

@@ -71,7 +71,12 @@ pub enum GraphFormat {
 
 /// Compile (or load) the pack and print its graph. Exit 1 when the pack has errors.
 pub fn run(args: &GraphArgs) -> Result<ExitCode> {
-    let module = match crate::inputs::load_module(&args.pack, &args.allow_paths, None, false)? {
+    let module = match crate::inputs::load_module(
+        &args.pack,
+        &args.allow_paths,
+        None,
+        crate::inputs::Shown::All,
+    )? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

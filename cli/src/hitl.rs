@@ -28,7 +28,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{drive_from, Host, ScriptItem};
-use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError};
+use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError, RunOptions};
 
 use crate::result::why;
 use serde_json::Value;
@@ -109,8 +109,10 @@ impl Saved {
 
     /// Reads a save file.
     pub fn read(path: &Path) -> Result<Saved> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        // The snapshot's own bound, and room for the header lines.
+        let limit = RunOptions::default().max_snapshot_bytes as u64 + 64 * 1024;
+        let bytes = packc_compiler::paths::read_regular(path, limit)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let bad = || anyhow::anyhow!("{}: not a run saved by `packc run --save`", path.display());
         let end = bytes
             .windows(2)
@@ -202,6 +204,10 @@ pub struct ResumeArgs {
     /// The longest one model or HTTP call may take, in seconds (at most 86400).
     #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = crate::inputs::parse_timeout)]
     pub timeout: f64,
+    /// The most model and tool calls the run may make, counting those made before it
+    /// was saved; the call past it fails the run with `limit_exceeded`.
+    #[arg(long, value_name = "N", default_value_t = crate::inputs::DEFAULT_MAX_HOST_CALLS)]
+    pub max_host_calls: u64,
     /// Print the trace lines of the whole run to stderr.
     #[arg(long)]
     pub trace: bool,
@@ -218,10 +224,32 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
             pack.display()
         );
     }
-    let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level, false)?
+    // A save file may come from someone else: the pack it names is compiled without
+    // printing its diagnostics (they quote its text), and only a regular file of at most
+    // a pack's size is read. A pack named on the command line is the user's own.
+    let from_save = args.pack.is_none();
+    let shown = if from_save {
+        crate::inputs::Shown::Nothing
+    } else {
+        crate::inputs::Shown::All
+    };
+    let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level, shown)
     {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
+        Ok(Ok(m)) => m,
+        Ok(Err(code)) if !from_save => return Ok(code),
+        Ok(Err(_)) => bail!(
+            "{} was saved from the pack {}, which does not compile now: check it with `packc check {}`, or name the pack the run started from with --pack",
+            args.saved.display(),
+            pack.display(),
+            pack.display()
+        ),
+        Err(e) if from_save => bail!(
+            "{} was saved from the pack {}, which cannot be read now ({}); if it moved, name it with --pack",
+            args.saved.display(),
+            pack.display(),
+            e.root_cause()
+        ),
+        Err(e) => return Err(e),
     };
     let fingerprint = packc_vm::snapshot::fingerprint(&module);
     if fingerprint != saved.module {
@@ -233,7 +261,11 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
         );
     }
     let program = Arc::new(Program::new(module)?);
-    let mut run = Run::restore(program, &saved.snapshot)
+    let options = RunOptions {
+        max_host_calls: Some(args.max_host_calls),
+        ..RunOptions::default()
+    };
+    let mut run = Run::restore_with(program, &saved.snapshot, &options)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.saved.display()))?;
     let first = match (&args.turn, &args.event) {
         (Some(turn), _) => Input::Turn(crate::inputs::parse_input("--turn", turn)?),

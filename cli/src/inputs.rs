@@ -117,8 +117,9 @@ pub fn target_input_schema(
         }
         return Ok(None);
     }
-    let bytes = std::fs::read(pack).with_context(|| format!("cannot read {}", pack.display()))?;
     let limits = packc_compiler::load::Limits::default();
+    let bytes = packc_compiler::paths::read_regular(pack, limits.max_source_bytes as u64)
+        .with_context(|| format!("cannot read {}", pack.display()))?;
     let Ok(doc) = packc_compiler::load::load_bytes(&bytes, &limits) else {
         return Ok(None);
     };
@@ -338,16 +339,39 @@ pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
         .collect()
 }
 
+/// Which of a pack's diagnostics [`load_module`] prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shown {
+    /// Errors, warnings and notes.
+    All,
+    /// Errors and warnings (`--quiet`: notes are about the version a pack claims).
+    NoNotes,
+    /// None: the pack's path came from a file someone else may have written (a save
+    /// file), so its text is not echoed; the caller says what failed.
+    Nothing,
+}
+
+impl Shown {
+    /// `--quiet` leaves the notes out.
+    pub(crate) fn quiet(quiet: bool) -> Shown {
+        if quiet {
+            Shown::NoNotes
+        } else {
+            Shown::All
+        }
+    }
+}
+
 /// The module to run: decoded and verified from a `.ppk` artifact, or compiled from pack
 /// source, reading the files it names from its folder and the `allow` folders
 /// (`--allow-path`) at `spec_level` when given (else at the level its `$schema` claims;
-/// an artifact keeps the level it was built at). Diagnostics are printed to stderr
-/// (warnings and notes too); `Err(code)` when the source has errors.
+/// an artifact keeps the level it was built at). Diagnostics are printed to stderr as
+/// `shown` says; `Err(code)` when the source has errors.
 pub(crate) fn load_module(
     path: &Path,
     allow: &[PathBuf],
     spec_level: Option<ir_spec::SpecLevel>,
-    quiet: bool,
+    shown: Shown,
 ) -> Result<Result<Module, ExitCode>> {
     let allow = crate::check::allowed_folders(allow)?;
     if crate::inspect::is_artifact(path)? {
@@ -361,6 +385,13 @@ pub(crate) fn load_module(
     })?;
     // Warnings are printed as `cargo run` prints them: a run of a pack with a mistake the
     // checker found (a misspelled tool name) must not look clean.
+    if shown == Shown::Nothing {
+        return Ok(match module {
+            Some(module) if !checked.has_errors() => Ok(module),
+            _ => Err(ExitCode::from(1)),
+        });
+    }
+    let quiet = shown == Shown::NoNotes;
     if !checked.diagnostics.is_empty() {
         let text = String::from_utf8_lossy(&bytes);
         let name = path.display().to_string();

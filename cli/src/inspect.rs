@@ -53,6 +53,11 @@ pub fn is_artifact(path: &Path) -> Result<bool> {
     {
         return Ok(true);
     }
+    // A pipe or device is not opened here (a pipe would block for a writer): reading the
+    // pack refuses it with its own message.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(false);
+    }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut head = Vec::with_capacity(MAGIC.len());
@@ -76,7 +81,8 @@ pub fn read_artifact(path: &Path) -> Result<(Vec<u8>, Artifact)> {
         };
         return Err(err).with_context(context);
     }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = packc_compiler::paths::read_regular(path, DEFAULT_MAX_ARTIFACT_BYTES as u64)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let artifact = Artifact::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES).with_context(context)?;
     Ok((bytes, artifact))
 }

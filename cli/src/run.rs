@@ -18,7 +18,12 @@ use serde_json::Value;
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
 /// errors, 2 on an unreadable artifact.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let module = match load_module(&args.pack, &args.allow_paths, args.spec_level, args.quiet)? {
+    let module = match load_module(
+        &args.pack,
+        &args.allow_paths,
+        args.spec_level,
+        crate::inputs::Shown::quiet(args.quiet),
+    )? {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };

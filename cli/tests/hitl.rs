@@ -101,6 +101,41 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
 }
 
 #[test]
+fn a_save_file_naming_another_file_never_shows_that_file() {
+    let dir = scratch("secret");
+    let secret = write(
+        &dir,
+        "id_key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\n",
+    );
+    let env = write(&dir, "dotenv.yaml", "OPENAI_API_KEY: sk-SECRET-789\n");
+    for (name, pack) in [("a", secret.as_path()), ("b", env.as_path())] {
+        let snap = write(
+            &dir,
+            &format!("{name}.snap"),
+            format!(
+                "packc-run-save 1\npack: {}\ntarget: workflow\nmodule: 0\n\n",
+                pack.display()
+            ),
+        );
+        let out = packc_output!(["resume", "--turn", "\"hi\""], &snap);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        let all = text(&out.stderr) + &text(&out.stdout);
+        assert!(!all.contains("b3Blbn") && !all.contains("SECRET"), "{all}");
+        assert_contains(&all, "which does not compile now");
+    }
+    // A device or pipe named by a save file is refused before it is read.
+    let zero = write(
+        &dir,
+        "zero.snap",
+        "packc-run-save 1\npack: /dev/zero\ntarget: workflow\nmodule: 0\n\n",
+    );
+    let out = packc_output!(["resume", "--turn", "\"hi\""], &zero);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(&out, "not a regular file");
+}
+
+#[test]
 fn a_saved_run_is_refused_for_another_pack() {
     let dir = scratch("other");
     let (pack, host) = review(&dir);
@@ -121,6 +156,23 @@ fn a_saved_run_is_refused_for_another_pack() {
     let out = packc_output!(["resume", "--event", "Approve", "--pack"], &other, &snap);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_stderr_contains(&out, "was saved from another artifact");
+    // The call cap counts the call made before the save: `publish` would be the second.
+    let out = packc_output!(["resume", "--event", "Approve", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = packc_output!(
+        [
+            "resume",
+            "--turn",
+            "\"go\"",
+            "--max-host-calls",
+            "1",
+            "--host"
+        ],
+        &host,
+        &snap
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_stderr_contains(&out, "limit_exceeded");
     let garbage = write(&dir, "garbage.snap", "hello");
     let out = packc_output!(["resume", "--event", "Approve"], &garbage);
     assert_eq!(out.status.code(), Some(2));

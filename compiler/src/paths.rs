@@ -119,6 +119,44 @@ pub fn open(folders: &Folders, name: &str) -> Result<(File, PathBuf), OpenError>
     Ok((file, real))
 }
 
+/// The bytes of the file a command was given (a pack, an artifact, a case, a save
+/// file), read only when it is a regular file of at most `limit` bytes.
+///
+/// A device (`/dev/zero`), a pipe (which would block the read until a writer comes) or
+/// a socket is refused before it is opened, and a file that grows past `limit` while it
+/// is read is refused without reading more than `limit + 1` bytes: a path taken from a
+/// file someone else wrote (a save file's `pack:`, a case's `pack_file`) cannot make the
+/// reader hang or fill memory.
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let meta = std::fs::metadata(path)?;
+    let not_regular = || {
+        Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a device, pipe or socket)",
+        )
+    };
+    if meta.is_dir() {
+        return Err(Error::new(ErrorKind::InvalidInput, "it is a folder"));
+    }
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(limit)).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Walk `name` from `base` component by component, following `..` and symbolic links,
 /// never looking at a path that is neither inside a root nor an ancestor of one. Returns
 /// the resolved path and whether it is a regular file.
@@ -260,6 +298,39 @@ mod tests {
             Err(OpenError::Unusable(why)) => why,
             Err(e) => panic!("{name}: {e:?}"),
             Ok(_) => panic!("{name} opened"),
+        }
+    }
+
+    #[test]
+    fn read_regular_refuses_devices_pipes_folders_and_large_files() {
+        let tmp = folder("regular");
+        let dir = tmp.path();
+        let file = dir.join("pack/p.yaml");
+        std::fs::write(&file, "id: x\n").unwrap();
+        assert_eq!(read_regular(&file, 6).unwrap(), b"id: x\n");
+        let err = read_regular(&file, 5).unwrap_err();
+        assert_eq!(err.to_string(), "larger than 5 bytes");
+        assert_eq!(
+            read_regular(&dir.join("pack"), 100)
+                .unwrap_err()
+                .to_string(),
+            "it is a folder"
+        );
+        #[cfg(unix)]
+        {
+            let refused = "not a regular file (a device, pipe or socket)";
+            assert_eq!(
+                read_regular(Path::new("/dev/zero"), 100)
+                    .unwrap_err()
+                    .to_string(),
+                refused
+            );
+            let fifo = dir.join("fifo");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            if made.is_ok_and(|s| s.success()) {
+                // Refused without opening it, which would block for a writer.
+                assert_eq!(read_regular(&fifo, 100).unwrap_err().to_string(), refused);
+            }
         }
     }
 

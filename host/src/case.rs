@@ -113,12 +113,22 @@ impl Case {
             path: path.display().to_string(),
             problems,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let whole = |message: String| {
             err(vec![Problem {
                 line: 0,
                 column: 0,
-                message: e.to_string(),
+                message,
             }])
+        };
+        // A case holds a pack and its script: four times the largest pack is room enough.
+        let limit = 4 * packc_compiler::load::Limits::default().max_source_bytes as u64;
+        let bytes =
+            packc_compiler::paths::read_regular(path, limit).map_err(|e| whole(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            whole(format!(
+                "not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Case::parse(&text, path.parent().unwrap_or(Path::new("."))).map_err(err)
     }

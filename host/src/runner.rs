@@ -177,7 +177,9 @@ fn compile(
 ) -> Result<(Checked, Option<std::path::PathBuf>), String> {
     Ok(match &case.pack {
         PackSource::File(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let limit = packc_compiler::load::Limits::default().max_source_bytes as u64;
+            let bytes = packc_compiler::paths::read_regular(path, limit)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             let base_dir = path.parent().map(Path::to_path_buf);
             let options = Options {
                 base_dir: base_dir.clone(),
