@@ -268,7 +268,8 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
             diagnostics: vec![d],
         }));
     }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = packc_compiler::paths::read_regular(path, max_source_bytes as u64)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     Ok(Ok(bytes))
 }
 
@@ -276,7 +277,7 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
 /// run refuses to start unless each is bound under `guards:` (`later-versions.md` §4).
 /// Information only: never counted as a warning. The human format prints one `info:`
 /// line each; `--format json` one line per pack that has any, after its diagnostics:
-/// `{"file", "host_validators": [{"type", "pointer", "line", "column"}]}`.
+/// `{"file", "host_validators": [{"type", "near_built_in", "pointer", "line", "column"}]}`.
 fn print_host_validators(
     src: &RenderSource<'_>,
     checked: &Checked,
@@ -298,8 +299,12 @@ fn print_host_validators(
                     Some((line, col)) => format!("{}:{line}:{col}", src.name),
                     None => src.name.to_owned(),
                 };
+                let near = match packc_compiler::validators::near_built_in(ty) {
+                    Some(b) => format!(" (did you mean the built-in `{b}`?)"),
+                    None => String::new(),
+                };
                 eprintln!(
-                    "info: {place}: host validator `{}` ({}): the host judges it; a live run needs it bound under `guards:` in its --tools file",
+                    "info: {place}: host validator `{}` ({}): the host judges it; a live run needs it bound under `guards:` in its --tools file{near}",
                     render::escape_control(ty),
                     render::escape_control(ptr)
                 );
@@ -312,6 +317,7 @@ fn print_host_validators(
                     let pos = position(ptr);
                     serde_json::json!({
                         "type": ty,
+                        "near_built_in": packc_compiler::validators::near_built_in(ty),
                         "pointer": ptr,
                         "line": pos.map(|p| p.0),
                         "column": pos.map(|p| p.1),

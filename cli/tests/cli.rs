@@ -667,6 +667,26 @@ fn check_lists_host_validators_without_counting_them() {
 }
 
 #[test]
+fn check_names_the_built_in_a_host_validator_may_misspell() {
+    let pack = write_temp(
+        "near.pack.yaml",
+        b"id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi,\n      validators: [{type: banned_word, params: {words: [x]}}]}\n",
+    );
+    let out = packc_output!("check", &pack);
+    assert_code(&out, 0);
+    assert_contains(
+        String::from_utf8_lossy(&out.stderr),
+        "host validator `banned_word` (/prompts/p/validators/0): the host judges it; a live run needs it bound under `guards:` in its --tools file (did you mean the built-in `banned_words`?)",
+    );
+    let out = packc_output!("check", "--format", "json", &pack);
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        line["host_validators"][0]["near_built_in"], "banned_words",
+        "{line}"
+    );
+}
+
+#[test]
 fn check_json_lists_host_validators_per_file() {
     let yaml = write_temp(
         "guarded-json.pack.yaml",
@@ -709,6 +729,7 @@ fn check_json_lists_host_validators_per_file() {
             "file": file.display().to_string(),
             "host_validators": [{
                 "type": ty,
+                "near_built_in": null,
                 "pointer": format!("/prompts/chat/validators/{index}"),
                 "line": line,
                 "column": column,

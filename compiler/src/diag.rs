@@ -68,8 +68,15 @@ diag_kinds! {
     /// neither terminal nor external (`later-versions.md` §1).
     /// Triggered by: tests/cases/spec-note-no-spec-version.case.yaml
     NoSpecVersion = "no_spec_version", Note;
+    /// (note) `$schema` is present but names no version packc reads (`1.9.0`, a local
+    /// path, a misspelt segment): the pack is read at level 1.5, as with no claim
+    /// (`later-versions.md` §1, the conformance README's `newer_spec_version` row).
+    /// Triggered by: tests/cases/spec-note-unknown-spec-version.case.yaml
+    UnknownSpecVersion = "unknown_spec_version", Note;
     /// An unknown member of a v1 composition step kind: it has no effect. Also `provider`
-    /// on a step that makes no model call (tool, branch, parallel).
+    /// on a step that makes no model call (tool, branch, parallel), and a member of a
+    /// step's `modifiers` (or of its `retry`) that v1 does not define, such as a misspelt
+    /// `retyr`.
     /// Triggered by: tests/cases/spec-ignored-member.case.yaml
     IgnoredMember = "ignored_member", Warning;
     /// `control: agent` on a terminal state (`terminal: true` or no `on_event`), where

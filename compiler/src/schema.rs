@@ -126,6 +126,9 @@ pub struct Claim {
     pub declared: bool,
     /// The claim is v1.6: level 1.5.1 with RFC 0013's governance members.
     pub v1_6: bool,
+    /// `$schema` is a string that names no version packc reads: no `vX.Y` segment, no
+    /// `v1` and no `latest` (the note `unknown_spec_version`; level 1.5).
+    pub unread: bool,
 }
 
 /// The claim of `pack`'s `$schema`: the §1 table. No `$schema`, or a URL that names no
@@ -133,7 +136,12 @@ pub struct Claim {
 pub fn claim(pack: &Node<'_>) -> Claim {
     let url = pack.get("$schema").and_then(Node::as_str);
     let version = url.and_then(claimed_version);
-    let latest = url.is_some_and(|u| u.split(['/', '?', '#']).any(|seg| seg == "latest"));
+    let segments = || url.into_iter().flat_map(|u| u.split(['/', '?', '#']));
+    let latest = segments().any(|seg| seg == "latest");
+    let major_only = segments().any(|seg| {
+        seg.strip_prefix('v')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
     let level = match version {
         Some(v) => SpecLevel::of_version(v).unwrap_or_default(),
         None if latest => SpecLevel::V1_9,
@@ -144,6 +152,7 @@ pub fn claim(pack: &Node<'_>) -> Claim {
         newer: version.is_some_and(|v| v > (1, 9, 0)),
         declared: pack.get("$schema").is_some(),
         v1_6: version.is_some_and(|v| (v.0, v.1) == (1, 6)),
+        unread: url.is_some() && version.is_none() && !latest && !major_only,
     }
 }
 
@@ -173,6 +182,22 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
         SpecLevel::V1_8 => Which::V1_8_1,
         SpecLevel::V1_9 => Which::V1_9_0,
     };
+    if c.unread && over.is_none() {
+        let url = pack
+            .get("$schema")
+            .and_then(Node::as_str)
+            .unwrap_or_default();
+        out.push(
+            Diagnostic::new(
+                DiagKind::UnknownSpecVersion,
+                format!(
+                    "`$schema` is `{url}`, which names no spec version packc reads: the pack is read at level 1.5, as if it declared none"
+                ),
+            )
+            .at("/$schema")
+            .help("name the version in a path segment, e.g. `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json` (or pass `--spec-level`)"),
+        );
+    }
     let newer = c.newer;
     if newer {
         out.push(
@@ -634,6 +659,17 @@ mod tests {
         );
         assert!(!claim(&crate::doc::leaked(&json!({}))).declared);
         assert!(claim(&crate::doc::leaked(&json!({"$schema": url("v1.6")}))).v1_6);
+        let unread = |s: &str| claim(&crate::doc::leaked(&json!({ "$schema": s }))).unread;
+        for s in ["1.9.0", "not a url", "", "./promptpack.schema.json"] {
+            assert!(unread(s), "{s:?} names no version");
+        }
+        for v in ["V1.9.0", "v1.9.0.1", "v", "vnext"] {
+            assert!(unread(&url(v)), "{v} names no version");
+        }
+        for v in ["v1", "v1.0", "v1.9.0", "latest", "v2.0"] {
+            assert!(!unread(&url(v)), "{v} is read");
+        }
+        assert!(!claim(&crate::doc::leaked(&json!({}))).unread);
     }
 
     #[test]

@@ -355,6 +355,13 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The built-in type nearest a host validator's `type`, when it is close enough to be a
+/// misspelling (`banned_word` → `banned_words`): said beside the host validator, which a
+/// scripted run fails closed and a live run refuses unbound.
+pub fn near_built_in(ty: &str) -> Option<&'static str> {
+    crate::check::suggest(ty, BUILT_IN.iter().map(|(a, _)| *a))
+}
+
 /// Every enabled host validator of a pack (a `type` that is not built in): its pointer
 /// and its type, in source order. `packc check` lists them; a live host must serve each.
 pub fn host_validators(pack: &Node) -> Vec<(String, String)> {
@@ -387,6 +394,13 @@ mod tests {
             .into_iter()
             .map(|p| (p.kind.as_str(), p.at))
             .collect()
+    }
+
+    #[test]
+    fn a_near_miss_names_the_built_in() {
+        assert_eq!(near_built_in("banned_word"), Some("banned_words"));
+        assert_eq!(near_built_in("maxlength"), Some("max_length"));
+        assert_eq!(near_built_in("pii_redactor"), None);
     }
 
     #[test]

@@ -233,9 +233,11 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let Some(mods) = expect_object(cx, mods, &mptr, What::Member("modifiers")) else {
         return;
     };
+    ignored_members(cx, mods, &mptr, "modifier", &["retry", "eval"]);
     if let Some(retry) = mods.get("retry") {
         let rptr = mptr.key("retry");
         if let Some(r) = expect_object(cx, retry, &rptr, What::Member("retry")) {
+            ignored_members(cx, r, &rptr, "member of `retry`", &["max_attempts"]);
             if let Some(n) = r.get("max_attempts") {
                 if n.as_u64().is_none_or(|n| n < 1) {
                     cx.push(
@@ -272,6 +274,52 @@ pub(super) fn modifiers(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
         }
     }
 }
+
+/// The warning `ignored_member` for each member of `obj` not in `known`: the v1
+/// modifier vocabulary is `retry` (with `max_attempts`) and `eval` (RFC 0010 §Modifier
+/// Vocabulary), and the schema leaves `modifiers` open, so anything else runs as if it
+/// were absent. Said, with the nearest known name, because a misspelt `retry` would
+/// quietly turn retries off.
+fn ignored_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>, what: &str, known: &[&str]) {
+    for key in obj.keys().map(|k| k.as_str()) {
+        if known.contains(&key) {
+            continue;
+        }
+        let help = match super::super::suggest(key, known.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None if RESERVED_MODIFIERS.contains(&key) && what == "modifier" => format!(
+                "`{key}` is reserved for a future PromptPack RFC; v1 defines only `retry` and `eval`"
+            ),
+            None => format!(
+                "remove `{key}`; the {what}s v1 defines are: {}",
+                known
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        cx.push(
+            Diagnostic::new(
+                DiagKind::IgnoredMember,
+                format!("unknown {what} `{key}` is ignored"),
+            )
+            .at(ptr.key(key))
+            .help(help),
+        );
+    }
+}
+
+/// The modifiers RFC 0010 reserves for future RFCs ("Additional modifiers").
+const RESERVED_MODIFIERS: &[&str] = &[
+    "timeout",
+    "on_error",
+    "cache_key",
+    "budget",
+    "recall",
+    "persist",
+    "compensate",
+];
 
 /// A parallel step's `reduce` (present): an object of a known `strategy` and an
 /// identifier `into`, nothing else.
