@@ -13,6 +13,18 @@
 use ir_spec::text_form::text_form;
 use serde_json::{json, Map, Value};
 
+/// The generation parameters a prompt's `parameters` may hold (the `Parameters`
+/// definition of every official schema, which closes it); a model request sends these and
+/// nothing else from it.
+pub const PARAMETERS: &[&str] = &[
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "top_k",
+    "frequency_penalty",
+    "presence_penalty",
+];
+
 /// An owned copy of a model call, as a worker thread needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelRequest {
@@ -166,7 +178,13 @@ impl ModelRequest {
         body.insert("messages".into(), Value::Array(messages));
         if let Value::Object(params) = &self.parameters {
             for (k, v) in params {
-                if v.is_null() || (openai_strict && k == "top_k") {
+                // Only the generation parameters the schema defines go out: a hand-made
+                // artifact's `model`, `n`, `stream` or `messages` would otherwise override
+                // what the command line chose, or multiply what a call costs.
+                if v.is_null() || !PARAMETERS.contains(&k.as_str()) {
+                    continue;
+                }
+                if openai_strict && k == "top_k" {
                     continue;
                 }
                 body.insert(k.clone(), v.clone());
@@ -365,6 +383,21 @@ mod tests {
         assert_eq!(names, ["lookup", "other", "a_b"]);
         let taken = ModelRequest::functions([("t", "transition", "", None)].into_iter());
         assert_eq!(taken[0].name, "t");
+    }
+
+    #[test]
+    fn body_sends_only_the_schemas_parameters() {
+        let mut r = request();
+        r.parameters = json!({"model": "Z", "n": 9, "stream": true, "messages": [],
+                              "temperature": 0.5, "max_tokens": 10});
+        let body = r.body("cheap", &[], true);
+        assert_eq!(body["model"], "cheap");
+        assert_eq!(body["temperature"], 0.5);
+        assert_eq!(body["max_tokens"], 10);
+        for k in ["n", "stream"] {
+            assert!(body.get(k).is_none(), "{k}: {body}");
+        }
+        assert!(body["messages"].as_array().is_some_and(|m| !m.is_empty()));
     }
 
     #[test]
