@@ -71,7 +71,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = crate::inputs::at_least_one)]
     pub concurrency: usize,
     /// The most rows in flight at once [default: 4 × --concurrency].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::inputs::at_least_one)]
     pub rows_in_flight: Option<usize>,
     /// The most tool calls (commands, HTTP bindings) in flight at once.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = crate::inputs::at_least_one)]
@@ -100,8 +100,8 @@ pub struct BatchArgs {
     /// Let the pack read files (schema files) from this folder too (repeatable).
     #[arg(long = "allow-path", value_name = "DIR")]
     pub allow_paths: Vec<PathBuf>,
-    /// Worker threads of the runtime [default: one per core, at most 4].
-    #[arg(long, value_name = "N")]
+    /// Worker threads of the runtime, 1 to 256 [default: one per core, at most 4].
+    #[arg(long, value_name = "N", value_parser = threads)]
     pub threads: Option<usize>,
     /// No progress and no summary: only warnings and errors.
     #[arg(long, short)]
@@ -115,6 +115,15 @@ pub enum RowFormat {
     Jsonl,
     /// CSV with a header line.
     Csv,
+}
+
+/// `--threads`: 1 to the most the engine starts.
+fn threads(text: &str) -> Result<usize, String> {
+    let n = crate::inputs::at_least_one(text)?;
+    if n > packc_batch::MAX_THREADS {
+        return Err(format!("must be at most {}", packc_batch::MAX_THREADS));
+    }
+    Ok(n)
 }
 
 /// Runs the batch. Exit codes: 0 every row ran (failed rows are lines of the output
@@ -177,7 +186,6 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         input_sha256: input.sha256.clone(),
         ordered: !args.unordered,
     };
-    let mut journal = Journal::open(&args.output, &identity, args.fresh)?;
     let options = BatchOptions {
         concurrency: args.concurrency.max(1),
         rows_in_flight: args.rows_in_flight.unwrap_or(0),
@@ -194,6 +202,9 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         input_schema,
     };
     let engine = Arc::new(Engine::new(program, target, config, options)?);
+    // Opened once everything else has been accepted: a refused command leaves no output
+    // and no journal behind to block the next one.
+    let mut journal = Journal::open(&args.output, &identity, args.fresh)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let (engine, interrupted) = (engine.clone(), interrupted.clone());

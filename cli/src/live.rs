@@ -215,7 +215,18 @@ pub(crate) fn config(
     }
     // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
     // provider is unbound; list every fault.
-    let check = provider_faults(module, |key| providers.contains_key(key));
+    let mut check = provider_faults(module, |key| providers.contains_key(key));
+    // Without a primary model every call routed to `default` would fail: refused too.
+    if model.is_none() && !providers.contains_key("default") {
+        if let Some(site) = packc_host::live::default_model_site(module) {
+            check.faults.insert(
+                0,
+                format!(
+                    "{site} calls the model, and no model is bound: pass --provider openai --model NAME (or --bind-provider default=URL,model=NAME)"
+                ),
+            );
+        }
+    }
     if !check.faults.is_empty() {
         for f in &check.faults {
             eprintln!("error[unbound_provider]: {f}");

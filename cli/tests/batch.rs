@@ -414,6 +414,8 @@ fn zero_limits_are_usage_errors() {
         "--max-failures",
         "--rpm",
         "--tpm",
+        "--threads",
+        "--rows-in-flight",
     ] {
         let out = packc_output!(
             "batch",
@@ -431,4 +433,38 @@ fn zero_limits_are_usage_errors() {
         assert_contains(stderr(&out), &format!("invalid value '0' for '{flag}"));
         assert!(!out_file.exists(), "{flag}");
     }
+}
+
+/// What the engine refuses is refused before the output and its journal exist, so the
+/// next command is not blocked by them: more threads than it starts, and a pack whose
+/// model calls have no model to go to.
+#[test]
+fn a_refused_batch_leaves_no_output_behind() {
+    let dir = scratch("refused-clean");
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(2)).unwrap();
+    let out_file = dir.join("out.jsonl");
+    let journal = dir.join("out.jsonl.journal.sqlite");
+    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let out = packc_output!(
+        "batch",
+        &ex2,
+        "--input",
+        &input,
+        "--output",
+        &out_file,
+        "--threads",
+        "1000"
+    );
+    assert_code(&out, 2);
+    assert_contains(stderr(&out), "must be at most 256");
+    // No --provider: every row would fail on its first model call.
+    let out = packc_output!("batch", &ex2, "--input", &input, "--output", &out_file);
+    assert_code(&out, 2);
+    assert_contains(
+        stderr(&out),
+        "step `classify` of composition `analyze_document` calls the model, and no model is bound: pass --provider openai --model NAME",
+    );
+    assert!(!out_file.exists() && !journal.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

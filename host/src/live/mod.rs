@@ -56,8 +56,8 @@ pub use guard_failure::GuardFailure;
 pub use job::Job;
 pub use openai::{Function, ModelRequest, OutputSchema, ReplyError};
 pub use preflight::{
-    callable_tools, extension_kinds, host_guard_types, provider_faults, unbound_extensions_message,
-    unbound_guards_message, ProviderFaults,
+    callable_tools, default_model_site, extension_kinds, host_guard_types, provider_faults,
+    unbound_extensions_message, unbound_guards_message, ProviderFaults,
 };
 pub use redact::Redactor;
 pub use tools::{Binding, BindingsError, EnvVar, ToolBindings};

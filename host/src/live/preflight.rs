@@ -59,27 +59,16 @@ pub struct ProviderFaults {
     pub warnings: Vec<String>,
 }
 
-/// Checks `module`'s provider references against the keys `bound` says the host serves.
-///
-/// Every key a call site references (a workflow state's or agent member's prompt, a
-/// composition `prompt` or `agent` step, after the step → prompt → `default` precedence)
-/// other than `default` must be bound, whether the pack declares it `required` or not.
-/// `default` is left to the host's primary model. A compiled module only references
-/// declared keys (an undeclared one is the compile error `unresolved_provider`, the pack
-/// author's fault); an unbound one is the host's fault.
-pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -> ProviderFaults {
+/// Each model call site of `module`, in module order, with the index of the provider
+/// key it is routed to (0: `default`) after the step → prompt → `default` precedence: a
+/// workflow state's or agent member's prompt, a composition `prompt` or `agent` step.
+fn model_call_sites(module: &ir_spec::Module, mut site: impl FnMut(u32, String)) {
     use ir_spec::{AgentStart, StateBody, StepKind};
     let spec = &module.spec;
-    let mut referenced: Vec<(u32, String)> = Vec::new();
-    let mut note = |p: u32, site: String| {
-        if p != 0 && !referenced.iter().any(|(q, _)| *q == p) {
-            referenced.push((p, site));
-        }
-    };
     if let Some(wf) = &module.workflow {
         for s in &wf.states {
             if let StateBody::Prompt(p) = s.body {
-                note(
+                site(
                     spec.prompt_provider(p),
                     format!("workflow state `{}`", module.str(s.key)),
                 );
@@ -88,7 +77,7 @@ pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -
     }
     for a in &module.agents {
         if let AgentStart::Plain(Some(p)) = a.start {
-            note(
+            site(
                 spec.prompt_provider(p),
                 format!("agent member `{}`", module.str(a.key)),
             );
@@ -99,7 +88,7 @@ pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -
             if let StepKind::Prompt { prompt, .. } | StepKind::Agent { prompt, .. } = &step.kind {
                 let comp = ir_spec::CompId(ci as u32);
                 let id = ir_spec::StepId(si as u32);
-                note(
+                site(
                     spec.step_provider(comp, id, *prompt),
                     format!(
                         "step `{}` of composition `{}`",
@@ -110,6 +99,37 @@ pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -
             }
         }
     }
+}
+
+/// The first call site of `module` routed to the `default` provider, the host's primary
+/// model: a host with no primary model must refuse such a pack before its first call
+/// (every such call would fail), naming this site.
+pub fn default_model_site(module: &ir_spec::Module) -> Option<String> {
+    let mut first = None;
+    model_call_sites(module, |p, site| {
+        if p == 0 && first.is_none() {
+            first = Some(site);
+        }
+    });
+    first
+}
+
+/// Checks `module`'s provider references against the keys `bound` says the host serves.
+///
+/// Every key a call site references (a workflow state's or agent member's prompt, a
+/// composition `prompt` or `agent` step, after the step → prompt → `default` precedence)
+/// other than `default` must be bound, whether the pack declares it `required` or not.
+/// `default` is left to the host's primary model. A compiled module only references
+/// declared keys (an undeclared one is the compile error `unresolved_provider`, the pack
+/// author's fault); an unbound one is the host's fault.
+pub fn provider_faults(module: &ir_spec::Module, bound: impl Fn(&str) -> bool) -> ProviderFaults {
+    let spec = &module.spec;
+    let mut referenced: Vec<(u32, String)> = Vec::new();
+    model_call_sites(module, |p, site| {
+        if p != 0 && !referenced.iter().any(|(q, _)| *q == p) {
+            referenced.push((p, site));
+        }
+    });
     let mut out = ProviderFaults::default();
     for (p, site) in &referenced {
         let key = spec.provider_key(*p);
