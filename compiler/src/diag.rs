@@ -74,7 +74,7 @@ diag_kinds! {
     /// Triggered by: tests/cases/spec-note-unknown-spec-version.case.yaml
     UnknownSpecVersion = "unknown_spec_version", Note;
     /// An unknown member of a v1 composition step kind: it has no effect. Also `provider`
-    /// on a step that makes no model call (tool, branch, parallel), and a member of a
+    /// on a step that makes no model call (tool, branch, parallel, extension), and a member of a
     /// step's `modifiers` (or of its `retry`) that v1 does not define, such as a misspelt
     /// `retyr`.
     /// Triggered by: tests/cases/spec-ignored-member.case.yaml

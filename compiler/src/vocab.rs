@@ -4,6 +4,16 @@
 //! The checker turns a word into one of these enums (or reports it); lowering matches
 //! the enum, never the string again.
 
+/// A step's `branches` when it is a `parallel` step, the one kind whose `branches` are
+/// steps: on an extension step, `branches` is one of the members handed to the host as
+/// its `params` (`later-versions.md` §5), never steps to check, number or run.
+pub fn parallel_branches<'s>(step: &crate::doc::Node<'s>) -> Option<&'s [crate::doc::Node<'s>]> {
+    if step.get("kind").and_then(crate::doc::Node::as_str) != Some("parallel") {
+        return None;
+    }
+    step.get("branches").and_then(crate::doc::Node::as_array)
+}
+
 /// A step's `kind` (`compositions.md` §1): the five v1 kinds, or a vendor kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -312,7 +312,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
         let cptr = compositions.key(name);
         let steps = comp.get("steps").and_then(Node::as_array);
         for (i, step) in steps.into_iter().flatten().enumerate() {
-            let branches = step.get("branches").and_then(Node::as_array);
+            let branches = crate::vocab::parallel_branches(step);
             let nested = branches.into_iter().flatten().enumerate();
             let nested = nested.map(|(j, b)| (b, Some(j)));
             for (s, branch) in std::iter::once((step, None)).chain(nested) {

@@ -240,7 +240,7 @@ fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                     ));
                     return;
                 }
-                if let Some(branches) = step.get("branches").and_then(Node::as_array) {
+                if let Some(branches) = crate::vocab::parallel_branches(step) {
                     lists.push((Some((l, i)), branches));
                     todo.push(lists.len() - 1);
                 }
@@ -330,7 +330,7 @@ fn step_count(steps: &[Node]) -> usize {
     while let Some(list) = first.take().or_else(|| stack.pop()) {
         n = n.saturating_add(list.len());
         for step in list {
-            if let Some(branches) = step.get("branches").and_then(Node::as_array) {
+            if let Some(branches) = crate::vocab::parallel_branches(step) {
                 stack.push(branches);
             }
         }

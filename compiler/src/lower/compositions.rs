@@ -54,7 +54,7 @@ fn lower_one<'a>(
         .unwrap_or_default();
     let mut flat = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
-        let branches = step.get("branches").and_then(Node::as_array);
+        let branches = crate::vocab::parallel_branches(step);
         flat.push(Flat {
             step,
             at: (i, None),

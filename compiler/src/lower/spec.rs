@@ -111,12 +111,7 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
                 .flatten()
             {
                 flat.push(step);
-                flat.extend(
-                    step.get("branches")
-                        .and_then(Node::as_array)
-                        .into_iter()
-                        .flatten(),
-                );
+                flat.extend(crate::vocab::parallel_branches(step).into_iter().flatten());
             }
             let per_step: Vec<u32> = c
                 .steps

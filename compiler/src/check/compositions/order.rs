@@ -96,7 +96,7 @@ impl<'p> Comp<'p> {
                     c.top.insert(Name(id), TopStep { index: i, kind });
                 }
             }
-            if let Some(branches) = step.get("branches").and_then(Node::as_array) {
+            if let Some(branches) = crate::vocab::parallel_branches(step) {
                 for (j, b) in branches.iter().enumerate() {
                     if let Some(id) = b.get("id").and_then(Node::as_str) {
                         if seen(cx, &c, id, (i, Some(j))) {

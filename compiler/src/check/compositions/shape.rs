@@ -156,6 +156,21 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) 
 /// model call, and any other unknown member, is the warning `ignored_member`. A member
 /// another v1 kind owns is a `schema_violation`.
 pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Obj, ptr: &At<'_>) {
+    if kind == Kind::Extension {
+        // Every member but the shared ones is a param the host reads (§5), `provider`
+        // included: it routes nothing, since the step makes no model call (§3).
+        if let Some(key) = obj.keys().find(|k| k.as_str() == "provider") {
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::IgnoredMember,
+                    "`provider` does not route an extension step, which makes no model call: the host gets it in `params` as written",
+                )
+                .at(ptr.key(key.as_str()))
+                .help("remove `provider`, or give the host's own routing param another name"),
+            );
+        }
+        return;
+    }
     for key in obj.keys() {
         let key = key.as_str();
         if KIND_MEMBERS.contains(&key) || SHARED_STEP_MEMBERS.contains(&key) {
