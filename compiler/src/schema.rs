@@ -101,13 +101,18 @@ fn validator(which: Which) -> &'static Validator {
 /// A path segment `vX.Y` or `vX.Y.Z` names a version; `latest`, `v1` or a URL that cannot be
 /// parsed make no claim.
 pub fn claimed_version(url: &str) -> Option<(u64, u64, u64)> {
+    // A number too long for a u64 is still a number, and larger than any other.
+    let number = |p: &str| {
+        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse().unwrap_or(u64::MAX))
+    };
     url.split(['/', '?', '#']).find_map(|seg| {
         let rest = seg.strip_prefix('v')?;
         let mut parts = rest.split('.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
+        let major = number(parts.next()?)?;
+        let minor = number(parts.next()?)?;
         let patch = match parts.next() {
-            Some(p) => p.parse().ok()?,
+            Some(p) => number(p)?,
             None => 0,
         };
         parts.next().is_none().then_some((major, minor, patch))
@@ -653,6 +658,11 @@ mod tests {
         assert_eq!(level(&url("latest")), SpecLevel::V1_9);
         assert_eq!(level(&url("v3.1")), SpecLevel::V1_9);
         assert_eq!(level("not a url"), SpecLevel::V1_5);
+        let huge = url("v1.99999999999999999999");
+        assert_eq!(level(&huge), SpecLevel::V1_9);
+        assert!(claim(&crate::doc::leaked(&json!({ "$schema": huge }))).newer);
+        assert_eq!(level(&url("v1.9.99999999999999999999")), SpecLevel::V1_9);
+        assert_eq!(level(&url("v1.+9")), SpecLevel::V1_5);
         assert_eq!(
             claim(&crate::doc::leaked(&json!({}))).level,
             SpecLevel::V1_5
