@@ -8,6 +8,8 @@
 //! window around what it blames (`…` marks the cuts). Pack text is untrusted: control
 //! characters in the source lines, the messages and the file name are escaped
 //! ([`escape_control`], [`display_text`]) so a pack cannot drive the reader's terminal.
+//! JSON text is printed by [`json_line`] and [`json_pretty`], which also escape the
+//! controls serde_json leaves as they are (DEL and the C1 controls).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
@@ -231,6 +233,38 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `value` as compact JSON text, safe to print ([`json_safe`]).
+pub fn json_line(value: &serde_json::Value) -> String {
+    json_safe(value.to_string())
+}
+
+/// `value` as JSON text indented two spaces a level, safe to print ([`json_safe`]).
+pub fn json_pretty(value: &serde_json::Value) -> String {
+    // Serializing a `Value` cannot fail: its map keys are strings.
+    json_safe(serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// JSON text with the control characters serde_json leaves as they are (DEL, the C1
+/// controls `U+0080`–`U+009F`, `U+2028` and `U+2029`: [`is_control`] past ASCII's C0)
+/// written as `\uXXXX` escapes. It parses to the same value: outside its strings JSON
+/// text holds only ASCII without DEL, so each such character is inside a string, where
+/// its escape means the same character. serde_json already escapes the C0 controls.
+pub fn json_safe(json: String) -> String {
+    let unescaped = |c: char| c >= '\u{7f}' && is_control(c);
+    if !json.chars().any(unescaped) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unescaped(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `text` with every control character replaced by one visible character (a Unicode
@@ -466,8 +500,8 @@ fn write_cut(
     writeln!(out, "───╯")
 }
 
-/// Print one JSON object per diagnostic and line ([`json`]), locating them all with one
-/// index of the text: linear in the number of diagnostics.
+/// Print one JSON object per diagnostic and line ([`json`], printed by [`json_line`]),
+/// locating them all with one index of the text: linear in the number of diagnostics.
 pub fn json_lines(
     src: &RenderSource<'_>,
     diags: &[Diagnostic],
@@ -477,7 +511,7 @@ pub fn json_lines(
     let index = TextIndex::new(src.text);
     for d in diags {
         let pos = src.primary_span(d).map(|s| index.line_col(s.start));
-        writeln!(out, "{}", json_at(src, d, pos))?;
+        writeln!(out, "{}", json_line(&json_at(src, d, pos)))?;
     }
     out.flush()
 }
@@ -553,6 +587,29 @@ mod tests {
             let floor = floor_boundary(&text, offset);
             assert_eq!(index.chars_before(floor), text[..floor].chars().count());
         }
+    }
+
+    #[test]
+    fn json_text_escapes_what_serde_json_leaves() {
+        let text = "a\u{1b}]0;t\u{7}\u{7f}\u{9b}31m\u{85}\u{2028}é";
+        let value = json!({ "k\u{9b}": text });
+        let line = json_line(&value);
+        assert_eq!(
+            line,
+            r#"{"k\u009b":"a\u001b]0;t\u0007\u007f\u009b31m\u0085\u2028é"}"#
+        );
+        assert!(!line.chars().any(is_control));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap(),
+            value
+        );
+        let pretty = json_pretty(&value);
+        assert!(!pretty.chars().any(is_control));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&pretty).unwrap(),
+            value
+        );
+        assert_eq!(json_line(&json!(["é", 1])), r#"["é",1]"#);
     }
 
     #[test]
