@@ -306,7 +306,7 @@ fn report(engine: &Engine, total: u64, done: &AtomicBool) {
                     "elapsed_sec": secs.round(),
                 }
             });
-            eprintln!("{line}");
+            eprintln!("{}", packc_compiler::render::json_line(&line));
         }
     }
 }

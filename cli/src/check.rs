@@ -325,7 +325,7 @@ fn print_host_validators(
                 })
                 .collect();
             let line = serde_json::json!({"file": src.name, "host_validators": list});
-            writeln!(std::io::stdout().lock(), "{line}")?;
+            writeln!(std::io::stdout().lock(), "{}", render::json_line(&line))?;
         }
     }
     Ok(())

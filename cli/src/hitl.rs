@@ -30,7 +30,8 @@ use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{drive_from, Host, ScriptItem};
 use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError, RunOptions};
 
-use crate::result::why;
+use crate::result::{error_line, print_trace, why};
+use packc_compiler::render::escape_control;
 use serde_json::Value;
 
 const HEADER: &str = "packc-run-save 1";
@@ -316,11 +317,13 @@ pub struct Blocking {
 impl Host for Blocking {
     fn call(&mut self, call: &CallView<'_>) -> packc_vm::Answer {
         let (answer, _tokens) = self.host.answer(&Job::of(call));
+        // The error quotes the tool's stderr, the failure a validator's answer.
         if let (Some(key), packc_vm::Answer::Error(e)) = (call.tool(), &answer) {
-            eprintln!("warning: tool `{key}` failed: {e}");
+            let line = format!("warning: tool `{key}` failed: {e}");
+            eprintln!("{}", escape_control(&line));
         }
         if let Some(failure) = self.host.guard_failure(call, &answer) {
-            eprintln!("warning: {failure}");
+            eprintln!("warning: {}", escape_control(&failure.to_string()));
         }
         answer
     }
@@ -339,21 +342,19 @@ pub fn finish(
     trace: bool,
 ) -> Result<ExitCode> {
     if trace {
-        for line in run.trace_lines() {
-            eprintln!("{line}");
-        }
+        print_trace(run);
     }
     match stop {
         Ok(Stop::Done(outcome)) => {
-            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            crate::out::json(&outcome.output);
             eprintln!("stopped: done");
             Ok(ExitCode::SUCCESS)
         }
         Ok(Stop::Caller) => {
             if let Some(idle) = run.idle() {
-                outln!("{}", serde_json::to_string_pretty(idle.output)?);
+                crate::out::json(idle.output);
             }
-            let why = why(run);
+            let why = escape_control(&why(run)).into_owned();
             match save {
                 Some((file, pack, target)) => {
                     Saved {
@@ -369,10 +370,9 @@ pub fn finish(
                     } else {
                         " or `--event NAME`"
                     };
+                    let file = escape_control(&file.display().to_string()).into_owned();
                     eprintln!(
-                        "stopped: {why}; saved to {} (continue with `packc resume {} --turn JSON`{or_event})",
-                        file.display(),
-                        file.display()
+                        "stopped: {why}; saved to {file} (continue with `packc resume {file} --turn JSON`{or_event})"
                     );
                 }
                 None => eprintln!("stopped: {why}"),
@@ -380,7 +380,7 @@ pub fn finish(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("error[{}]: {}", e.kind.as_str(), e.message);
+            eprintln!("{}", error_line(&e));
             Ok(ExitCode::from(1))
         }
     }
@@ -403,10 +403,10 @@ pub fn interactive(
         match stop {
             Ok(Stop::Caller) => {
                 if let Some(idle) = run.idle().filter(|_| turns > 0) {
-                    outln!("{}", serde_json::to_string_pretty(idle.output)?);
+                    crate::out::json(idle.output);
                 }
                 turns += 1;
-                eprintln!("stopped: {}", why(run));
+                eprintln!("stopped: {}", escape_control(&why(run)));
                 eprint!("> ");
                 let _ = std::io::stderr().flush();
             }
@@ -430,7 +430,8 @@ pub fn interactive(
             match try_event(run, &event) {
                 Ok(()) => break Input::Event(event),
                 Err(e) => {
-                    eprintln!("error: {e}; the run is still waiting");
+                    let line = format!("error: {e}; the run is still waiting");
+                    eprintln!("{}", escape_control(&line));
                     eprint!("> ");
                     let _ = std::io::stderr().flush();
                 }

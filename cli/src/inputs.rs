@@ -149,9 +149,10 @@ pub fn target_input_schema(
     match packc_compiler::schema_files::read(&folders, name) {
         Ok(schema) => Ok(Some((composition, schema))),
         Err(e) => {
-            eprintln!(
+            let line = format!(
                 "warning: the input_schema `{name}` of composition `{composition}` cannot be used ({e}); {unchecked} not checked against it"
             );
+            eprintln!("{}", packc_compiler::render::escape_control(&line));
             Ok(None)
         }
     }

@@ -22,6 +22,7 @@ use packc_vm::{Program, Run, RunOptions, Target};
 use serde_json::Value;
 
 use crate::inputs::{read_input, read_vars, LiveArgs, RunArgs};
+use packc_compiler::render::escape_control;
 
 /// Runs `module` live. Exit codes: 0 done, 1 a run-time error, 130 interrupted.
 pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
@@ -91,9 +92,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     status.clear();
 
     if args.trace {
-        for line in run.trace_lines() {
-            eprintln!("{}", packc_compiler::render::escape_control(&line));
-        }
+        crate::result::print_trace(&run);
     }
     let stats = result.stats;
     if args.format == crate::Format::Json && !matches!(result.ended, Ended::Interrupted) {
@@ -104,12 +103,12 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         };
         let calls = run.calls().iter().map(|c| c.to_json()).collect();
         let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
-        outln!("{}", serde_json::to_string_pretty(&value)?);
+        crate::out::json(&value);
     }
     let code = match &result.ended {
         Ended::Done(_) if args.format == crate::Format::Json => ExitCode::SUCCESS,
         Ended::Done(outcome) => {
-            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            crate::out::json(&outcome.output);
             crate::result::print_reply(outcome, args.quiet);
             ExitCode::SUCCESS
         }
@@ -120,7 +119,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         Ended::Interrupted => {
             eprintln!(
                 "interrupted {} after {} ({} still in flight)",
-                packc_compiler::render::escape_control(&whereabouts(&run)),
+                escape_control(&whereabouts(&run)),
                 calls_text(&stats),
                 stats.in_flight
             );
@@ -229,7 +228,7 @@ pub(crate) fn config(
     }
     if !check.faults.is_empty() {
         for f in &check.faults {
-            eprintln!("error[unbound_provider]: {f}");
+            eprintln!("error[unbound_provider]: {}", escape_control(f));
         }
         eprintln!(
             "the run is refused before any request: {} provider fault(s)",
@@ -239,7 +238,7 @@ pub(crate) fn config(
     }
     if !quiet {
         for w in &check.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", escape_control(w));
         }
     }
     let tools = match &live.tools {
@@ -250,7 +249,7 @@ pub(crate) fn config(
     // HTTP URL that does not parse stops the run now, not on the first call.
     let report = tools.check(module);
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", escape_control(w));
     }
     if !report.errors.is_empty() {
         let file = live.tools.as_deref().unwrap_or(Path::new("--tools"));
@@ -263,7 +262,7 @@ pub(crate) fn config(
     if !unbound.is_empty() && !quiet {
         eprintln!(
             "warning: the pack may call tools that are not bound: {} (bind them with --tools FILE; a call to one fails as a host_error)",
-            packc_compiler::render::escape_control(&unbound.join(", "))
+            escape_control(&unbound.join(", "))
         );
     }
     let unbound_guards: Vec<String> = packc_host::live::host_guard_types(module)
@@ -483,17 +482,18 @@ impl Status {
 
 impl Observer for Status {
     /// Every tool failure is a warning line as it happens, on a terminal or not: a run
-    /// that ends normally must not hide a tool that never worked.
+    /// that ends normally must not hide a tool that never worked. The error quotes the
+    /// tool's stderr, escaped.
     fn tool_failed(&mut self, _key: &str, error: &str) {
         self.clear();
-        eprintln!("warning: {error}");
+        eprintln!("warning: {}", escape_control(error));
     }
 
     /// Likewise a host validator that gave no verdict: the run failed closed, so its
     /// output may be a validator's message although nothing judged the answer.
     fn guard_failed(&mut self, failure: &packc_host::live::GuardFailure) {
         self.clear();
-        eprintln!("warning: {failure}");
+        eprintln!("warning: {}", escape_control(&failure.to_string()));
     }
 
     fn update(&mut self, run: &Run, stats: &Stats) {
@@ -519,7 +519,7 @@ impl Observer for Status {
         if stats.tokens > 0 {
             line.push_str(&format!(", {} tokens", stats.tokens));
         }
-        eprint!("\r\x1b[2K{}", packc_compiler::render::escape_control(&line));
+        eprint!("\r\x1b[2K{}", escape_control(&line));
         let _ = std::io::stderr().flush();
         self.shown = true;
     }

@@ -23,6 +23,16 @@ pub fn write(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes `value` to standard output as indented JSON and a newline, its control
+/// characters escaped (`packc_compiler::render::json_pretty`): the JSON outputs of
+/// `packc run` and `packc resume`.
+pub fn json(value: &serde_json::Value) {
+    write(format_args!(
+        "{}\n",
+        packc_compiler::render::json_pretty(value)
+    ));
+}
+
 /// Whether `err` comes from writing to a pipe whose reader went away.
 pub fn is_closed_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

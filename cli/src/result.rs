@@ -19,6 +19,7 @@
 //! A step's input is its call's `input` (a tool step's: `args`) and its output the
 //! call's `answer`; branch and parallel steps show in `trace`.
 
+use packc_compiler::render::escape_control;
 use packc_vm::driver::Host;
 use packc_vm::{Answer, CallView, Run, RunError};
 use serde_json::{json, Map, Value};
@@ -101,8 +102,9 @@ pub fn to_json(
     Value::Object(m)
 }
 
-/// One call of the JSON result as one line: `prompt classify: "input" -> {"type": ...}`,
-/// its input and answer each cut to `width` characters.
+/// One call of the JSON result as one line for a person: `prompt classify: "input" ->
+/// {"type": ...}`, its input and answer each cut to `width` characters, its control
+/// characters escaped.
 pub fn call_line(call: &Value, width: usize) -> String {
     let short = |v: Option<&Value>| {
         let text = v.map_or_else(|| "null".to_owned(), Value::to_string);
@@ -126,7 +128,8 @@ pub fn call_line(call: &Value, width: usize) -> String {
         Some(e) => format!("error {}", short(Some(e))),
         None => short(answer.and_then(|a| a.get("output").or(a.get("tool_calls")))),
     };
-    format!("  {what} {name}: {} -> {out}", short(input))
+    let line = format!("  {what} {name}: {} -> {out}", short(input));
+    escape_control(&line).into_owned()
 }
 
 /// The error line of a failed run; past `max_host_calls`, with the flag that raises it.
@@ -136,7 +139,7 @@ pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     } else {
         ""
     };
-    let message = packc_compiler::render::escape_control(&e.message);
+    let message = escape_control(&e.message);
     format!("error[{}]: {message}{hint}", e.kind.as_str())
 }
 
@@ -148,7 +151,14 @@ pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
     }
     eprintln!("reply:");
     for line in outcome.reply.lines() {
-        eprintln!("  {line}");
+        eprintln!("  {}", escape_control(line));
+    }
+}
+
+/// The run's trace lines on stderr, one a line (`--trace`).
+pub(crate) fn print_trace(run: &Run) {
+    for line in run.trace_lines() {
+        eprintln!("{}", escape_control(&line));
     }
 }
 

@@ -12,7 +12,8 @@ use packc_vm::{Input, Program, Run, RunOptions, Target};
 
 use crate::hitl::{self, Stop};
 use crate::inputs::{host_spec, load_module, read_input, read_vars, RunArgs};
-use crate::result::{error_line, print_reply, why};
+use crate::result::{error_line, print_reply, print_trace, why};
+use packc_compiler::render::escape_control;
 use serde_json::Value;
 
 /// Compile (or load) and run; print the output as JSON. Exit 1 on compile or run-time
@@ -28,7 +29,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     if let Err(refusal) = packc_host::governance::admission(&module, args.environment.as_deref()) {
-        eprintln!("error: {refusal}");
+        eprintln!("error: {}", escape_control(&refusal.to_string()));
         return Ok(ExitCode::from(2));
     }
     let live = args.host.is_none()
@@ -64,9 +65,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         other => other,
     };
     if args.trace {
-        for line in run.trace_lines() {
-            eprintln!("{}", packc_compiler::render::escape_control(&line));
-        }
+        print_trace(&run);
         // On a terminal the calls follow, each with its input and answer, shortened.
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             for call in &host.calls {
@@ -81,7 +80,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         };
         let value = crate::result::to_json(&run, Some(ended), waiting, host.calls, 0);
-        outln!("{}", serde_json::to_string_pretty(&value)?);
+        crate::out::json(&value);
         return Ok(match result {
             Ok(_) => ExitCode::SUCCESS,
             Err(_) => ExitCode::from(1),
@@ -89,10 +88,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     match result {
         Ok(Stop::Done(outcome)) => {
-            outln!("{}", serde_json::to_string_pretty(&outcome.output)?);
+            crate::out::json(&outcome.output);
             if let Some(why) = waiting {
                 eprintln!(
-                    "note: the run stopped {why}; run it with --save FILE, then `packc resume FILE --event NAME`"
+                    "note: the run stopped {}; run it with --save FILE, then `packc resume FILE --event NAME`",
+                    escape_control(&why)
                 );
             }
             print_reply(&outcome, args.quiet);

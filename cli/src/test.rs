@@ -103,7 +103,10 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     if !failures.is_empty() {
         outln!("\nfailures:");
         for file in &failures {
-            outln!("    {}", file.display());
+            outln!(
+                "    {}",
+                packc_compiler::render::escape_control(&file.display().to_string())
+            );
         }
         outln!();
     }
