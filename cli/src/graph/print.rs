@@ -1,6 +1,8 @@
 //! The two printers of a [`Graph`]: Graphviz `dot` and Mermaid `flowchart`. Both walk the
 //! same groups and edges, so the formats always show the same nodes.
 
+use packc_compiler::render::{escape_control, is_control};
+
 use super::{Graph, Group, Item, Node, Shape};
 
 /// Prints a Graphviz `digraph`.
@@ -90,14 +92,24 @@ const DOT_ESCAPES: &[(char, &str)] = &[('"', "\\\""), ('\\', "\\\\"), ('\n', "\\
 fn quoted(s: &str, escapes: &[(char, &str)]) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
+    push_escaped(&mut out, s, escapes);
+    out.push('"');
+    out
+}
+
+/// Appends `s` to `out`, each character of `escapes` written as its text there. Any other
+/// control character is written as its visible escape (`\u{1b}`, itself escaped for the
+/// format): a graph is often read on a terminal before it is drawn.
+fn push_escaped(out: &mut String, s: &str, escapes: &[(char, &str)]) {
     for c in s.chars() {
         match escapes.iter().find(|(e, _)| *e == c) {
             Some((_, text)) => out.push_str(text),
+            None if is_control(c) => {
+                push_escaped(out, &escape_control(c.encode_utf8(&mut [0; 4])), escapes)
+            }
             None => out.push(c),
         }
     }
-    out.push('"');
-    out
 }
 
 /// Prints a Mermaid `flowchart`.
@@ -153,6 +165,8 @@ const MERMAID_ESCAPES: &[(char, &str)] = &[
     ('\r', ""),
 ];
 
+/// `s` on one line, for a Mermaid comment: line breaks become spaces, other control
+/// characters their escapes.
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+    escape_control(&s.replace(['\n', '\r'], " ")).into_owned()
 }
