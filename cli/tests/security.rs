@@ -1,8 +1,9 @@
 //! The `packc` binary against hostile packs and paths: files a pack names stay inside its
 //! folder, diagnostics stay bounded, terminal output is escaped, files are written safely.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 
 mod common;
 use common::{assert_contains, assert_lacks, build_to, packc, packc_output, scratch, write};
@@ -287,6 +288,182 @@ fn pack_text_never_reaches_the_terminal_raw() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("boom\\u{1b}[2J"));
+}
+
+/// A model answer with an OSC title sequence, a colour, DEL and the C1 CSI.
+const HOSTILE: &str = "a\u{1b}]0;owned\u{7}\u{1b}[31mred\u{7f}\u{9b}2J";
+
+/// [`HOSTILE`] as printed for a person.
+const HOSTILE_ESCAPED: &str = "a\\u{1b}]0;owned\\u{7}\\u{1b}[31mred\\u{7f}\\u{9b}2J";
+
+/// [`HOSTILE`] in a YAML double-quoted string.
+const HOSTILE_YAML: &str = r#""a\e]0;owned\a\e[31mred\x7f\x9b2J""#;
+
+/// A workflow `a` -> `b` -> `c` (terminal) of one prompt `p`, whose reply joins the three
+/// states' answers.
+const THREE_STATES: &str = "id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\nworkflow:\n  version: 1\n  entry: a\n  states:\n    a: {prompt_task: p, on_event: {Go: b}}\n    b: {prompt_task: p, on_event: {Done: c}}\n    c: {prompt_task: p, terminal: true}\n";
+
+#[test]
+fn model_answers_never_reach_the_terminal_raw() {
+    let dir = folder("answers");
+    let pack = write(&dir, "pack/three.pack.yaml", THREE_STATES);
+    let host = write(
+        &dir,
+        "host.yaml",
+        format!(
+            "script:\n  - turn: hi\nhost:\n  prompts:\n    p: [{{output: {HOSTILE_YAML}, event: Go}}, {{output: two, event: Done}}, {{output: {HOSTILE_YAML}}}]\n"
+        ),
+    );
+    // The output on stdout, and the reply (the three answers) on stderr.
+    let out = packc_output!("run", &pack, "--host", &host);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!has_control(&out.stdout), "{}", text(&out));
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, HOSTILE);
+    assert_escaped(&out.stderr, &format!("reply:\n  {HOSTILE_ESCAPED}\n"));
+    // The JSON result: still the same strings once parsed.
+    let out = packc_output!("run", &pack, "--host", &host, ["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!has_control(&out.stdout), "{}", text(&out));
+    assert!(!has_control(&out.stderr), "{}", text(&out));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["output"], HOSTILE);
+    assert_eq!(result["calls"][0]["answer"]["output"], HOSTILE);
+    // A saved run prints its output the same way.
+    let out = packc_output!(
+        "run",
+        &pack,
+        "--host",
+        &host,
+        "--save",
+        dir.join("run.snap")
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!has_control(&out.stdout), "{}", text(&out));
+    let output: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output, HOSTILE);
+}
+
+#[test]
+fn run_errors_are_escaped_alike_with_and_without_save() {
+    let dir = folder("errors");
+    let pack = write(&dir, "pack/three.pack.yaml", THREE_STATES);
+    let host = write(
+        &dir,
+        "host.yaml",
+        format!("script:\n  - turn: hi\nhost:\n  prompts:\n    p: [{{error: {HOSTILE_YAML}}}]\n"),
+    );
+    let error_line = |out: &Output| -> String {
+        assert_eq!(out.status.code(), Some(1), "{}", text(out));
+        assert_escaped(&out.stderr, HOSTILE_ESCAPED);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        // In a session the line follows the `> ` prompt.
+        let line = stderr
+            .lines()
+            .find_map(|l| l.find("error[").map(|at| &l[at..]));
+        line.unwrap_or_else(|| panic!("{stderr}")).to_owned()
+    };
+    let plain = error_line(&packc_output!("run", &pack, "--host", &host));
+    assert_contains(&plain, "error[host_error]: ");
+    let saved = packc_output!(
+        "run",
+        &pack,
+        "--host",
+        &host,
+        "--save",
+        dir.join("run.snap")
+    );
+    assert_eq!(error_line(&saved), plain);
+    // The first turn typed on the terminal.
+    let mut child = packc()
+        .arg("run")
+        .arg(&pack)
+        .arg("--host")
+        .arg(&host)
+        .arg("--interactive")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let interactive = child.wait_with_output().unwrap();
+    assert_eq!(error_line(&interactive), plain);
+}
+
+/// A tool that fails with escape sequences on its stderr is a warning with them escaped,
+/// in a live run and in a saved one.
+#[cfg(unix)]
+#[test]
+fn tool_stderr_never_reaches_the_terminal_raw() {
+    let dir = folder("tool-stderr");
+    let pack = write(
+        &dir,
+        "pack/tool.pack.yaml",
+        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ntools:\n  lookup: {name: lookup, description: x}\ncompositions:\n  c:\n    version: 1\n    steps:\n      - {id: a, kind: tool, tool: lookup, args: {q: \"${input}\"}}\n",
+    );
+    let tools = write(
+        &dir,
+        "tools.yaml",
+        r#"tools:
+  lookup: {command: [sh, -c, 'printf ''\033]0;owned\007\033[31mno\177\302\233'' >&2; exit 3']}
+"#,
+    );
+    let run = |extra: &[&std::ffi::OsStr]| {
+        packc()
+            .arg("run")
+            .arg(&pack)
+            .args(["--target", "composition:c", "--input", "\"x\"", "--tools"])
+            .arg(&tools)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let shown = "tool `lookup` exited with exit status: 3: \\u{1b}]0;owned\\u{7}\\u{1b}[31mno\\u{7f}\\u{9b}";
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_escaped(&out.stderr, &format!("warning: {shown}"));
+    let snap = dir.join("run.snap");
+    let out = run(&["--save".as_ref(), snap.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_escaped(
+        &out.stderr,
+        &format!("warning: tool `lookup` failed: {shown}"),
+    );
+}
+
+#[test]
+fn graphs_and_json_diagnostics_escape_pack_text() {
+    let dir = folder("graph");
+    let pack = dir.join("pack/esc.pack.yaml");
+    let source = "id: demo\nname: Demo\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: \"{{variable}}\"}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\nworkflow:\n  version: 1\n  entry: main\n  states:\n    main: {orchestration: composition, composition: \"c\\e]0;t\\a\\x9b\", terminal: true}\ncompositions:\n  \"c\\e]0;t\\a\\x9b\":\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: PROMPT}\n";
+    std::fs::write(&pack, source.replace("PROMPT", "p")).unwrap();
+    let out = packc_output!("graph", &pack);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // DOT writes the escape's backslash as `\\`.
+    assert_escaped(
+        &out.stdout,
+        r#"label="composition c\\u{1b}]0;t\\u{7}\\u{9b}";"#,
+    );
+    let out = packc_output!("graph", &pack, ["--format", "mermaid"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_escaped(&out.stdout, r#"["composition c\u{1b}]0;t\u{7}\u{9b}"]"#);
+    // A diagnostic quoting pack text, as JSON: escaped by JSON, the same string parsed.
+    std::fs::write(&pack, source.replace("PROMPT", "\"q\\e[2J\\x9b\"")).unwrap();
+    let out = packc_output!("check", &pack, ["--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!has_control(&out.stdout), "{}", text(&out));
+    let messages: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).unwrap();
+            line["message"].as_str().unwrap_or_default().to_owned()
+        })
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("`q\u{1b}[2J\u{9b}`")),
+        "{messages:?}"
+    );
 }
 
 /// The example pack copied into `dir`, and a mock model server answering its calls.
