@@ -92,7 +92,7 @@ pub enum Format {
 /// When to colour output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when writing to a terminal and `NO_COLOR` is unset.
+    /// Colour when writing to a terminal and `NO_COLOR` is unset or empty.
     #[default]
     Auto,
     /// Always colour.
@@ -109,10 +109,16 @@ impl ColorChoice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+                !no_color(std::env::var_os("NO_COLOR")) && std::io::stderr().is_terminal()
             }
         }
     }
+}
+
+/// Whether `NO_COLOR` turns colour off: set and not empty (no-color.org: "when present
+/// and not an empty string").
+fn no_color(value: Option<std::ffi::OsString>) -> bool {
+    value.is_some_and(|v| !v.is_empty())
 }
 
 /// Leaves `value` to the operating system instead of freeing it: for what a command
@@ -145,5 +151,15 @@ fn main() -> ExitCode {
             eprintln!("error: {}", packc_compiler::render::escape_control(&text));
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_non_empty_no_color_turns_colour_off() {
+        assert!(!super::no_color(None));
+        assert!(!super::no_color(Some("".into())));
+        assert!(super::no_color(Some("1".into())));
     }
 }

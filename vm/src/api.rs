@@ -31,6 +31,9 @@ impl Target {
             )
         };
         if text == "workflow" {
+            if module.workflow.is_none() {
+                return Err(no_workflow(module));
+            }
             return Ok(Target::Workflow);
         }
         if let Some(name) = text.strip_prefix("agent:") {
@@ -56,6 +59,33 @@ impl Target {
             format!("target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`"),
         ))
     }
+}
+
+/// `workflow` named as the target of a module without one: what to name instead.
+#[cold]
+fn no_workflow(module: &Module) -> RunError {
+    let names = |prefix: &str, keys: Vec<&str>| {
+        keys.into_iter()
+            .map(|k| format!("`{prefix}:{k}`"))
+            .collect::<Vec<_>>()
+    };
+    let mut others = names(
+        "composition",
+        module.compositions.iter().map(|c| module.str(c.key)).collect(),
+    );
+    others.extend(names(
+        "agent",
+        module.agents.iter().map(|a| module.str(a.key)).collect(),
+    ));
+    let hint = match others.len() {
+        0 => "it has nothing to run".to_owned(),
+        1 => format!("run {} instead", others[0]),
+        _ => format!("name one of: {}", others.join(", ")),
+    };
+    RunError::new(
+        ErrorKind::InvalidTarget,
+        format!("the target is `workflow`, but this pack has no workflow; {hint}"),
+    )
 }
 
 /// What the host hands a run in [`Run::resume`](crate::Run::resume).

@@ -6,7 +6,7 @@
 //! and *rendering* it into a caller's buffer when a host asks for the system prompt.
 
 use ir_spec::text_form::Sink;
-use ir_spec::{PathSeg, PromptId, Segment, VarRoot, VarType, Variable};
+use ir_spec::{PathSeg, Placeholder, PromptId, Segment, VarRoot, VarType, Variable};
 use serde_json::{Map, Value};
 
 use crate::error::{ErrorKind, RunError};
@@ -32,11 +32,43 @@ impl<'a> Env<'a> {
         self.prog.prompt_key(self.prompt)
     }
 
-    fn missing(&self) -> RunError {
+    /// `p` does not resolve: the error names it as the template wrote it.
+    #[cold]
+    fn missing(&self, p: &Placeholder) -> RunError {
         invalid(format!(
-            "prompt `{}`: a placeholder path does not resolve",
-            self.key()
+            "prompt `{}`: `{{{{{}}}}}` does not resolve: the value has no such member or element",
+            self.key(),
+            self.placeholder(p)
         ))
+    }
+
+    /// The text of `p` inside its braces (`input.text`, `artifacts.log[0]`).
+    fn placeholder(&self, p: &Placeholder) -> String {
+        let m = &self.prog.m;
+        let mut text = match &p.root {
+            VarRoot::Input => "input".to_owned(),
+            VarRoot::Artifacts => "artifacts".to_owned(),
+            VarRoot::Artifact(id) => {
+                let name = id
+                    .and_then(|id| m.workflow.as_ref()?.artifacts.get(id.index()).copied())
+                    .map_or("?", |n| m.str(n));
+                format!("artifacts.{name}")
+            }
+            VarRoot::Declared(i) => m.prompts[self.prompt.index()].variables[*i as usize]
+                .name
+                .clone(),
+            VarRoot::Undeclared(name) => name.clone(),
+        };
+        for seg in &p.path {
+            match seg {
+                PathSeg::Field(f) => {
+                    text.push('.');
+                    text.push_str(f);
+                }
+                PathSeg::Index(i) => text.push_str(&format!("[{i}]")),
+            }
+        }
+        text
     }
 
     /// Binds declared variable `i`: the input's non-null member, else the default of an
@@ -74,7 +106,6 @@ impl<'a> Env<'a> {
         for i in 0..prompt.variables.len() {
             self.bind(i)?;
         }
-        let missing = || self.missing();
         for seg in &prompt.system {
             // Past a meter's limit only the checks go on.
             if out.as_deref().is_some_and(|o| o.full()) {
@@ -89,6 +120,7 @@ impl<'a> Env<'a> {
                 }
                 Segment::Var(p) => p,
             };
+            let missing = || self.missing(p);
             let v = match &p.root {
                 VarRoot::Input => Some(self.input),
                 VarRoot::Declared(i) => self.bind(*i as usize)?,
@@ -106,7 +138,7 @@ impl<'a> Env<'a> {
                 ),
                 VarRoot::Artifact(id) => {
                     let a = id.and_then(|id| self.artifacts.get(id.index()));
-                    self.artifact(a.and_then(Option::as_ref), &p.path, out.as_deref_mut())?;
+                    self.artifact(a.and_then(Option::as_ref), p, &p.path, out.as_deref_mut())?;
                     continue;
                 }
                 VarRoot::Artifacts => {
@@ -122,7 +154,7 @@ impl<'a> Env<'a> {
                         // hand-made artifact gets here. An unset one does not resolve.
                         Some((PathSeg::Field(name), rest)) => {
                             let a = self.named_artifact(name).ok_or_else(missing)?;
-                            self.artifact(Some(a), rest, out.as_deref_mut())?;
+                            self.artifact(Some(a), p, rest, out.as_deref_mut())?;
                         }
                         Some((PathSeg::Index(_), _)) => return Err(missing()),
                     }
@@ -144,10 +176,11 @@ impl<'a> Env<'a> {
     fn artifact<S: Sink + ?Sized>(
         &self,
         a: Option<&Artifact>,
+        p: &Placeholder,
         path: &[PathSeg],
         out: Option<&mut S>,
     ) -> Result<(), RunError> {
-        let missing = || self.missing();
+        let missing = || self.missing(p);
         let v = match a {
             None => return Ok(()),
             Some(Artifact::List(entries)) => {

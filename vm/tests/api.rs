@@ -227,6 +227,19 @@ fn an_unknown_target_is_invalid_target() {
 }
 
 #[test]
+fn workflow_in_a_pack_without_one_names_what_to_run() {
+    let m = common::compile(
+        "id: d\nname: D\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: hi}\ncompositions:\n  flow:\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: p}\n",
+    );
+    let e = Target::parse(&m, "workflow").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidTarget);
+    assert_eq!(
+        e.message,
+        "the target is `workflow`, but this pack has no workflow; run `composition:flow` instead"
+    );
+}
+
+#[test]
 fn an_invalid_module_is_refused_once() {
     let mut m = common::compile(
         &std::fs::read_to_string(root().join("examples/rfc0010-ex2.pack.yaml")).unwrap(),
