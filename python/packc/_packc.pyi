@@ -172,7 +172,9 @@ class Run:
         tool_calls: Optional[Iterable[Any]] = None,
         event: Optional[str] = None,
         error: Optional[str] = None,
-    ) -> Need: ...
+    ) -> Need:
+        """Answers an outstanding call: a :class:`Call` of this run, or its id. A ``Call``
+        of another run raises :class:`ProtocolError` (ids start at 0 in every run)."""
     @property
     def pending(self) -> List[Call]: ...
     @property

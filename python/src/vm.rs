@@ -229,7 +229,9 @@ impl Run {
         list: impl Fn(&packc_vm::Run) -> Vec<CallView<'_>>,
     ) -> PyResult<Vec<Py<Call>>> {
         let py = slf.py();
-        let this = slf.borrow();
+        // Another thread inside the run (or a `__repr__` called while it converts an
+        // answer) holds it mutably: the RuntimeError any other getter raises then.
+        let this = slf.try_borrow()?;
         let owner = slf.clone().unbind();
         list(&this.inner)
             .iter()
@@ -293,7 +295,7 @@ impl Run {
 
     /// answer(call, *, output=None, tool_calls=None, event=None, error=None) -> Need
     ///
-    /// Answers the outstanding `call` (a `Call` or its id) with one of: `output` (and,
+    /// Answers the outstanding `call` (a `Call` of this run, or its id) with one of: `output` (and,
     /// for a prompt state, the `event` it names), `tool_calls` (a model asking for
     /// tools: a list of `{"name": key, "args": {...}}` or `(key, args)` pairs), or
     /// `error` (the call failed, with this message). With none of them, the answer is the
@@ -301,7 +303,7 @@ impl Run {
     /// transitions read it (`call.events` lists them); elsewhere it is ignored.
     #[pyo3(signature = (call, *, output=None, tool_calls=None, event=None, error=None))]
     fn answer(
-        &mut self,
+        mut slf: PyRefMut<'_, Self>,
         py: Python<'_>,
         call: &Bound<'_, PyAny>,
         output: Option<&Bound<'_, PyAny>>,
@@ -310,6 +312,21 @@ impl Run {
         error: Option<String>,
     ) -> PyResult<Need> {
         let id = match call.cast::<Call>() {
+            // Ids start at 0 in every run: another run's call would name one of this
+            // run's calls.
+            Ok(c) if !c.get().belongs_to(slf.as_ptr()) => {
+                return Err(errors::run_error(
+                    py,
+                    &packc_vm::RunError::new(
+                        packc_vm::ErrorKind::Protocol,
+                        format!(
+                            "this call belongs to another run: {} was issued by another \
+                             Run than the one answering it",
+                            c.get().describe()
+                        ),
+                    ),
+                ))
+            }
             Ok(c) => c.get().id,
             Err(_) => call.extract::<u64>().map_err(|_| {
                 PyTypeError::new_err(
@@ -347,7 +364,7 @@ impl Run {
                 event,
             },
         };
-        self.step(py, Input::Answer(CallId(id), answer))
+        slf.step(py, Input::Answer(CallId(id), answer))
     }
 
     /// Every outstanding call, in issue order.

@@ -287,3 +287,46 @@ def test_an_unknown_target_is_its_own_kind() -> None:
     with pytest.raises(packc.InvalidTarget, match="no composition `nope`") as info:
         program.start("composition:nope")
     assert info.value.kind == "invalid_target" and isinstance(info.value, packc.ProtocolError)
+
+
+def waiting_on_the_classifier(program: packc.Program) -> packc.Run:
+    run = program.start()
+    run.resume()
+    run.resume(turn={"text": TEXT})
+    return run
+
+
+def test_a_call_of_another_run_is_refused(ex2_program: packc.Program) -> None:
+    alice = waiting_on_the_classifier(ex2_program)
+    bob = waiting_on_the_classifier(ex2_program)
+    alices = alice.next_call
+    assert alices is not None and alices.id == 0
+    with pytest.raises(packc.ProtocolError, match="this call belongs to another run"):
+        bob.answer(alices, output=PAPER)
+    # Neither run moved; each takes its own call, and a plain id still works.
+    assert [c.id for c in alice.pending] == [0] and [c.id for c in bob.pending] == [0]
+    assert alice.answer(alices, output=PAPER) == packc.Need.CALLS
+    assert bob.answer(0, output=PAPER) == packc.Need.CALLS
+
+
+def test_reading_a_run_while_it_takes_an_answer_raises_runtime_error(ex2_program: packc.Program) -> None:
+    run = waiting_on_the_classifier(ex2_program)
+    call = run.next_call
+    assert call is not None
+    refused: List[str] = []
+
+    class Key:
+        # A dict key that is not a str: its repr goes into the TypeError, while the run
+        # is taking the answer.
+        def __repr__(self) -> str:
+            for name in ("pending", "next_call", "issued", "finished"):
+                try:
+                    getattr(run, name)
+                except RuntimeError:
+                    refused.append(name)
+            return "Key()"
+
+    with pytest.raises(TypeError, match="Key()"):
+        run.answer(call, output={Key(): 1})
+    assert refused == ["pending", "next_call", "issued", "finished"]
+    assert [c.id for c in run.pending] == [call.id]

@@ -60,6 +60,24 @@ impl Call {
         }
     }
 
+    /// Whether this call was issued by the run object `run`.
+    pub(super) fn belongs_to(&self, run: *mut pyo3::ffi::PyObject) -> bool {
+        self.run.as_ptr() == run
+    }
+
+    /// `call 3 (model doc_classifier)`: what an error names it by.
+    pub(super) fn describe(&self) -> String {
+        let what = self.what();
+        format!("call {} ({} {what})", self.id, self.kind)
+    }
+
+    fn what(&self) -> &str {
+        self.prompt_task
+            .as_deref()
+            .or(self.tool.as_deref())
+            .unwrap_or("?")
+    }
+
     /// Runs `f` on this call's view, borrowed from its run.
     fn with_view<R>(
         &self,
@@ -224,11 +242,7 @@ impl Call {
     }
 
     fn __repr__(&self) -> String {
-        let what = self
-            .prompt_task
-            .as_deref()
-            .or(self.tool.as_deref())
-            .unwrap_or("?");
+        let what = self.what();
         match self.branch {
             Some(b) => format!("<Call {} {} {what} (branch {b})>", self.id, self.kind),
             None => format!("<Call {} {} {what}>", self.id, self.kind),
