@@ -20,11 +20,13 @@ use crate::BatchError;
 /// How a batch runs.
 #[derive(Clone, Debug)]
 pub struct BatchOptions {
-    /// The most model calls in flight at once, over all rows (`--concurrency`).
+    /// The most model calls in flight at once, over all rows (`--concurrency`); at most
+    /// [`MAX_CONCURRENCY`].
     pub concurrency: usize,
     /// The most rows in flight at once; 0: four times `concurrency`.
     pub rows_in_flight: usize,
-    /// The most tool, guard and extension calls in flight at once.
+    /// The most tool, guard and extension calls in flight at once; at most
+    /// [`MAX_CONCURRENCY`].
     pub tool_concurrency: usize,
     /// The most model requests a minute, over all rows (`--rpm`).
     pub rpm: Option<u32>,
@@ -47,6 +49,11 @@ pub struct BatchOptions {
 /// on the network, not on the processor: a few threads carry thousands of calls in
 /// flight.
 pub const MAX_THREADS: usize = 256;
+
+/// The most calls in flight an [`Engine`] takes as [`BatchOptions::concurrency`] or
+/// [`BatchOptions::tool_concurrency`]; it refuses more. Far more than a model API or a
+/// machine serves at once, and far less than the runtime's semaphores can count.
+pub const MAX_CONCURRENCY: usize = 100_000;
 
 impl Default for BatchOptions {
     fn default() -> Self {
@@ -241,6 +248,17 @@ impl Engine {
                 )));
             }
         }
+        for (name, value) in [
+            ("concurrency", options.concurrency),
+            ("tool_concurrency", options.tool_concurrency),
+        ] {
+            if value > MAX_CONCURRENCY {
+                return Err(BatchError::Refused(format!(
+                    "{name} is {value}, above the most calls in flight the engine takes \
+                     ({MAX_CONCURRENCY})"
+                )));
+            }
+        }
         let threads = match options.threads {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
             n if n > MAX_THREADS => {
@@ -329,12 +347,31 @@ impl Engine {
 
     /// [`Engine::run_values`] of rows already made, some of which may be malformed
     /// (`input` an error, given back as the row's result): a host that converts its rows
-    /// itself fails a row it cannot convert, not the block.
+    /// itself fails a row it cannot convert, not the block. Always one result per row, in
+    /// the order given: after [`Engine::cancel`], a row that did not finish is a result
+    /// with [`RowError::CANCELLED`].
     pub fn run_rows(&self, rows: Vec<Row>) -> Result<Vec<RowResult>, BatchError> {
+        let ids: Vec<(u64, Value)> = rows.iter().map(|r| (r.index, r.id.clone())).collect();
         let mut sink = Collect::default();
         self.run(rows.into_iter(), &mut sink)?;
-        sink.0.sort_by_key(|r| r.index);
-        Ok(sink.0)
+        let mut done: HashMap<u64, RowResult> = sink.0.into_iter().map(|r| (r.index, r)).collect();
+        Ok(ids
+            .into_iter()
+            .map(|(index, id)| {
+                done.remove(&index).unwrap_or_else(|| RowResult {
+                    index,
+                    id,
+                    outcome: Err(RowError::new(
+                        RowError::CANCELLED,
+                        "the batch was cancelled before this row finished",
+                        None,
+                    )),
+                    calls: 0,
+                    tokens: 0,
+                    wall_ms: 0,
+                })
+            })
+            .collect())
     }
 
     /// Runs every row of `rows`, at most `rows_in_flight` at once, and tells `sink` what

@@ -49,7 +49,8 @@ mod result;
 pub mod rows;
 
 pub use engine::{
-    BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Summary, MAX_THREADS,
+    BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Summary, MAX_CONCURRENCY,
+    MAX_THREADS,
 };
 pub use host::AsyncHost;
 pub use journal::{Identity, Journal};

@@ -5,8 +5,9 @@ use serde_json::{json, Map, Value};
 /// Why a row failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowError {
-    /// The kind: a run-time error kind of the VM (`host_error`, `limit_exceeded`, ...), or
-    /// [`RowError::INVALID_ROW`] / [`RowError::INVALID_INPUT`] for a row that never ran.
+    /// The kind: a run-time error kind of the VM (`host_error`, `limit_exceeded`, ...),
+    /// [`RowError::INVALID_ROW`] / [`RowError::INVALID_INPUT`] for a row that never ran, or
+    /// [`RowError::CANCELLED`] for a row a cancel stopped.
     pub kind: String,
     /// What happened.
     pub message: String,
@@ -21,6 +22,10 @@ impl RowError {
     pub const INVALID_ROW: &'static str = "invalid_row";
     /// A row whose input does not match the target's `input_schema`.
     pub const INVALID_INPUT: &'static str = "invalid_input";
+    /// A row of a block that was cancelled ([`Engine::cancel`](crate::Engine::cancel))
+    /// before it finished: [`Engine::run_rows`](crate::Engine::run_rows) still gives it a
+    /// result, so the results line up with the rows.
+    pub const CANCELLED: &'static str = "cancelled";
 
     /// A new error.
     pub fn new(kind: &str, message: impl Into<String>, at: Option<String>) -> RowError {

@@ -268,10 +268,19 @@ def run_live(
     retries: int = 3,
     concurrency: int = 4,
 ) -> LiveResult:
-    """Runs an artifact with the Rust live host, the GIL released."""
+    """Runs an artifact with the Rust live host, the GIL released.
+
+    ``concurrency`` is how many threads carry calls at once (at most 256; threads start
+    as calls go out, so a pack making one call at a time uses one). ``timeout`` is in
+    seconds, at most 86400. Out-of-range values raise ``ValueError``."""
 
 class Batch:
-    """The batch engine of ``packc batch``: blocks of rows, one run each, many in flight."""
+    """The batch engine of ``packc batch``: blocks of rows, one run each, many in flight.
+
+    ``concurrency`` and ``tool_concurrency`` (calls in flight) are at most 100000,
+    ``threads`` at most 256, ``timeout`` at most 86400 seconds; more raises
+    ``ValueError``. A ``Batch`` made before a fork works in the child: the child's first
+    use starts an engine of its own."""
 
     def __init__(
         self,
@@ -296,7 +305,11 @@ class Batch:
         threads: int = 0,
     ) -> None: ...
     def run(self, rows: Iterable[Json]) -> List[Dict[str, Any]]:
-        """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``."""
-    def cancel(self) -> None: ...
+        """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``.
+
+        After :meth:`cancel`, still one per row: a row that did not finish has
+        ``{"error": {"kind": "cancelled", "message": ...}}``."""
+    def cancel(self) -> None:
+        """Stops the block running now (from another thread); ``run`` returns at once."""
     @property
     def progress(self) -> Dict[str, int]: ...

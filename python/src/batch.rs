@@ -3,11 +3,12 @@
 //! runtime, the GIL released. `packc.ray` calls it once per block of a Ray dataset.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use packc_batch::{BatchError, BatchOptions, Engine, Row, RowError, RowResult};
-use packc_vm::RunOptions;
+use packc_host::live::LiveConfig;
+use packc_vm::{Program, RunOptions, Target};
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -34,13 +35,56 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 ///
 /// The live options are `run_live`'s (`model`, `base_url`, `api_key`/`api_key_env`,
 /// `tools`, `target`, `variables`, `timeout`, `retries`), plus the batch's limits shared
-/// by all rows of a block: `concurrency` (model calls in flight), `rows_in_flight` (0:
-/// four times `concurrency`), `tool_concurrency`, `rpm`, `tpm`, `threads` (the engine's
-/// worker threads; 0: one per core, at most 4). `input_schema` (a JSON Schema as a dict)
+/// by all rows of a block: `concurrency` (model calls in flight, at most 100000),
+/// `rows_in_flight` (0: four times `concurrency`), `tool_concurrency` (at most 100000),
+/// `rpm`, `tpm`, `threads` (the engine's worker threads; 0: one per core, at most 4;
+/// never more than 256). `timeout` is at most 86400 seconds. `input_schema` (a JSON Schema as a dict)
 /// fails the rows that do not match it before any call.
+///
+/// A `Batch` made before a fork (`multiprocessing`'s fork start method) works in the
+/// child too: the child's first use starts an engine of its own, with the same options
+/// (the parent's runtime threads do not exist in the child).
 #[pyclass(frozen, module = "packc")]
 pub struct Batch {
-    engine: Engine,
+    /// What builds an engine: kept to build another in a forked child.
+    build: Build,
+    engine: Mutex<Current>,
+}
+
+/// The engine of this process: `pid` made it.
+struct Current {
+    pid: u32,
+    engine: Arc<Engine>,
+}
+
+/// What [`Engine::new`] takes, kept.
+struct Build {
+    program: Arc<Program>,
+    target: Target,
+    live: LiveConfig,
+    options: BatchOptions,
+}
+
+impl Build {
+    fn engine(&self) -> Result<Engine, BatchError> {
+        Engine::new(
+            self.program.clone(),
+            self.target,
+            self.live.clone(),
+            self.options.clone(),
+        )
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let current = self.engine.get_mut().unwrap_or_else(|e| e.into_inner());
+        if current.pid != std::process::id() {
+            // A forked child's copy of the parent's engine: dropping its runtime would
+            // wait for threads that do not exist here.
+            std::mem::forget(current.engine.clone());
+        }
+    }
 }
 
 #[pymethods]
@@ -111,15 +155,25 @@ impl Batch {
             },
             input_schema,
         };
-        let program = packc_vm::Program::new(artifact.inner.module.clone())
+        let program = Program::new(artifact.inner.module.clone())
             .map_err(|e| crate::errors::run_error(py, &e))?;
-        let program = std::sync::Arc::new(program);
-        let target = packc_vm::Target::parse(program.module(), target)
+        let program = Arc::new(program);
+        let target = Target::parse(program.module(), target)
             .map_err(|e| crate::errors::run_error(py, &e))?;
-        let engine = py
-            .detach(move || Engine::new(program, target, live, options))
-            .map_err(batch_error)?;
-        Ok(Batch { engine })
+        let build = Build {
+            program,
+            target,
+            live,
+            options,
+        };
+        let engine = py.detach(|| build.engine()).map_err(batch_error)?;
+        Ok(Batch {
+            build,
+            engine: Mutex::new(Current {
+                pid: std::process::id(),
+                engine: Arc::new(engine),
+            }),
+        })
     }
 
     /// run(rows) -> list of dicts
@@ -140,17 +194,19 @@ impl Batch {
         Ok(list)
     }
 
-    /// Stops the block running now (from another thread): no further row starts, and
-    /// `run` returns the rows finished so far.
+    /// Stops the block running now (from another thread): no further row starts, the
+    /// rows in flight stop, and `run` returns at once, still one result per row: a row
+    /// that did not finish has the error `{"kind": "cancelled", "message": ...}`.
     fn cancel(&self) {
-        self.engine.cancel();
+        self.current().cancel();
     }
 
     /// The counters of the block running now (or of the last one): `done`, `failed`,
     /// `in_flight`, `calls`, `tokens`.
     #[getter]
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = self.engine.progress();
+        let engine = self.current();
+        let p = engine.progress();
         let dict = PyDict::new(py);
         for (key, counter) in [
             ("done", &p.done),
@@ -166,11 +222,33 @@ impl Batch {
 }
 
 impl Batch {
+    /// The engine as it is now (the parent's, in a forked child that has not used it).
+    fn current(&self) -> Arc<Engine> {
+        let current = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        current.engine.clone()
+    }
+
+    /// The engine to run rows on: in a child forked since it was made, a new one (the
+    /// parent's runtime has no threads in the child). The parent's is left alone, never
+    /// dropped: dropping it would wait for those threads.
+    fn engine(&self, py: Python<'_>) -> PyResult<Arc<Engine>> {
+        let mut current = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = std::process::id();
+        if current.pid != pid {
+            let fresh = py.detach(|| self.build.engine()).map_err(batch_error)?;
+            let parents = std::mem::replace(&mut current.engine, Arc::new(fresh));
+            std::mem::forget(parents);
+            current.pid = pid;
+        }
+        Ok(current.engine.clone())
+    }
+
     /// Runs the rows on a thread of their own while this one waits with the GIL
     /// released and looks for Ctrl-C (Python runs signal handlers only on the main
     /// thread, between waits), which cancels the engine.
     fn wait(&self, py: Python<'_>, rows: Vec<Row>) -> PyResult<Vec<RowResult>> {
-        let engine = &self.engine;
+        let engine = self.engine(py)?;
+        let engine = &*engine;
         std::thread::scope(|scope| {
             let (tx, mut rx) = mpsc::channel();
             scope.spawn(move || {

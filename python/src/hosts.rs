@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use packc_host::live::{Ended, LiveConfig, LiveHost, ModelEndpoint, ToolBindings, TransportConfig};
+use packc_host::live::{
+    Ended, LiveConfig, LiveHost, ModelEndpoint, ToolBindings, TransportConfig, MAX_CONCURRENCY,
+};
 use packc_host::RunCaseOptions;
 use packc_vm::driver::ScriptItem;
 use packc_vm::{RunOptions, Target};
@@ -109,19 +111,16 @@ impl LiveResult {
 }
 
 /// Refuses what no live host can serve: another provider, a timeout that is not a
-/// positive number of seconds.
+/// positive number of seconds of at most a day (86400, as `packc run --timeout`).
 pub(crate) fn check_live(provider: &str, timeout: f64) -> PyResult<()> {
     if provider != "openai" {
         return Err(PyValueError::new_err(format!(
             "provider={provider:?}: the live host speaks \"openai\" (any OpenAI-compatible server)"
         )));
     }
-    if !(timeout.is_finite() && timeout > 0.0) {
-        return Err(PyValueError::new_err(
-            "timeout must be a positive number of seconds",
-        ));
-    }
-    Ok(())
+    packc_host::live::transport::timeout_secs(timeout, "timeout")
+        .map(drop)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The `variables=` argument as the run's host variables.
@@ -200,8 +199,9 @@ pub(crate) fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBinding
 ///
 /// Runs `artifact` against a real model (any OpenAI-compatible Chat Completions
 /// server) and real tools with the Rust live host, the GIL released: the calls of a
-/// parallel step go out concurrently (`concurrency`), with `timeout` seconds per call
-/// and `retries`. The key is `api_key`, else the environment variable `api_key_env`
+/// parallel step go out concurrently, on up to `concurrency` threads (at most 256;
+/// started as calls go out, so a pack making one call at a time uses one), with
+/// `timeout` seconds per call (at most 86400) and `retries`. The key is `api_key`, else the environment variable `api_key_env`
 /// (none: no key is sent). `tools` binds tool keys to commands or HTTP endpoints (a
 /// bindings file's path or its dict). Returns a `LiveResult`; a failed run raises its
 /// `packc.RunError`; Ctrl-C stops the run and raises `KeyboardInterrupt`.
@@ -234,6 +234,12 @@ fn run_live(
     let host_variables = host_variables(variables)?;
     if concurrency == 0 {
         return Err(PyValueError::new_err("concurrency must be at least 1"));
+    }
+    if concurrency > MAX_CONCURRENCY {
+        return Err(PyValueError::new_err(format!(
+            "concurrency is {concurrency}, above the most threads run_live starts \
+             ({MAX_CONCURRENCY}): each call in flight has a thread of its own"
+        )));
     }
     let host = LiveHost::new(LiveConfig {
         concurrency,

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import multiprocessing.queues
+import os
 import sys
 import threading
+import time
 from typing import Any, Dict, List
 
 import pytest
@@ -110,14 +114,114 @@ def test_bad_options_are_refused_when_the_engine_is_built() -> None:
         packc.Batch(artifact, model="m", input_schema={"type": 12})
 
 
-def test_cancel_from_another_thread_returns_the_rows_finished_so_far() -> None:
+def test_a_cancelled_block_still_has_one_result_per_row_in_order() -> None:
+    release = threading.Event()
+
+    def slow_first(body: Dict[str, Any]) -> Dict[str, Any]:
+        if "SLOW" in system_of(body):
+            release.wait(30)
+        return documents(body)
+
+    with MockOpenAI(slow_first) as mock:
+        batch = packc.Batch(packc.compile(EX2), model="m", base_url=mock.base_url, concurrency=8)
+        block = [{"id": "slow", "text": "SLOW"}] + rows(9)
+
+        def cancel_when_the_others_are_done() -> None:
+            while batch.progress["done"] < 9 and not release.is_set():
+                time.sleep(0.01)
+            batch.cancel()
+
+        canceller = threading.Thread(target=cancel_when_the_others_are_done)
+        canceller.start()
+        try:
+            results = batch.run(block)
+        finally:
+            release.set()
+            canceller.join()
+        assert [r["id"] for r in results] == ["slow"] + [f"r{i}" for i in range(9)]
+        assert results[0]["error"]["kind"] == "cancelled"
+        assert "cancelled" in results[0]["error"]["message"]
+        assert "output" not in results[0] and results[0]["calls"] == 0
+        assert all("output" in r and r["calls"] == 2 for r in results[1:])
+
+
+def test_timeouts_and_concurrency_past_their_maximum_are_value_errors() -> None:
+    artifact = packc.compile(EX2)
+    with pytest.raises(ValueError, match="timeout .* maximum of 86400"):
+        packc.Batch(artifact, model="m", timeout=1e20)
+    with pytest.raises(ValueError, match="timeout .* maximum of 86400"):
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url="http://127.0.0.1:9/v1", timeout=1e20)
+    packc.Batch(artifact, model="m", timeout=86400)
+    with pytest.raises(ValueError, match=r"concurrency is 4611686018427387904, .*\(100000\)"):
+        packc.Batch(artifact, model="m", concurrency=2**62)
+    with pytest.raises(ValueError, match=r"tool_concurrency is 4611686018427387904, .*\(100000\)"):
+        packc.Batch(artifact, model="m", tool_concurrency=2**62)
+    packc.Batch(artifact, model="m", concurrency=100_000, tool_concurrency=100_000)
+    with pytest.raises(ValueError, match=r"concurrency is 257, .*threads.*\(256\)"):
+        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=257)
+    with pytest.raises(ValueError, match=r"concurrency is 4611686018427387904"):
+        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=2**62)
+
+
+def threads_now() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="counts threads in /proc")
+def test_run_live_starts_threads_only_for_the_calls_in_flight() -> None:
+    # Example 2 makes one call at a time: one worker carries them, whatever concurrency is.
     with MockOpenAI(documents, delay=0.2) as mock:
-        batch = packc.Batch(packc.compile(EX2), model="m", base_url=mock.base_url, concurrency=2)
-        timer = threading.Timer(0.3, batch.cancel)
-        timer.start()
-        results = batch.run(rows(50))
-        timer.join()
-        assert len(results) < 50
+        base = threads_now()
+        peak = [0]
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], threads_now())
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            result = packc.run_live(
+                packc.compile(EX2), {"text": "x"}, model="m", base_url=mock.base_url, concurrency=256
+            )
+        finally:
+            stop.set()
+            watcher.join()
+        assert result.model_calls == 2
+        # The watcher, the driver, one worker, the mock's request thread and some slack.
+        assert peak[0] - base < 12
+
+
+def run_in_child(batch: packc.Batch, out: "multiprocessing.queues.Queue[Any]") -> None:
+    results = batch.run([{"id": "child", "text": "x"}])
+    out.put(results)
+
+
+@pytest.mark.parametrize("used_in_parent", [False, True])
+def test_a_batch_made_before_a_fork_runs_in_the_child(used_in_parent: bool) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method here")
+    context = multiprocessing.get_context("fork")
+    with MockOpenAI(documents) as mock:
+        batch = packc.Batch(packc.compile(EX2), model="m", base_url=mock.base_url)
+        if used_in_parent:
+            assert "output" in batch.run([{"text": "x"}])[0]
+        out = context.Queue()
+        child = context.Process(target=run_in_child, args=(batch, out))
+        child.start()
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            pytest.fail("the forked child hung running the batch")
+        assert child.exitcode == 0
+        [result] = out.get(timeout=5)
+        assert result["id"] == "child" and "output" in result and result["calls"] == 2
+        # The parent's engine goes on as before.
+        assert "output" in batch.run([{"text": "x"}])[0]
 
 
 def test_importing_packc_does_not_import_ray() -> None:

@@ -70,6 +70,11 @@ impl std::fmt::Display for ModelEndpoint {
     }
 }
 
+/// The most worker threads [`LiveHost::drive`](super::LiveHost::drive) starts
+/// ([`LiveConfig::concurrency`]): calls wait on the network, so more threads buy nothing
+/// but the risk of exhausting the system's.
+pub const MAX_CONCURRENCY: usize = 256;
+
 /// How the live host works.
 #[derive(Clone, Debug)]
 pub struct LiveConfig {
@@ -83,7 +88,9 @@ pub struct LiveConfig {
     pub tools: ToolBindings,
     /// Timeouts and retries of model calls.
     pub transport: TransportConfig,
-    /// The most calls in flight at once (the worker pool's size), at least 1.
+    /// The most calls in flight at once (the worker pool's size), at least 1 and at most
+    /// [`MAX_CONCURRENCY`]. Each worker is a thread, started when a call finds every
+    /// worker busy: a run never has more workers than calls in flight at once.
     pub concurrency: usize,
     /// How many times a model that names an event outside the allowed list is asked
     /// again before the call fails.

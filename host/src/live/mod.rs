@@ -50,7 +50,9 @@ use packc_vm::{Answer, CallId, CallView, ErrorKind, Input, Need, OwnedOutcome, R
 use serde_json::{json, Value};
 
 pub use binding_check::BindingReport;
-pub use config::{is_loopback, url_host, GuardFn, GuardHandler, LiveConfig, ModelEndpoint};
+pub use config::{
+    is_loopback, url_host, GuardFn, GuardHandler, LiveConfig, ModelEndpoint, MAX_CONCURRENCY,
+};
 pub use exchange::ModelExchange;
 pub use guard_failure::GuardFailure;
 pub use job::Job;
@@ -343,7 +345,8 @@ impl LiveHost {
     }
 
     /// Runs `run` to the end: the caller does `script`, then finishes. Calls are carried
-    /// out on a pool of [`LiveConfig::concurrency`] threads; `observer` hears of every
+    /// out on a pool of at most [`LiveConfig::concurrency`] threads (started as calls go
+    /// out, never more than [`MAX_CONCURRENCY`]); `observer` hears of every
     /// step. Returns early, with [`Ended::Interrupted`], once the cancel flag is set.
     pub fn drive(
         &self,
@@ -367,10 +370,14 @@ impl LiveHost {
         let (job_tx, job_rx) = mpsc::channel::<(CallId, Job)>();
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (answer_tx, answer_rx) = mpsc::channel::<(CallId, Answer, u64)>();
-        for _ in 0..self.inner.config.concurrency.max(1) {
+        // Workers start as calls go out, one per call in flight up to the pool's size: a
+        // pack that makes one call at a time uses one thread, whatever `concurrency` is.
+        let mut most_workers = self.inner.config.concurrency.clamp(1, MAX_CONCURRENCY);
+        let mut workers = 0usize;
+        let spawn_worker = || {
             let (answer, jobs, answers) = (answer.clone(), job_rx.clone(), answer_tx.clone());
             let redactor = self.inner.redactor.clone();
-            std::thread::spawn(move || loop {
+            std::thread::Builder::new().spawn(move || loop {
                 let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok((id, job)) = job else { break };
                 let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(&job)));
@@ -391,9 +398,8 @@ impl LiveHost {
                 if answers.send((id, answer, tokens)).is_err() {
                     break;
                 }
-            });
-        }
-        drop(answer_tx);
+            })
+        };
 
         let started = Instant::now();
         let mut stats = Stats::default();
@@ -478,6 +484,21 @@ impl LiveHost {
                                 }
                             }
                             stats.in_flight += 1;
+                            if workers < most_workers && stats.in_flight as usize > workers {
+                                match spawn_worker() {
+                                    Ok(_) => workers += 1,
+                                    // The system has no thread to spare: the workers
+                                    // there are carry the calls.
+                                    Err(_) if workers > 0 => most_workers = workers,
+                                    Err(e) => {
+                                        let e = RunError::new(
+                                            ErrorKind::HostError,
+                                            format!("cannot start a thread for the calls: {e}"),
+                                        );
+                                        return finish(Ended::Failed(e), stats, recording);
+                                    }
+                                }
+                            }
                             // The workers outlive this loop only on interruption.
                             let _ = job_tx.send((view.id(), Job::of(&view)));
                         }
