@@ -39,6 +39,7 @@ import numpy as np
 import ray.data
 
 from . import Artifact, Batch
+from ._plain import plain
 
 #: The columns :class:`PackRunner` adds to each row.
 RESULT_COLUMNS = ("output", "error", "calls", "tokens", "wall_ms")
@@ -58,7 +59,9 @@ class PackRunner:
         self.batch = Batch(Artifact.from_bytes(artifact), **live_options)
 
     def __call__(self, block: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        columns = {name: values.tolist() for name, values in block.items()}
+        # A list-valued cell comes as an array (a column of them is an array of arrays,
+        # which `tolist` leaves as they are): every array, at any depth, becomes a list.
+        columns = {name: plain(values) for name, values in block.items()}
         count = len(next(iter(columns.values()), []))
         rows = [{name: values[i] for name, values in columns.items()} for i in range(count)]
         results = self.batch.run(rows)

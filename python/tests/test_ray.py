@@ -108,3 +108,19 @@ def test_the_runner_is_a_plain_callable_on_a_block() -> None:
         assert json.loads(out["output"][1]) == GENERAL_OUTPUT
         assert list(out["calls"]) == [2, 2] and list(out["error"]) == [None, None]
         assert out["output"].shape == (2,)
+
+
+def test_the_runner_hands_list_valued_cells_to_the_engine_as_lists() -> None:
+    # Ray gives a list-valued column as an object array of arrays.
+    import numpy as np
+
+    with MockOpenAI(by_abstract) as mock:
+        runner = packc.ray.PackRunner(packc.compile(EX2).to_bytes(), model="m", base_url=mock.base_url)
+        tags = np.empty(2, dtype=object)
+        tags[0] = np.array(["a", "b"])
+        tags[1] = np.array([], dtype=object)
+        block = {"text": np.array(["Paper. Abstract: x", "Notice: y"]), "tags": tags}
+        out = runner(block)
+        assert list(out["error"]) == [None, None]
+        assert json.loads(out["output"][0]) == PAPER_OUTPUT
+        assert list(out["calls"]) == [2, 2]
