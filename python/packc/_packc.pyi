@@ -14,6 +14,7 @@ from typing import (
     Literal,
     Mapping,
     Optional,
+    Sequence,
     Type,
     Union,
     overload,
@@ -22,7 +23,8 @@ from typing import (
 __version__: str
 COMPILER_VERSION: str
 
-#: A JSON-shaped Python value: dict, list, str, int, float, bool or None.
+#: A JSON-shaped Python value: dict (or any other Mapping with str keys), list, tuple (or
+#: any other Sequence but bytes), str, int, float, bool or None.
 Json = Any
 #: What ``Call.kind`` can be.
 CallKind = Literal["model", "tool", "guard", "extension"]
@@ -169,7 +171,7 @@ class Run:
         call: Union[Call, int],
         *,
         output: Json = None,
-        tool_calls: Optional[Iterable[Any]] = None,
+        tool_calls: Optional[Sequence[Any]] = None,
         event: Optional[str] = None,
         error: Optional[str] = None,
     ) -> Need:

@@ -1,12 +1,16 @@
 //! Values across the boundary: `serde_json::Value` ⇄ plain Python objects.
 //!
 //! JSON-shaped Python values are `None`, `bool`, `int` (within 64 bits), finite `float`,
-//! `str`, `list` / `tuple` and `dict` with `str` keys. Anything else, anywhere inside a
+//! `str`, `list` / `tuple` (or any other `collections.abc.Sequence` but bytes) and `dict`
+//! (or any other `collections.abc.Mapping`) with `str` keys. Anything else, anywhere inside a
 //! value, is a `TypeError` naming its path (`output['items'][2]`) and its type.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyMemoryView,
+    PySequence, PyString, PyTuple,
+};
 use serde_json::{Map, Number, Value};
 
 /// The deepest nesting converted: deeper values (or a list that contains itself) are a
@@ -121,23 +125,7 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<
         return Ok(Value::String(text(s, path)?.into_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::with_capacity(d.len());
-        let mark = path.len();
-        for (k, v) in d.iter() {
-            let Ok(key) = k.cast::<PyString>() else {
-                return Err(PyTypeError::new_err(format!(
-                    "{path} has a key of type {} ({}); JSON object keys are str",
-                    type_name(&k),
-                    k.repr().map_or_else(|_| "?".into(), |r| r.to_string())
-                )));
-            };
-            let key = text(key, path)?;
-            path.push_str(&format!("[{key:?}]"));
-            let value = convert(&v, path, depth + 1)?;
-            path.truncate(mark);
-            map.insert(key.into_owned(), value);
-        }
-        return Ok(Value::Object(map));
+        return object(d.iter().map(Ok), d.len(), path, depth);
     }
     let items = if let Ok(l) = obj.cast::<PyList>() {
         Some(l.iter().collect::<Vec<_>>())
@@ -145,6 +133,25 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<
         Some(t.iter().collect::<Vec<_>>())
     } else {
         None
+    };
+    // The slow path: any other `collections.abc.Mapping` is an object, any other
+    // `Sequence` an array (but bytes, which JSON cannot hold).
+    let items = match items {
+        Some(items) => Some(items),
+        None if is_bytes(obj) => None,
+        None => {
+            if let Ok(m) = obj.cast::<PyMapping>() {
+                let pairs = m.items()?;
+                let pairs = pairs
+                    .iter()
+                    .map(|pair| pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>());
+                return object(pairs, m.len()?, path, depth);
+            }
+            match obj.cast::<PySequence>() {
+                Ok(seq) => Some(seq.try_iter()?.collect::<PyResult<Vec<_>>>()?),
+                Err(_) => None,
+            }
+        }
     };
     if let Some(items) = items {
         let mark = path.len();
@@ -157,9 +164,44 @@ fn convert(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> PyResult<
         return Ok(Value::Array(out));
     }
     Err(PyTypeError::new_err(format!(
-        "{path} is of type {}, not a JSON value (dict, list, tuple, str, int, float, bool or None)",
+        "{path} is of type {}, not a JSON value (dict or other mapping, list, tuple or other \
+         sequence, str, int, float, bool or None)",
         type_name(obj)
     )))
+}
+
+/// The members of a dict or other mapping, as a JSON object: its keys must be `str`.
+fn object<'py>(
+    pairs: impl Iterator<Item = PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)>>,
+    len: usize,
+    path: &mut String,
+    depth: usize,
+) -> PyResult<Value> {
+    let mut map = Map::with_capacity(len);
+    let mark = path.len();
+    for pair in pairs {
+        let (k, v) = pair?;
+        let Ok(key) = k.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "{path} has a key of type {} ({}); JSON object keys are str",
+                type_name(&k),
+                k.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            )));
+        };
+        let key = text(key, path)?;
+        path.push_str(&format!("[{key:?}]"));
+        let value = convert(&v, path, depth + 1)?;
+        path.truncate(mark);
+        map.insert(key.into_owned(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+/// `bytes`, `bytearray` or `memoryview`: sequences, but not of JSON values.
+fn is_bytes(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyByteArray>()
+        || obj.is_instance_of::<PyMemoryView>()
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {

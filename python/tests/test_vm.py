@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict, UserDict, UserList
+from types import MappingProxyType
 from typing import Any, Dict, List
 
 import pytest
@@ -137,6 +139,28 @@ def test_values_cross_as_native_objects(ex2_program: packc.Program) -> None:
     assert type(outcome.output["n"][5]) is bool and type(outcome.output["n"][0]) is int
 
 
+def test_any_mapping_or_sequence_crosses_as_a_dict_or_a_list(ex2_program: packc.Program) -> None:
+    # What the stubs' Mapping and Sequence parameters promise.
+    value = MappingProxyType(
+        {"text": "x", "items": range(3), "more": UserList([OrderedDict(a=1)]), "d": UserDict(b=None)}
+    )
+    run = ex2_program.start("composition:analyze_document", variables=MappingProxyType({"v": "1"}))
+    run.resume()
+    run.resume(turn=value)
+    run.answer(run.pending[0], output=UserDict(type="general"))
+    run.answer(run.pending[0], output=value)
+    run.resume(finish=True)
+    outcome = run.outcome
+    assert outcome is not None
+    assert outcome.output == {"text": "x", "items": [0, 1, 2], "more": [{"a": 1}], "d": {"b": None}}
+    run = ex2_program.start("composition:analyze_document")
+    run.resume()
+    run.resume(turn={"text": "x"})
+    # A sequence of requests is read item by item (this one's first lacks its name).
+    with pytest.raises(TypeError, match=r"tool_calls\[0\] is not"):
+        run.answer(run.pending[0], tool_calls=UserList([{"args": {}}]))
+
+
 @pytest.mark.parametrize(
     "bad, path",
     [
@@ -146,6 +170,9 @@ def test_values_cross_as_native_objects(ex2_program: packc.Program) -> None:
         ({"a": float("nan")}, 'output["a"] is NaN, which JSON cannot represent'),
         ({"a": 2**64}, 'output["a"] is an int outside the 64-bit range'),
         (b"bytes", "output is of type bytes"),
+        ({"a": bytearray(b"x")}, 'output["a"] is of type bytearray'),
+        ({"a": memoryview(b"x")}, 'output["a"] is of type memoryview'),
+        ({"a": MappingProxyType({2: "x"})}, 'output["a"] has a key of type int'),
     ],
 )
 def test_a_value_that_is_not_json_raises_type_error_naming_its_path(
