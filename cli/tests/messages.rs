@@ -88,6 +88,38 @@ fn a_runtime_unresolved_binding_names_its_step() {
 }
 
 #[test]
+fn a_placeholder_that_does_not_resolve_is_named() {
+    let dir = scratch("placeholder");
+    let pack = write(
+        &dir,
+        "p.pack.yaml",
+        "id: d\nname: D\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  classify: {id: classify, name: C, version: 1.0.0, system_template: \"Classify: {{input.text}}\"}\ncompositions:\n  flow:\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: classify, input: \"${input.text}\"}\n",
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        [
+            "--target",
+            "composition:flow",
+            "--input",
+            r#"{"text": "hi"}"#
+        ]
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(
+        &out,
+        "prompt `classify`: `{{input.text}}` does not resolve: the value has no such member or element",
+    );
+    // `workflow`, the default target, in a pack without one says what to run.
+    let out = packc_output!("run", &pack);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(
+        &out,
+        "this pack has no workflow; run `composition:flow` instead",
+    );
+}
+
+#[test]
 fn inspect_writes_not_around_what_it_negates() {
     let (dir, pack) = pack("inspect");
     let stdout = built_and_inspected(&pack, &dir.join("review.ppk"));

@@ -71,7 +71,11 @@ fn no_workflow(module: &Module) -> RunError {
     };
     let mut others = names(
         "composition",
-        module.compositions.iter().map(|c| module.str(c.key)).collect(),
+        module
+            .compositions
+            .iter()
+            .map(|c| module.str(c.key))
+            .collect(),
     );
     others.extend(names(
         "agent",
