@@ -148,17 +148,40 @@ fn compile_half(
                 .iter()
                 .any(|(k, p)| k == kind && at.is_none_or(|a| a == p))
             {
+                let place = at.map_or(String::new(), |a| format!(" at {a}"));
                 diffs.push(format!(
-                    "expected compile error {kind} at {at:?}; reported errors: {errors:?}"
+                    "expected compile error {kind}{place}; {}",
+                    reported_errors(&checked)
                 ));
             }
             verdict(diffs).map(|()| None)
         }
         None if !errors.is_empty() => {
-            diffs.push(format!("expected no compile error; reported: {errors:?}"));
+            diffs.push(format!(
+                "expected no compile error; {}",
+                reported_errors(&checked)
+            ));
             verdict(diffs).map(|()| None)
         }
         None => verdict(diffs).map(|()| Some((checked, base_dir))),
+    }
+}
+
+/// The pack's errors, one line each: kind, pointer and message (a case's pack is often
+/// inline, so there is no line to point at).
+fn reported_errors(checked: &Checked) -> String {
+    let lines: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| match d.pointer() {
+            Some(p) => format!("\n  {} at {p}: {}", d.kind.as_str(), d.message),
+            None => format!("\n  {}: {}", d.kind.as_str(), d.message),
+        })
+        .collect();
+    match lines.len() {
+        0 => "the pack has no error".to_owned(),
+        n => format!("the pack has {n} error(s):{}", lines.concat()),
     }
 }
 
