@@ -551,3 +551,118 @@ fn pattern_count_and_compiled_size() {
         err.message
     );
 }
+
+/// A pack whose prompt `p0` has one `regex` validator per pattern.
+fn with_validators(patterns: &[&str]) -> Value {
+    let mut p = pack(Shape {
+        prompts: 1,
+        ..Shape::default()
+    });
+    let validators: Vec<Value> = patterns
+        .iter()
+        .map(|pat| json!({"type": "regex", "params": {"pattern": pat}}))
+        .collect();
+    p["prompts"]["p0"]["validators"] = Value::Array(validators);
+    p
+}
+
+#[test]
+fn validator_patterns_count_with_variable_patterns() {
+    let mut p = with_patterns(&["^a+$", "b"]);
+    p["prompts"]["p0"]["validators"] = json!([
+        {"type": "regex", "params": {"pattern": "c"}},
+        // Disabled: never compiled, not counted.
+        {"type": "regex", "enabled": false, "params": {"pattern": "d"}},
+        {"type": "content_matches", "params": {"pattern": "e", "expect_match": false}},
+        {"type": "banned_words", "params": {"words": ["f"]}},
+    ]);
+    edge(
+        &p,
+        "max_patterns",
+        4,
+        "/prompts/p0/validators/2/params/pattern",
+    );
+    let (_, bytes) = built(&p);
+    artifact_edge(&bytes, |l, n| l.max_patterns = n, "max_patterns", 4);
+}
+
+#[test]
+fn validator_pattern_compiled_size() {
+    // The attack: 300 validators `\w{200}` on one prompt (an 18 KB pack) took a minute
+    // and gigabytes to run. The first is refused at compile time under the default size.
+    let big = with_validators(&[r"\w{200}"; 300]);
+    let d = the_error(
+        &big,
+        &Limits::default(),
+        DiagKind::LimitExceeded,
+        "max_pattern_size",
+    );
+    assert_eq!(d.pointer(), Some("/prompts/p0/validators/0/params/pattern"));
+    let small = with_validators(&["a", r"\w{5}"]);
+    assert_clean(&small, &Limits::default());
+    let mut limits = Limits::default();
+    limits.set("max_pattern_size", 1_000).unwrap();
+    let d = the_error(&small, &limits, DiagKind::LimitExceeded, "max_pattern_size");
+    assert_eq!(d.pointer(), Some("/prompts/p0/validators/1/params/pattern"));
+
+    // At load: the VM's loader compiles within the same limit, and refuses past it.
+    let small_module = built(&small).0.module;
+    assert!(packc_vm::Program::new(small_module.clone()).is_ok());
+    let err = packc_vm::Program::with_max_pattern_size(small_module, 1_000).unwrap_err();
+    assert_eq!(err.kind.as_str(), "limit_exceeded");
+    assert!(
+        err.message.contains("`max_pattern_size`"),
+        "{}",
+        err.message
+    );
+}
+
+/// A hand-made artifact cannot get past the limits the compiler holds validators to.
+#[test]
+fn an_artifact_past_the_validator_pattern_limits_does_not_load() {
+    let (artifact, _) = built(&with_validators(&["a"]));
+    let with = |patterns: &[&str]| {
+        let mut artifact = artifact.clone();
+        let guard = artifact.module.prompts[0].guards[0].clone();
+        artifact.module.prompts[0].guards = patterns
+            .iter()
+            .map(|p| {
+                let mut g = guard.clone();
+                g.check = ir_spec::Check::Regex {
+                    pattern: (*p).to_owned(),
+                    expect_match: true,
+                };
+                g
+            })
+            .collect();
+        artifact.encode()
+    };
+    let limits = DecodeLimits::default();
+    assert!(packc_vm::Program::load(&with(&[r"\w{5}"]), &limits).is_ok());
+
+    let err = packc_vm::Program::load(&with(&[r"\w{5}", r"\w{200}"]), &limits).unwrap_err();
+    let packc_vm::LoadError::Run(err) = err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(err.kind.as_str(), "limit_exceeded");
+    assert!(
+        err.message.contains("`max_pattern_size`"),
+        "{}",
+        err.message
+    );
+
+    let many = with(&["a"; 1_001]);
+    let err = packc_vm::Program::load(&many, &limits).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            packc_vm::LoadError::Artifact(ArtifactError::Limit {
+                limit: "max_patterns",
+                max: 1_000,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(packc_vm::Program::load(&with(&["a"; 1_000]), &limits).is_ok());
+}

@@ -33,8 +33,8 @@ pub const DEFAULT_MAX_AGENTS: usize = 10_000;
 /// The most attempts a step's `retry` modifier may ask for by default: each attempt is a
 /// host call, and a run keeps a record of each.
 pub const DEFAULT_MAX_ATTEMPTS: usize = 100;
-/// Variable `pattern`s (regular expressions) a module may hold by default: each is
-/// compiled when the module is loaded.
+/// Patterns (regular expressions: variable `pattern`s and `Regex` validators together) a
+/// module may hold by default: each is compiled when the module is loaded.
 pub const DEFAULT_MAX_PATTERNS: usize = 1_000;
 /// The most memory one compiled `pattern` may take by default, in bytes (the `regex`
 /// crate's `size_limit`): what bounds the time compiling it takes.
@@ -66,8 +66,9 @@ pub struct DecodeLimits {
     pub max_agents: usize,
     /// Attempts of one step, `retry.max_attempts` (100 by default).
     pub max_attempts: usize,
-    /// Variable `pattern`s of all prompts together (1,000 by default). The compiled size
-    /// of each is the loader's to bound (`packc_vm::Program::with_max_pattern_size`).
+    /// Patterns of all prompts together, variable `pattern`s and `Regex` validators (1,000
+    /// by default). The compiled size of each is the loader's to bound
+    /// (`packc_vm::Program::with_max_pattern_size`).
     pub max_patterns: usize,
 }
 
@@ -138,15 +139,21 @@ impl DecodeLimits {
             attempts.unwrap_or(0),
             self.max_attempts,
         )?;
-        let patterns = m
-            .prompts
-            .iter()
-            .flat_map(|p| &p.variables)
-            .filter(|v| v.validation.pattern.is_some())
-            .count();
+        let patterns = m.prompts.iter().fold(0usize, |n, p| {
+            let variables = p
+                .variables
+                .iter()
+                .filter(|v| v.validation.pattern.is_some());
+            let validators = p
+                .guards
+                .iter()
+                .filter(|g| matches!(g.check, crate::Check::Regex { .. }));
+            n.saturating_add(variables.count())
+                .saturating_add(validators.count())
+        });
         over(
             "max_patterns",
-            "variable patterns",
+            "patterns (variable patterns and regex validators)",
             patterns,
             self.max_patterns,
         )

@@ -11,7 +11,7 @@
 
 use aho_corasick::{packed, AhoCorasick};
 use ir_spec::{Check, Guard};
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
 use scan::{Rare, Scanned};
@@ -75,8 +75,10 @@ enum Literals {
 }
 
 impl Pattern {
-    fn new(pattern: &str) -> Option<Pattern> {
-        let regex = Regex::new(pattern).ok()?;
+    /// Compiles `pattern` within `max` bytes (the `regex` crate's `size_limit`, which
+    /// bounds the time compiling takes).
+    fn new(pattern: &str, max: usize) -> Result<Pattern, regex::Error> {
+        let regex = RegexBuilder::new(pattern).size_limit(max).build()?;
         let literals = literal_set(pattern).and_then(|set| {
             if set.iter().any(|l| l.is_empty()) {
                 return Some(Literals::Always);
@@ -91,7 +93,7 @@ impl Pattern {
                 None => AhoCorasick::new(&set).ok().map(Literals::Many),
             }
         });
-        Some(Pattern { regex, literals })
+        Ok(Pattern { regex, literals })
     }
 
     /// Whether the pattern matches somewhere in `text`.
@@ -336,21 +338,24 @@ fn words_pattern(words: &[String], word_boundary: bool) -> String {
     pattern
 }
 
-/// Compiles `g` once.
-pub(crate) fn compile(g: &Guard) -> Matcher {
-    match &g.check {
+/// Compiles `g` once, a `Regex` pattern within `max_pattern_size` bytes; `Err` carries
+/// the limit when the pattern compiles past it.
+pub(crate) fn compile(g: &Guard, max_pattern_size: usize) -> Result<Matcher, usize> {
+    Ok(match &g.check {
         Check::BannedWords {
             words,
             word_boundary,
         } => Words::new(words, *word_boundary)
             .map_or(Matcher::Broken, |w| Matcher::Words(Box::new(w))),
-        Check::Regex { pattern, .. } => {
-            Pattern::new(pattern).map_or(Matcher::Broken, |p| Matcher::Regex(Box::new(p)))
-        }
+        Check::Regex { pattern, .. } => match Pattern::new(pattern, max_pattern_size) {
+            Ok(p) => Matcher::Regex(Box::new(p)),
+            Err(regex::Error::CompiledTooBig(max)) => return Err(max),
+            Err(_) => Matcher::Broken,
+        },
         Check::JsonSchema(schema) => jsonschema::validator_for(&schema.parse())
             .map_or(Matcher::Broken, |v| Matcher::Schema(Box::new(v))),
         _ => Matcher::Plain,
-    }
+    })
 }
 
 /// What a triggered guard does to the text.

@@ -6,8 +6,9 @@
 //!
 //! The model first. A module is checked once and turned into a [`Program`]: the module
 //! plus tables derived from it (compiled predicates with pre-typed constants and
-//! short-circuit jumps, compiled variable patterns, buffer sizes). A [`Run`] executes a
-//! program against a [`Target`]; it is plain data that the host drives:
+//! short-circuit jumps, compiled variable and validator patterns, buffer sizes). A
+//! [`Run`] executes a program against a [`Target`]; it is plain data that the host
+//! drives:
 //!
 //! ```text
 //! run.resume(Input::Start)          -> Need::Caller    the run waits for a turn

@@ -9,8 +9,8 @@ use crate::error::{ErrorKind, RunError};
 use crate::pred::Compiled;
 
 /// A module checked once at the door (`Module::validate`), with precomputed tables:
-/// compiled predicates, compiled variable patterns, and the sizes a run reserves its
-/// buffers from. Share it between runs in an `Arc`.
+/// compiled predicates, compiled variable and validator patterns, and the sizes a run
+/// reserves its buffers from. Share it between runs in an `Arc`.
 #[derive(Debug)]
 pub struct Program {
     pub(crate) m: Module,
@@ -44,12 +44,19 @@ pub struct Program {
 fn compile_pattern(pattern: &str, max: usize) -> Result<Option<Regex>, RunError> {
     match RegexBuilder::new(pattern).size_limit(max).build() {
         Ok(re) => Ok(Some(re)),
-        Err(regex::Error::CompiledTooBig(_)) => Err(RunError::new(
-            ErrorKind::LimitExceeded,
-            format!("a variable pattern compiles to more than {max} bytes, past the loader's limit `max_pattern_size`"),
-        )),
+        Err(regex::Error::CompiledTooBig(_)) => Err(too_big("a variable pattern", max)),
         Err(_) => Ok(None),
     }
+}
+
+/// The `limit_exceeded` error of `what` (a pattern) compiling past `max` bytes.
+fn too_big(what: &str, max: usize) -> RunError {
+    RunError::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "{what} compiles to more than {max} bytes, past the loader's limit `max_pattern_size`"
+        ),
+    )
 }
 
 /// Why [`Program::load`] failed.
@@ -58,7 +65,7 @@ pub enum LoadError {
     /// The bytes are not an intact, valid `.ppk` artifact within the limits.
     #[error(transparent)]
     Artifact(ir_spec::ArtifactError),
-    /// A variable pattern compiles past the default size (`limit_exceeded`).
+    /// A variable or validator pattern compiles past the default size (`limit_exceeded`).
     #[error(transparent)]
     Run(RunError),
 }
@@ -76,17 +83,17 @@ pub(crate) enum SystemLen {
 }
 
 impl Program {
-    /// Validates `module` and builds its tables, each variable pattern compiled within
-    /// the default size ([`ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE`]).
+    /// Validates `module` and builds its tables, each variable and validator pattern
+    /// compiled within the default size ([`ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE`]).
     pub fn new(module: Module) -> Result<Program, RunError> {
         Program::with_max_pattern_size(module, ir_spec::limits::DEFAULT_MAX_PATTERN_SIZE)
     }
 
-    /// [`Program::new`] with each variable `pattern` compiled within `max` bytes (the
-    /// `regex` crate's `size_limit`, which bounds the time compiling takes); a pattern
-    /// past it is a `limit_exceeded` error naming `max_pattern_size`. The compiler holds
-    /// packs to the same limit (`Limits::max_pattern_size`), so what it built under the
-    /// same value loads.
+    /// [`Program::new`] with each variable `pattern` and `regex` validator pattern
+    /// compiled within `max` bytes (the `regex` crate's `size_limit`, which bounds the
+    /// time compiling takes); a pattern past it is a `limit_exceeded` error naming
+    /// `max_pattern_size`. The compiler holds packs to the same limit
+    /// (`Limits::max_pattern_size`), so what it built under the same value loads.
     pub fn with_max_pattern_size(module: Module, max: usize) -> Result<Program, RunError> {
         module
             .validate()
@@ -95,8 +102,8 @@ impl Program {
     }
 
     /// Decodes a `.ppk` artifact within `limits` and builds its program, verifying the
-    /// module once (the decoder's [`Module::validate`]); each variable pattern is
-    /// compiled within the default size. A damaged or invalid artifact is an
+    /// module once (the decoder's [`Module::validate`]); each variable and validator
+    /// pattern is compiled within the default size. A damaged or invalid artifact is an
     /// [`ArtifactError`](ir_spec::ArtifactError) in a [`LoadError`].
     pub fn load(
         bytes: &[u8],
@@ -158,8 +165,16 @@ impl Program {
         let guards = module
             .prompts
             .iter()
-            .map(|p| p.guards.iter().map(crate::guard::compile).collect())
-            .collect();
+            .map(|p| {
+                p.guards
+                    .iter()
+                    .map(|g| {
+                        crate::guard::compile(g, max)
+                            .map_err(|max| too_big("the pattern of a `regex` validator", max))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let input_guards = module
             .prompts
             .iter()

@@ -1,7 +1,7 @@
 //! The [`Limits`] checked on a loaded document: string length (templates with their
 //! fragments expanded included), the counts of compositions, steps, states, prompts,
 //! tools and agent members, the attempts a `retry` asks for, and the number and compiled
-//! size of variable patterns.
+//! size of patterns (variable patterns and `regex` validators).
 //!
 //! They run before the schema and the semantic checks, and a pack past one of them gets
 //! nothing else: the later stages are where a huge pack would cost time. Each limit is
@@ -270,37 +270,41 @@ fn steps_pointer(key: &str, lists: &[StepList<'_>], l: usize) -> String {
     pointer
 }
 
-/// Variable patterns: at most `max_patterns` of them, each compiling within
-/// `max_pattern_size` (the check the artifact loader makes, `packc_vm::Program`).
+/// Patterns: the variables' `validation.pattern`s and the `regex` (`content_matches`)
+/// validators' `params.pattern`s (those not `enabled: false`), at most `max_patterns` of
+/// them in all, each compiling within `max_pattern_size` (the check the artifact loader
+/// makes, `packc_vm::Program`). A prompt's variable patterns are counted before its
+/// validators'.
 fn patterns(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     let Some(prompts) = root.get("prompts").and_then(Node::as_object) else {
         return;
     };
     let mut count = 0usize;
     for (key, prompt) in prompts {
-        let Some(vars) = prompt.get("variables").and_then(Node::as_array) else {
-            continue;
-        };
-        for (i, var) in vars.iter().enumerate() {
-            let Some(pattern) = var
-                .get("validation")
-                .and_then(|v| v.get("pattern"))
-                .and_then(Node::as_str)
-            else {
-                continue;
-            };
-            let at = || {
-                format!(
-                    "/prompts/{}/variables/{i}/validation/pattern",
-                    escape_token(key)
-                )
-            };
+        let list = |member: &str| prompt.get(member).and_then(Node::as_array).unwrap_or(&[]);
+        let variables = list("variables").iter().enumerate().filter_map(|(i, var)| {
+            let pattern = var.get("validation")?.get("pattern")?.as_str()?;
+            Some((i, "variables", "validation/pattern", pattern))
+        });
+        let validators = list("validators").iter().enumerate().filter_map(|(i, v)| {
+            let ty = v.get("type")?.as_str()?;
+            let enabled = v.get("enabled") != Some(&Node::Bool(false));
+            let pattern = v.get("params")?.get("pattern")?.as_str()?;
+            (enabled && crate::validators::built_in(ty) == Some("regex")).then_some((
+                i,
+                "validators",
+                "params/pattern",
+                pattern,
+            ))
+        });
+        for (i, member, path, pattern) in variables.chain(validators) {
+            let at = || format!("/prompts/{}/{member}/{i}/{path}", escape_token(key));
             count += 1;
             if count > limits.max_patterns {
                 let max = limits.max_patterns;
                 out.push(exceeded(
                     at(),
-                    format!("the prompts up to `{key}` have more than {max} variable patterns (`max_patterns`)"),
+                    format!("the prompts up to `{key}` have more than {max} patterns, variable and validator patterns together (`max_patterns`)"),
                     "max_patterns",
                 ));
                 return;

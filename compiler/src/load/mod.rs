@@ -85,11 +85,13 @@ pub struct Limits {
     /// The most attempts one step's `retry.max_attempts` may ask for (100 by default):
     /// each attempt is a host call, a live model call under `packc run --provider`.
     pub max_attempts: usize,
-    /// The most variable `validation.pattern`s of all prompts together (1,000 by
-    /// default): each is compiled when the artifact is loaded.
+    /// The most patterns of all prompts together, variable `validation.pattern`s and
+    /// `regex` validators' `params.pattern`s (1,000 by default): each is compiled when
+    /// the artifact is loaded.
     pub max_patterns: usize,
-    /// The most memory one compiled `pattern` may take, in bytes (256 KiB by default; the
-    /// `regex` crate's `size_limit`, which bounds the time compiling it takes).
+    /// The most memory one compiled pattern (variable or validator) may take, in bytes
+    /// (256 KiB by default; the `regex` crate's `size_limit`, which bounds the time
+    /// compiling it takes).
     pub max_pattern_size: usize,
 }
 

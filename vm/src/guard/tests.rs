@@ -16,7 +16,7 @@ fn guard(check: Check) -> Guard {
 
 fn verdict(check: Check, text: &str) -> Verdict {
     let g = guard(check);
-    judge(&g, &compile(&g), text)
+    judge(&g, &compile(&g, usize::MAX).unwrap(), text)
 }
 
 fn words(list: &[&str], word_boundary: bool) -> Check {
@@ -180,7 +180,7 @@ fn literal_patterns_skip_the_regex_engine() {
                 .collect::<Vec<_>>()
         })
     };
-    let pattern = |p: &str| Pattern::new(p).unwrap();
+    let pattern = |p: &str| Pattern::new(p, usize::MAX).unwrap();
     assert_eq!(
         set(r#""(type|summary)""#).unwrap(),
         [r#""type""#, r#""summary""#]
@@ -246,7 +246,7 @@ proptest::proptest! {
     #[test]
     fn literal_patterns_agree_with_the_regex((pattern, text) in pattern_case()) {
         let reference = Regex::new(&pattern).unwrap();
-        let found = Pattern::new(&pattern).unwrap().is_match(&text);
+        let found = Pattern::new(&pattern, usize::MAX).unwrap().is_match(&text);
         proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", pattern, text);
     }
 }
