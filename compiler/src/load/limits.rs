@@ -240,7 +240,9 @@ fn attempts(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                     ));
                     return;
                 }
-                if let Some(branches) = crate::vocab::parallel_branches(step) {
+                // Any step's `branches` is walked, a parallel's or not: a limit is checked
+                // before anything knows what the steps are, and must not be escaped.
+                if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                     lists.push((Some((l, i)), branches));
                     todo.push(lists.len() - 1);
                 }
@@ -334,7 +336,7 @@ fn step_count(steps: &[Node]) -> usize {
     while let Some(list) = first.take().or_else(|| stack.pop()) {
         n = n.saturating_add(list.len());
         for step in list {
-            if let Some(branches) = crate::vocab::parallel_branches(step) {
+            if let Some(branches) = step.get("branches").and_then(Node::as_array) {
                 stack.push(branches);
             }
         }
