@@ -79,7 +79,8 @@ pub struct RunArgs {
     pub interactive: bool,
     /// `human` (the default) prints the output alone, as JSON; `json` prints the whole
     /// result as one JSON object (status, why it stopped, output, state, error, trace,
-    /// every call with its input and answer, tokens).
+    /// every call with its input and answer and every built-in validator firing, as a
+    /// case's `expect.calls` lists them, tokens).
     #[arg(
         long,
         value_enum,

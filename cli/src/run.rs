@@ -69,7 +69,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         // On a terminal the calls follow, each with its input and answer, shortened.
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             for call in &host.calls {
-                eprintln!("{}", crate::result::call_line(call, 100));
+                eprintln!("{}", crate::result::call_line(&call.to_json(), 100));
             }
         }
     }
@@ -79,7 +79,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Err(e) => Err(e),
             Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         };
-        let value = crate::result::to_json(&run, Some(ended), waiting, host.calls, 0);
+        let calls = crate::result::calls_json(&run.calls(), host.calls);
+        let value = crate::result::to_json(&run, Some(ended), waiting, calls, 0);
         crate::out::json(&value);
         return Ok(match result {
             Ok(_) => ExitCode::SUCCESS,
@@ -172,6 +173,8 @@ fn prepare(
         RunOptions {
             host_variables: spec.variables.clone(),
             max_host_calls,
+            // The JSON result lists the calls.
+            record_calls: args.format == crate::Format::Json,
             ..RunOptions::default()
         },
     )?;

@@ -463,6 +463,49 @@ fn run_format_json_prints_the_whole_result() {
     );
 }
 
+/// The `calls` of `--format json` are what `packc test` compares: a case whose
+/// `expect.calls` are the printed calls, answers left out, passes, built-in validator
+/// firings and a parallel step's calls included.
+#[test]
+fn run_format_json_calls_replay_as_a_case() {
+    let dir = scratch("json-calls-case");
+    let pack = write(
+        &dir,
+        "guarded.pack.yaml",
+        include_str!("packs/guarded_fan.yaml"),
+    );
+    let script = r#"{"input": "hi", "host": {"prompts": {"chat": [{"output": "a long answer"}], "left": [{"output": "fine"}], "right": [{"output": "darn it"}]}}}"#;
+    let host = write(&dir, "host.json", script);
+    let out = packc_output!("run", &pack, "--host", &host, ["--format", "json"]);
+    assert_code(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(
+        calls[1],
+        serde_json::json!({"guardrail": "max_length", "at": "first", "action": "truncated", "length": 13}),
+        "{r}"
+    );
+    assert_eq!(calls[3]["answer"], serde_json::json!({"output": "darn it"}));
+    assert_eq!(calls[4]["guardrail"], "banned_words", "{r}");
+    let expected: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.as_object_mut().unwrap().remove("answer");
+            c
+        })
+        .collect();
+    let case = serde_json::json!({
+        "about": "copied from packc run --format json",
+        "pack_file": "guarded.pack.yaml",
+        "run": serde_json::from_str::<serde_json::Value>(script).unwrap(),
+        "expect": {"output": r["output"], "trace": r["trace"], "calls": expected},
+    });
+    let case = write(&dir, "copied.case.yaml", case.to_string());
+    let out = packc_output!("test", &case);
+    assert_code(&out, 0);
+}
+
 /// `--filter` runs the matching cases only; `--junit` writes what CI reads; failures are
 /// listed again at the end, before the count.
 #[test]
