@@ -1,6 +1,7 @@
 //! `packc run --provider ... / --tools ...`: a run against a real model and real tools,
 //! with a status line on a terminal, Ctrl-C handling and `--record`.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,10 +19,11 @@ use packc_host::live::{
 };
 use packc_host::record::{to_case, CaseSpec};
 use packc_vm::driver::ScriptItem;
-use packc_vm::{Program, Run, RunOptions, Target};
+use packc_vm::{Answer, CallId, CallView, Program, Run, RunOptions, Target};
 use serde_json::Value;
 
 use crate::inputs::{read_input, read_vars, LiveArgs, RunArgs};
+use crate::result::AnsweredCall;
 use packc_compiler::render::escape_control;
 
 /// Runs `module` live. Exit codes: 0 done, 1 a run-time error, 130 interrupted.
@@ -87,7 +89,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     // On a terminal: a status line and a closing summary. Otherwise (or with --quiet)
     // only the result, warnings and errors.
     let chatty = !args.quiet && std::io::stderr().is_terminal();
-    let mut status = Status::new(chatty);
+    let mut status = Status::new(chatty, args.format == crate::Format::Json);
     let result = host.drive(&mut run, &script, &mut status);
     status.clear();
 
@@ -101,7 +103,8 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             Ended::Failed(e) => Err(e),
             Ended::Interrupted => unreachable!("handled below"),
         };
-        let calls = run.calls().iter().map(|c| c.to_json()).collect();
+        let answered = std::mem::take(&mut status.answered);
+        let calls = crate::result::calls_json(&run.calls(), answered);
         let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
         crate::out::json(&value);
     }
@@ -453,21 +456,31 @@ fn whereabouts(run: &Run) -> String {
     }
 }
 
-/// The live status line on stderr (a terminal only).
+/// The live status line on stderr (a terminal only), and the calls with their answers
+/// for the JSON result.
 struct Status {
     on: bool,
     shown: bool,
     last: Option<Instant>,
     frame: usize,
+    /// Whether the calls are kept (`--format json`).
+    keep_calls: bool,
+    /// The records of the calls out, not answered yet.
+    out: HashMap<CallId, Value>,
+    /// The calls answered, in the order answered.
+    answered: Vec<AnsweredCall>,
 }
 
 impl Status {
-    fn new(on: bool) -> Status {
+    fn new(on: bool, keep_calls: bool) -> Status {
         Status {
             on,
             shown: false,
             last: None,
             frame: 0,
+            keep_calls,
+            out: HashMap::new(),
+            answered: Vec::new(),
         }
     }
 
@@ -494,6 +507,22 @@ impl Observer for Status {
     fn guard_failed(&mut self, failure: &packc_host::live::GuardFailure) {
         self.clear();
         eprintln!("warning: {}", escape_control(&failure.to_string()));
+    }
+
+    fn call_sent(&mut self, call: &CallView<'_>) {
+        if self.keep_calls {
+            self.out.insert(call.id(), call.record().to_json());
+        }
+    }
+
+    fn call_answered(&mut self, id: CallId, answer: &Answer) {
+        if let Some(record) = self.out.remove(&id) {
+            self.answered.push(AnsweredCall {
+                id,
+                record,
+                answer: packc_host::record::answer_json(answer),
+            });
+        }
     }
 
     fn update(&mut self, run: &Run, stats: &Stats) {

@@ -57,6 +57,65 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
     assert!(String::from_utf8_lossy(&replay.stdout).contains("1 passed, 0 failed"));
 }
 
+/// A live run's `--format json` gives every call its answer, each the one its call got
+/// though the parallel branches' answers arrive in another order, and lists the built-in
+/// validators' firings as `packc test` does.
+#[test]
+fn a_live_json_result_gives_every_call_its_answer() {
+    let server = MockServer::start(|_, req| {
+        match req.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+        {
+            "Be brief" => Reply::text("a long answer"),
+            // The first branch's answer comes back last.
+            "Left" => Reply::text("fine").after(std::time::Duration::from_millis(300)),
+            _ => Reply::text("darn it"),
+        }
+    });
+    let dir = scratch("json-answers");
+    let pack = write(
+        &dir,
+        "guarded.pack.yaml",
+        include_str!("packs/guarded_fan.yaml"),
+    );
+    let out = live_output!(
+        server.base_url(),
+        &pack,
+        ["--input", r#""hi""#, "--format", "json"]
+    );
+    assert_code(&out, 0);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = r["calls"].as_array().unwrap();
+    let summary: Vec<(String, serde_json::Value)> = calls
+        .iter()
+        .map(|c| match c.get("prompt") {
+            Some(p) => (p.as_str().unwrap().to_owned(), c["answer"].clone()),
+            None => (format!("guardrail {}", c["guardrail"]), c["action"].clone()),
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "chat".into(),
+                serde_json::json!({"output": "a long answer"})
+            ),
+            (
+                "guardrail \"max_length\"".into(),
+                serde_json::json!("truncated")
+            ),
+            ("left".into(), serde_json::json!({"output": "fine"})),
+            ("right".into(), serde_json::json!({"output": "darn it"})),
+            (
+                "guardrail \"banned_words\"".into(),
+                serde_json::json!("replaced")
+            ),
+        ],
+        "{r}"
+    );
+}
+
 #[test]
 fn a_hosted_api_without_a_key_is_refused_before_any_call() {
     let out = packc_output!(

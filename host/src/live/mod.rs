@@ -92,6 +92,10 @@ pub trait Observer {
     /// A host validator's `guard` call failed or was not answered with a verdict: the
     /// run failed closed (the validator counts as triggered).
     fn guard_failed(&mut self, _failure: &GuardFailure) {}
+    /// A call went out (each call once, when it is handed to a worker).
+    fn call_sent(&mut self, _call: &CallView<'_>) {}
+    /// The answer to call `id` came back; the run is given it next, as it is here.
+    fn call_answered(&mut self, _id: CallId, _answer: &Answer) {}
 }
 
 /// An observer that ignores everything.
@@ -499,6 +503,7 @@ impl LiveHost {
                                     }
                                 }
                             }
+                            observer.call_sent(&view);
                             // The workers outlive this loop only on interruption.
                             let _ = job_tx.send((view.id(), Job::of(&view)));
                         }
@@ -546,6 +551,7 @@ impl LiveHost {
                         let key = keys.remove(&id).unwrap_or_default();
                         recording.answers.push((key, answer_json(&answer)));
                     }
+                    observer.call_answered(id, &answer);
                     Input::Answer(id, answer)
                 }
             };
