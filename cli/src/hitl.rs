@@ -30,7 +30,7 @@ use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{drive_from, Host, ScriptItem};
 use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError, RunOptions};
 
-use crate::result::{error_line, print_trace, why};
+use crate::result::{error_line, print_trace, why, AnsweredCall};
 use packc_compiler::render::escape_control;
 use serde_json::Value;
 
@@ -162,12 +162,7 @@ pub struct ResumeArgs {
     #[arg(value_name = "SAVED")]
     pub saved: PathBuf,
     /// The next turn's input, as JSON (`'"yes"'`, `'{"text": "yes"}'`) or `@file`.
-    #[arg(
-        long,
-        value_name = "JSON",
-        conflicts_with = "event",
-        required_unless_present = "event"
-    )]
+    #[arg(long, value_name = "JSON", conflicts_with = "event")]
     pub turn: Option<String>,
     /// The event to send (an approval: `--event Approve`).
     #[arg(long, value_name = "NAME")]
@@ -212,6 +207,19 @@ pub struct ResumeArgs {
     /// Print the trace lines of the whole run to stderr.
     #[arg(long)]
     pub trace: bool,
+    /// Print only the result: no notes, no line saying where the run stopped.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// `human` (the default) prints the output alone, as JSON; `json` prints the whole
+    /// result as one JSON object, as `packc run --format json` does (its `calls` are
+    /// those made since the run was saved).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = crate::Format::Human,
+        hide_possible_values = true
+    )]
+    pub format: crate::Format,
 }
 
 /// Continues a saved run with one turn or event, then as far as it goes.
@@ -232,7 +240,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let shown = if from_save {
         crate::inputs::Shown::Nothing
     } else {
-        crate::inputs::Shown::All
+        crate::inputs::Shown::quiet(args.quiet)
     };
     let module = match crate::inputs::load_module(&pack, &args.allow_paths, args.spec_level, shown)
     {
@@ -262,8 +270,15 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
         );
     }
     let program = Arc::new(Program::new(module)?);
+    let printed = Printed {
+        format: args.format,
+        quiet: args.quiet,
+        trace: args.trace,
+    };
     let options = RunOptions {
         max_host_calls: Some(args.max_host_calls),
+        // The JSON result lists the calls.
+        record_calls: printed.format == crate::Format::Json,
         ..RunOptions::default()
     };
     let mut run = Run::restore_with(program, &saved.snapshot, &options)
@@ -271,19 +286,36 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let first = match (&args.turn, &args.event) {
         (Some(turn), _) => Input::Turn(crate::inputs::parse_input("--turn", turn)?),
         (None, Some(event)) => Input::Event(event.clone()),
-        (None, None) => bail!("give --turn JSON or --event NAME"),
+        (None, None) => bail!(
+            "give --turn JSON or --event NAME: the saved run is {}",
+            why(&run)
+        ),
     };
+    // The call log of a run saved with one holds the calls made before; only those
+    // made now have their answers here.
+    let before = run.calls().len();
     let mut host = resume_host(args)?;
-    let stop = drive(&mut run, host.as_mut(), first, &[], true);
+    let mut recorder = crate::result::Recorder {
+        inner: &mut host,
+        calls: Vec::new(),
+    };
+    let stop = drive(&mut run, &mut recorder, first, &[], true);
+    let answered = recorder.calls;
+    let calls = Calls {
+        answered,
+        before,
+        tokens: host.tokens(),
+    };
     finish(
         &mut run,
         stop,
         Some((&args.saved, &pack, &saved.target)),
-        args.trace,
+        printed,
+        calls,
     )
 }
 
-fn resume_host(args: &ResumeArgs) -> Result<Box<dyn Host>> {
+fn resume_host(args: &ResumeArgs) -> Result<CallerHost> {
     if args.provider.is_some() || args.tools.is_some() {
         let host = crate::live::host_for(
             args.provider.is_some(),
@@ -293,16 +325,53 @@ fn resume_host(args: &ResumeArgs) -> Result<Box<dyn Host>> {
             args.tools.as_deref(),
             args.timeout,
         )?;
-        return Ok(Box::new(Blocking {
-            host,
-            started: Instant::now(),
-        }));
+        return Ok(CallerHost::Live(Blocking::new(host)));
     }
     let spec = match &args.host {
         Some(path) => crate::inputs::host_spec(path)?,
         None => packc_host::RunSpec::default(),
     };
-    Ok(Box::new(packc_host::ScriptedHost::new(&spec)))
+    Ok(CallerHost::Scripted(packc_host::ScriptedHost::new(&spec)))
+}
+
+/// The host of a run driven one call at a time (`packc resume`, `packc run --save` and
+/// `--interactive`): the live host, or a host script.
+pub enum CallerHost {
+    /// The live host.
+    Live(Blocking),
+    /// A host script.
+    Scripted(packc_host::ScriptedHost),
+}
+
+impl CallerHost {
+    /// The tokens used, as the model API reported them (0 for a host script).
+    pub fn tokens(&self) -> u64 {
+        match self {
+            CallerHost::Live(b) => b.tokens,
+            CallerHost::Scripted(_) => 0,
+        }
+    }
+
+    fn host(&mut self) -> &mut dyn Host {
+        match self {
+            CallerHost::Live(b) => b,
+            CallerHost::Scripted(s) => s,
+        }
+    }
+}
+
+impl Host for CallerHost {
+    fn call(&mut self, call: &CallView<'_>) -> packc_vm::Answer {
+        self.host().call(call)
+    }
+
+    fn clock(&mut self) -> u64 {
+        self.host().clock()
+    }
+
+    fn pick(&mut self, outstanding: &[CallView<'_>]) -> usize {
+        self.host().pick(outstanding)
+    }
 }
 
 /// The live host answering one call at a time on this thread (a resumed or interactive
@@ -312,11 +381,25 @@ pub struct Blocking {
     pub host: LiveHost,
     /// When the run started, for the clock.
     pub started: Instant,
+    /// The tokens used so far, as the model API reported them.
+    pub tokens: u64,
+}
+
+impl Blocking {
+    /// `host`, its clock starting now.
+    pub fn new(host: LiveHost) -> Blocking {
+        Blocking {
+            host,
+            started: Instant::now(),
+            tokens: 0,
+        }
+    }
 }
 
 impl Host for Blocking {
     fn call(&mut self, call: &CallView<'_>) -> packc_vm::Answer {
-        let (answer, _tokens) = self.host.answer(&Job::of(call));
+        let (answer, tokens) = self.host.answer(&Job::of(call));
+        self.tokens = self.tokens.saturating_add(tokens);
         // The error quotes the tool's stderr, the failure a validator's answer.
         if let (Some(key), packc_vm::Answer::Error(e)) = (call.tool(), &answer) {
             let line = format!("warning: tool `{key}` failed: {e}");
@@ -333,37 +416,85 @@ impl Host for Blocking {
     }
 }
 
-/// Prints where the run stopped and its output; saves it to `save` (the file, the pack
-/// path and the target) when it waits for the caller. Exit 0 done or waiting, 1 failed.
+/// How the end of a run driven one call at a time is printed, as `packc run` prints it.
+#[derive(Clone, Copy, Debug)]
+pub struct Printed {
+    /// `human`: the output alone; `json`: the whole result ([`crate::result`]).
+    pub format: crate::Format,
+    /// Leave out the line saying where the run stopped.
+    pub quiet: bool,
+    /// Print the trace lines to stderr.
+    pub trace: bool,
+}
+
+/// What the JSON result needs besides the run: the calls answered now, how many calls
+/// the run's log held before them (a resumed run's), and the tokens used.
+#[derive(Default)]
+pub struct Calls {
+    /// The calls answered, in the order answered.
+    pub answered: Vec<AnsweredCall>,
+    /// The calls logged before (made before the run was saved).
+    pub before: usize,
+    /// The tokens used, as the model API reported them.
+    pub tokens: u64,
+}
+
+/// Prints where the run stopped and its output (or, `--format json`, the whole result);
+/// saves it to `save` (the file, the pack path and the target) when it waits for the
+/// caller. Exit 0 done or waiting, 1 failed.
 pub fn finish(
     run: &mut Run,
     stop: Result<Stop, RunError>,
     save: Option<(&Path, &Path, &str)>,
-    trace: bool,
+    printed: Printed,
+    calls: Calls,
 ) -> Result<ExitCode> {
-    if trace {
+    if printed.trace {
         print_trace(run);
     }
+    if let (Ok(Stop::Caller), Some((file, pack, target))) = (&stop, save) {
+        Saved {
+            pack: pack.to_path_buf(),
+            target: target.to_owned(),
+            module: packc_vm::snapshot::fingerprint(run.program().module()),
+            snapshot: run.snapshot(),
+        }
+        .write(file)?;
+    }
+    let code = match &stop {
+        Err(_) => ExitCode::from(1),
+        Ok(_) => ExitCode::SUCCESS,
+    };
+    if printed.format == crate::Format::Json {
+        let ended = match &stop {
+            Ok(Stop::Done(o)) => Some(Ok((&o.output, o.state.as_deref()))),
+            Ok(Stop::Caller) => None,
+            Err(e) => Some(Err(e)),
+        };
+        let log = run.calls();
+        let log = log.get(calls.before..).unwrap_or_default();
+        let list = crate::result::calls_json(log, calls.answered);
+        let value = crate::result::to_json(run, ended, None, list, calls.tokens);
+        crate::out::json(&value);
+    }
+    let human = printed.format == crate::Format::Human;
     match stop {
         Ok(Stop::Done(outcome)) => {
-            crate::out::json(&outcome.output);
-            eprintln!("stopped: done");
-            Ok(ExitCode::SUCCESS)
+            if human {
+                crate::out::json(&outcome.output);
+            }
+            if !printed.quiet {
+                eprintln!("stopped: done");
+            }
         }
         Ok(Stop::Caller) => {
-            if let Some(idle) = run.idle() {
+            if let Some(idle) = run.idle().filter(|_| human) {
                 crate::out::json(idle.output);
             }
             let why = escape_control(&why(run)).into_owned();
             match save {
-                Some((file, pack, target)) => {
-                    Saved {
-                        pack: pack.to_path_buf(),
-                        target: target.to_owned(),
-                        module: packc_vm::snapshot::fingerprint(run.program().module()),
-                        snapshot: run.snapshot(),
-                    }
-                    .write(file)?;
+                _ if printed.quiet => {}
+                Some((file, _, _)) => {
                     // A terminal state takes turns only: an event there is `terminal_state`.
                     let or_event = if why.contains("terminal state") {
                         ""
@@ -377,13 +508,14 @@ pub fn finish(
                 }
                 None => eprintln!("stopped: {why}"),
             }
-            Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{}", error_line(&e));
-            Ok(ExitCode::from(1))
+            if human {
+                eprintln!("{}", error_line(&e));
+            }
         }
     }
+    Ok(code)
 }
 
 /// `packc run --interactive`: the run's turns come from `input`, one line each (a JSON
@@ -394,7 +526,7 @@ pub fn interactive(
     run: &mut Run,
     host: &mut dyn Host,
     input: &mut dyn BufRead,
-    trace: bool,
+    printed: Printed,
 ) -> Result<ExitCode> {
     let mut next = Input::Start;
     let mut turns = 0;
@@ -410,7 +542,7 @@ pub fn interactive(
                 eprint!("> ");
                 let _ = std::io::stderr().flush();
             }
-            other => return finish(run, other, None, trace),
+            other => return finish(run, other, None, printed, Calls::default()),
         }
         next = loop {
             let mut line = String::new();

@@ -185,7 +185,7 @@ fn prepare(
 /// it and stops when it waits for the caller, one call at a time.
 fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode> {
     let (spec, target_text, mut run) = prepare(args, module, None)?;
-    let mut host: Box<dyn packc_vm::driver::Host> = if live {
+    let mut host = if live {
         let host = crate::live::host_for(
             args.live.provider.is_some(),
             args.live.base_url.clone(),
@@ -194,21 +194,33 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
             args.live.tools.as_deref(),
             args.live.timeout,
         )?;
-        Box::new(hitl::Blocking {
-            host,
-            started: std::time::Instant::now(),
-        })
+        hitl::CallerHost::Live(hitl::Blocking::new(host))
     } else {
-        Box::new(ScriptedHost::new(&spec))
+        hitl::CallerHost::Scripted(ScriptedHost::new(&spec))
+    };
+    let printed = hitl::Printed {
+        format: args.format,
+        quiet: args.quiet,
+        trace: args.trace,
     };
     if args.interactive {
         let stdin = std::io::stdin();
-        return hitl::interactive(&mut run, host.as_mut(), &mut stdin.lock(), args.trace);
+        return hitl::interactive(&mut run, &mut host, &mut stdin.lock(), printed);
     }
-    let stop = hitl::drive(&mut run, host.as_mut(), Input::Start, &spec.script, true);
+    let mut recorder = crate::result::Recorder {
+        inner: &mut host,
+        calls: Vec::new(),
+    };
+    let stop = hitl::drive(&mut run, &mut recorder, Input::Start, &spec.script, true);
+    let answered = recorder.calls;
+    let calls = hitl::Calls {
+        answered,
+        before: 0,
+        tokens: host.tokens(),
+    };
     let save = args
         .save
         .as_deref()
         .map(|f| (f, args.pack.as_path(), target_text.as_str()));
-    hitl::finish(&mut run, stop, save, args.trace)
+    hitl::finish(&mut run, stop, save, printed, calls)
 }

@@ -100,6 +100,93 @@ fn a_run_waiting_for_approval_is_saved_and_resumed() {
     );
 }
 
+/// `packc resume --format json` prints the result as `packc run --format json` does, its
+/// calls those made since the save; `-q` leaves out the line saying where it stopped.
+#[test]
+fn resume_prints_the_json_result_and_quiet_prints_nothing_else() {
+    let dir = scratch("resume-json");
+    let (pack, host) = review(&dir);
+    let snap = dir.join("run.snap");
+    let json = |out: &std::process::Output| -> serde_json::Value {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let out = packc_output!(
+        [
+            "run",
+            "--input",
+            "\"write it\"",
+            "--format",
+            "json",
+            "--host"
+        ],
+        &host,
+        &pack,
+        "--save",
+        &snap
+    );
+    let r = json(&out);
+    assert_eq!(r["status"], "waiting");
+    assert_eq!(
+        r["stopped"],
+        "waiting for an event in state editor: Approve | Reject"
+    );
+    assert_eq!(r["calls"][0]["answer"]["event"], "Submit", "{r}");
+    assert_contains(text(&out.stderr), "saved to");
+
+    let out = packc_output!(
+        ["resume", "--event", "Approve", "--format", "json", "-q", "--host"],
+        &host,
+        &snap
+    );
+    let r = json(&out);
+    assert_eq!(r["state"], "done");
+    assert_eq!(r["calls"], serde_json::json!([]), "{r}");
+    assert_eq!(text(&out.stderr), "");
+
+    let out = packc_output!(
+        ["resume", "--turn", "\"go\"", "--format", "json", "--quiet", "--host"],
+        &host,
+        &snap
+    );
+    let r = json(&out);
+    // A terminal state takes turn after turn: the run waits again.
+    assert_eq!(r["status"], "waiting");
+    assert_eq!(r["output"], "published");
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{r}");
+    assert_eq!(calls[0]["prompt"], "publish");
+    assert_eq!(calls[0]["answer"]["output"], "published");
+    assert_contains(
+        r["trace"].to_string(),
+        "transition drafting -> editor on Submit",
+    );
+    assert_eq!(text(&out.stderr), "");
+}
+
+/// Without `--turn` or `--event`, `packc resume` says to give one, and what the run
+/// waits for.
+#[test]
+fn resume_without_a_turn_or_event_says_what_the_run_waits_for() {
+    let dir = scratch("resume-neither");
+    let (pack, host) = review(&dir);
+    let snap = dir.join("run.snap");
+    let out = packc_output!(
+        ["run", "--input", "\"write it\"", "--host"],
+        &host,
+        &pack,
+        "--save",
+        &snap
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = packc_output!("resume", &snap);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(
+        &out,
+        "give --turn JSON or --event NAME: the saved run is waiting for an event in state editor: Approve | Reject",
+    );
+}
+
 #[test]
 fn a_save_file_naming_another_file_never_shows_that_file() {
     let dir = scratch("secret");
