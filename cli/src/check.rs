@@ -137,11 +137,12 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let allow = allowed_folders(&d.allow_paths)?;
     for (i, path) in args.packs.iter().enumerate() {
         if crate::inspect::is_artifact(path).unwrap_or(false) {
-            eprintln!(
-                "error: {} is a built .ppk artifact, not a pack's source; `packc inspect {}` shows what it holds",
+            let message = format!(
+                "{} is a built .ppk artifact, not a pack's source; `packc inspect {}` shows what it holds",
                 path.display(),
                 path.display()
             );
+            print_unchecked(path, "not_a_pack", &message, d.format)?;
             unreadable += 1;
             continue;
         }
@@ -158,8 +159,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         let (checked, bytes, host) = match read {
             Ok(read) => read,
             Err(e) => {
-                let text = format!("{e:#}");
-                eprintln!("error: {}", packc_compiler::render::escape_control(&text));
+                print_unchecked(path, "unreadable", &format!("{e:#}"), d.format)?;
                 unreadable += 1;
                 continue;
             }
@@ -218,6 +218,29 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Reports a file that could not be checked: `message` on stderr and, with `--format
+/// json`, one line on stdout shaped like a diagnostic's, `kind` `unreadable` (it could
+/// not be read) or `not_a_pack` (a built artifact), placed nowhere:
+/// `{"kind", "severity": "error", "message", "file", "line": null, "column": null,
+/// "pointer": null, "help": null}`.
+fn print_unchecked(path: &Path, kind: &str, message: &str, format: Format) -> Result<()> {
+    eprintln!("error: {}", render::escape_control(message));
+    if format == Format::Json {
+        let line = serde_json::json!({
+            "kind": kind,
+            "severity": "error",
+            "message": message,
+            "file": path.display().to_string(),
+            "line": null,
+            "column": null,
+            "pointer": null,
+            "help": null,
+        });
+        writeln!(std::io::stdout().lock(), "{}", render::json_line(&line))?;
+    }
+    Ok(())
 }
 
 /// The compiler options for the pack file at `path`: its folder is where the files it

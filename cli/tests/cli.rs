@@ -5,7 +5,7 @@ use std::path::PathBuf;
 mod common;
 use common::{
     assert_code, assert_contains, assert_lacks, build_to, built_and_inspected, on_a_terminal,
-    packc, packc_output, repo, run_host, scratch, stderr, write,
+    packc, packc_output, repo, run_host, scratch, stderr, stdout, write,
 };
 
 fn write_temp(name: &str, text: &[u8]) -> PathBuf {
@@ -980,6 +980,38 @@ fn an_unreadable_pack_does_not_stop_the_check_of_the_others() {
         stderr(&out),
         "is a built .ppk artifact, not a pack's source; `packc inspect",
     );
+}
+
+/// With `--format json`, a file that cannot be checked has its line on stdout too,
+/// shaped like a diagnostic's.
+#[test]
+fn check_json_has_a_line_for_a_file_it_cannot_check() {
+    let dir = scratch("check-json-unreadable");
+    let ppk = dir.join("ex1.ppk");
+    assert_code(
+        &build_to(repo().join("examples/rfc0010-ex1.pack.yaml"), &ppk),
+        0,
+    );
+    let missing = dir.join("no such.pack.yaml");
+    let out = packc_output!(
+        ["check", "--format", "json"],
+        &missing,
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        &ppk
+    );
+    assert_code(&out, 2);
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&out));
+    assert_eq!(lines[0]["kind"], "unreadable");
+    assert_eq!(lines[0]["severity"], "error");
+    assert_eq!(lines[0]["file"], missing.display().to_string());
+    assert_eq!(lines[0]["line"], serde_json::Value::Null);
+    assert_contains(lines[0]["message"].as_str().unwrap(), "cannot read");
+    assert_eq!(lines[1]["kind"], "not_a_pack");
+    assert_eq!(lines[1]["file"], ppk.display().to_string());
 }
 
 /// `run` checks its input against the target's input_schema before any call, as
