@@ -140,7 +140,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             let message = format!(
                 "{} is a built .ppk artifact, not a pack's source; `packc inspect {}` shows what it holds",
                 path.display(),
-                path.display()
+                crate::shell::path(path)
             );
             print_unchecked(path, "not_a_pack", &message, d.format)?;
             unreadable += 1;

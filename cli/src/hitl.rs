@@ -250,7 +250,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
             "{} was saved from the pack {}, which does not compile now: check it with `packc check {}`, or name the pack the run started from with --pack",
             args.saved.display(),
             pack.display(),
-            pack.display()
+            crate::shell::path(&pack)
         ),
         Err(e) if from_save => bail!(
             "{} was saved from the pack {}, which cannot be read now ({}); if it moved, name it with --pack",
@@ -501,9 +501,10 @@ pub fn finish(
                     } else {
                         " or `--event NAME`"
                     };
+                    let word = escape_control(&crate::shell::path(file)).into_owned();
                     let file = escape_control(&file.display().to_string()).into_owned();
                     eprintln!(
-                        "stopped: {why}; saved to {file} (continue with `packc resume {file} --turn JSON`{or_event})"
+                        "stopped: {why}; saved to {file} (continue with `packc resume {word} --turn JSON`{or_event})"
                     );
                 }
                 None => eprintln!("stopped: {why}"),

@@ -160,7 +160,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             to_case(&program, &result.recording, &spec, live).map_err(anyhow::Error::msg)?;
         let text = format!(
             "# Recorded by `packc run --record`; replay it with `packc test {}`.\n{}",
-            out.display(),
+            escape_control(&crate::shell::path(out)),
             packc_host::yaml::to_yaml(&case)
         );
         crate::files::write_atomically(out, text.as_bytes(), args.force)?;

@@ -33,6 +33,7 @@ mod live;
 mod out;
 mod result;
 mod run;
+mod shell;
 mod test;
 
 use std::process::ExitCode;

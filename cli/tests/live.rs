@@ -57,6 +57,33 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
     assert!(String::from_utf8_lossy(&replay.stdout).contains("1 passed, 0 failed"));
 }
 
+/// The recorded case's first line says how to replay it, its path quoted for a shell.
+#[test]
+fn a_recording_says_how_to_replay_it_with_its_path_quoted() {
+    let server = MockServer::start(|_, _| Reply::text("hello"));
+    let dir = scratch("record-quoted");
+    let pack = write(
+        &dir,
+        "chat.pack.yaml",
+        "id: c\nname: C\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  chat: {id: chat, name: Chat, version: 1.0.0, system_template: Hi.}\nworkflow:\n  version: 1\n  entry: s\n  states:\n    s: {prompt_task: chat, terminal: true}\n",
+    );
+    let case = dir.join("rec 1.case.yaml");
+    let out = live_output!(
+        server.base_url(),
+        &pack,
+        ["--input", r#""hi""#, "--record"],
+        &case
+    );
+    assert_code(&out, 0);
+    let text = std::fs::read_to_string(&case).unwrap();
+    let quoted = format!("'{}'", case.display());
+    assert_contains(
+        text.lines().next().unwrap(),
+        &format!("replay it with `packc test {quoted}`"),
+    );
+    assert_code(&packc_output!("test", &case), 0);
+}
+
 /// A live run's `--format json` gives every call its answer, each the one its call got
 /// though the parallel branches' answers arrive in another order, and lists the built-in
 /// validators' firings as `packc test` does.

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 mod common;
 use common::{
-    assert_contains, assert_stderr_contains, built_and_inspected, packc_output, run_host, scratch,
-    stderr, write,
+    assert_contains, assert_stderr_contains, built_and_inspected, packc, packc_output, run_host,
+    scratch, stderr, write,
 };
 
 /// A review workflow: `drafting` moves on `Submit` to the external state `editor`, which
@@ -139,4 +139,31 @@ fn run_help_documents_the_tools_file() {
             && !help.contains("packc_host::"),
         "{help}"
     );
+}
+
+/// A command printed to copy has each path quoted as a shell needs it.
+#[test]
+fn suggested_commands_quote_paths_with_spaces() {
+    let (dir, pack) = pack("quoted");
+    write(
+        &dir,
+        "host.yaml",
+        "host:\n  prompts:\n    draft: [{output: d, event: Submit}]\n",
+    );
+    let in_dir = || {
+        let mut c = packc();
+        c.current_dir(&dir);
+        c
+    };
+    let out =
+        packc_output!(with in_dir(); "run", &pack, ["--host", "host.yaml", "--save", "run 1.snap"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_stderr_contains(
+        &out,
+        "saved to run 1.snap (continue with `packc resume 'run 1.snap' --turn JSON` or `--event NAME`)",
+    );
+    let built = packc_output!(with in_dir(); "build", &pack, ["-o", "it's built.ppk"]);
+    assert_eq!(built.status.code(), Some(0), "{}", stderr(&built));
+    let out = packc_output!(with in_dir(); ["check", "it's built.ppk"]);
+    assert_stderr_contains(&out, r#"`packc inspect 'it'"'"'s built.ppk'`"#);
 }
