@@ -312,22 +312,41 @@ pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
         .transpose()
 }
 
-/// A JSON value given on the command line after `flag`, or `@file` holding one.
+/// A JSON value given on the command line after `flag`, or `@file` holding one, read
+/// as strictly as a pack ([`crate::json_arg`]). Text that does not start like JSON gets
+/// the advice to quote it as a string; JSON that does not parse, its error and place.
+/// An integer too large for 64 bits is read as the nearest double, with a warning.
 pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
-    match input.strip_prefix('@') {
+    let parsed = match input.strip_prefix('@') {
         Some(file) => {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("{flag} @{file}: cannot read {file}"))?;
-            serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"))
+            crate::json_arg::parse(&text).map_err(|e| match e.classify() {
+                serde_json::error::Category::Data => anyhow::anyhow!("{flag} @{file}: {e}"),
+                _ => anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"),
+            })?
         }
-        None => serde_json::from_str(input).map_err(|e| {
-            anyhow::anyhow!(
-                "{flag} is not JSON ({e}): a string is quoted in JSON, so write `{flag} '\"{}\"'` for the text, or `{flag} @file.json` to read the input from a file",
-                input.replace('\\', "\\\\").replace('"', "\\\"")
-            )
-        }),
+        None => crate::json_arg::parse(input).map_err(|e| {
+            if e.classify() == serde_json::error::Category::Data {
+                anyhow::anyhow!("{flag}: {e}")
+            } else if crate::json_arg::looks_like_json(input) {
+                anyhow::anyhow!("{flag} is not valid JSON: {e}")
+            } else {
+                let string = Value::String(input.to_owned()).to_string();
+                anyhow::anyhow!(
+                    "{flag} is not JSON ({e}): a string is quoted in JSON, so write `{flag} {}` for the text, or `{flag} @file.json` to read the input from a file",
+                    crate::shell::quote(&string)
+                )
+            }
+        })?,
+    };
+    if let Some(integer) = &parsed.rounded {
+        let line = format!(
+            "warning: {flag}: the integer {integer} does not fit in 64 bits; it is read as the nearest double, as in a pack"
+        );
+        eprintln!("{}", packc_compiler::render::escape_control(&line));
     }
+    Ok(parsed.value)
 }
 
 /// The `--var NAME=VALUE` host variables (the value a string).

@@ -29,6 +29,7 @@ mod graph;
 mod hitl;
 mod inputs;
 mod inspect;
+mod json_arg;
 mod live;
 mod out;
 mod result;

@@ -34,6 +34,71 @@ fn input_that_is_not_json_says_how_to_quote_it() {
     assert_stderr_contains(&out, &format!("{} is not JSON", bad.display()));
 }
 
+/// Text that starts like JSON and does not parse gets the JSON error and its place, not
+/// the advice to quote it as a string.
+#[test]
+fn input_that_looks_like_json_gets_its_error_not_quoting_advice() {
+    let (_, pack) = pack("input-json");
+    for (input, error) in [
+        (
+            r#"{"text": 1e400}"#,
+            "number out of range at line 1 column 14",
+        ),
+        ("{text: hi}", "key must be a string at line 1 column 2"),
+        ("[1, 2", "EOF while parsing a list at line 1 column 5"),
+    ] {
+        let out = packc_output!("run", &pack, ["--input", input]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_stderr_contains(&out, &format!("--input is not valid JSON: {error}"));
+        assert!(!stderr(&out).contains("quoted"), "{}", stderr(&out));
+    }
+}
+
+/// `--input` and `--turn` are read as strictly as a pack: a key given twice is refused;
+/// an integer past 64 bits is read as the nearest double, with a warning.
+#[test]
+fn input_json_with_a_key_twice_is_refused_and_a_huge_integer_is_named() {
+    let (dir, pack) = pack("input-strict");
+    let out = packc_output!("run", &pack, ["--input", r#"{"text": "a", "text": "b"}"#]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(
+        &out,
+        "error: --input: the key `text` is given twice in one object at line 1 column 20",
+    );
+    let file = write(&dir, "in.json", "{\n  \"a\": 1,\n  \"a\": 2\n}\n");
+    let out = packc_output!("run", &pack, "--input", format!("@{}", file.display()));
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(&out, "the key `a` is given twice in one object at line 3");
+
+    let host = write(
+        &dir,
+        "host.yaml",
+        "host:\n  prompts:\n    draft: [{output: d}]\n",
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        [
+            "--format",
+            "json",
+            "--input",
+            r#"{"n": 18446744073709551616}"#,
+            "--host"
+        ],
+        &host
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_stderr_contains(
+        &out,
+        "warning: --input: the integer 18446744073709551616 does not fit in 64 bits; it is read as the nearest double",
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["calls"][0]["input"]["n"],
+        18_446_744_073_709_551_616.0_f64
+    );
+}
+
 #[test]
 fn an_unknown_target_member_gets_did_you_mean() {
     let (_, pack) = pack("target");
