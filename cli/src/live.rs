@@ -69,7 +69,15 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
     });
 
-    let input = read_input(args)?.unwrap_or(Value::Null);
+    let input = match read_input(args)? {
+        Some(input) => input,
+        None => {
+            if !args.quiet {
+                eprintln!("{}", crate::run::NO_INPUT);
+            }
+            Value::Null
+        }
+    };
     let script = vec![ScriptItem::Turn(input)];
     let variables: serde_json::Map<String, Value> = read_vars(args)?.into_iter().collect();
     let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());

@@ -11,7 +11,7 @@ use packc_vm::driver::ScriptItem;
 use packc_vm::{Input, Program, Run, RunOptions, Target};
 
 use crate::hitl::{self, Stop};
-use crate::inputs::{host_spec, load_module, read_input, read_vars, RunArgs};
+use crate::inputs::{host_script, load_module, read_input, read_vars, RunArgs};
 use crate::result::{error_line, print_reply, print_trace, why};
 use packc_compiler::render::escape_control;
 use serde_json::Value;
@@ -107,6 +107,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 }
 
+/// Said when nothing gives the run its input (no `--input`, no turns in the host
+/// script): it runs with `null`, which a live run sends to the model as the text "null".
+pub(crate) const NO_INPUT: &str =
+    "note: no --input given: the run's input is null (give --input JSON)";
+
 /// The scripted host's spec (`--host`, with `--input` and `--var` over it, and one null
 /// turn when nothing gives one), the target's text (`--target`, else the spec's, else
 /// `workflow`) and the run of it over `module`, with at most `max_host_calls` host calls.
@@ -115,15 +120,20 @@ fn prepare(
     module: Module,
     max_host_calls: Option<u64>,
 ) -> Result<(RunSpec, String, Run)> {
-    let mut spec = match &args.host {
-        Some(path) => host_spec(path)?,
-        None => RunSpec::default(),
+    let (mut spec, mut turns) = match &args.host {
+        Some(path) => host_script(path)?,
+        None => (RunSpec::default(), false),
     };
     if let Some(value) = read_input(args)? {
         spec.script = vec![ScriptItem::Turn(value)];
+        turns = true;
     }
     for (k, v) in read_vars(args)? {
         spec.variables.insert(k, v);
+    }
+    // `--interactive` reads the turns from the terminal.
+    if !turns && !args.quiet && !args.interactive {
+        eprintln!("{NO_INPUT}");
     }
     if spec.script.is_empty() {
         spec.script = vec![ScriptItem::Turn(Value::Null)];

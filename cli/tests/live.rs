@@ -84,6 +84,26 @@ fn a_recording_says_how_to_replay_it_with_its_path_quoted() {
     assert_code(&packc_output!("test", &case), 0);
 }
 
+/// A live run given no input says it runs with `null` (which the model gets as the text
+/// "null"), unless `--quiet`.
+#[test]
+fn a_live_run_without_input_says_its_input_is_null() {
+    let server = MockServer::start(|_, _| Reply::text("hello"));
+    let dir = scratch("live-no-input");
+    let pack = write(
+        &dir,
+        "guarded.pack.yaml",
+        include_str!("packs/guarded_fan.yaml"),
+    );
+    let note = "note: no --input given: the run's input is null (give --input JSON)";
+    let out = live_output!(server.base_url(), &pack);
+    assert_code(&out, 0);
+    assert_contains(stderr(&out), note);
+    let out = live_output!(server.base_url(), &pack, "--quiet");
+    assert_code(&out, 0);
+    assert_lacks(stderr(&out), note);
+}
+
 /// A live run's `--format json` gives every call its answer, each the one its call got
 /// though the parallel branches' answers arrive in another order, and lists the built-in
 /// validators' firings as `packc test` does.

@@ -232,3 +232,31 @@ fn suggested_commands_quote_paths_with_spaces() {
     let out = packc_output!(with in_dir(); ["check", "it's built.ppk"]);
     assert_stderr_contains(&out, r#"`packc inspect 'it'"'"'s built.ppk'`"#);
 }
+
+/// A run given no input says it runs with `null`, unless `--quiet` or the host script
+/// gives the turns.
+#[test]
+fn a_run_without_input_says_its_input_is_null() {
+    let (dir, pack) = pack("no-input");
+    let note = "note: no --input given: the run's input is null (give --input JSON)";
+    let host = write(
+        &dir,
+        "host.yaml",
+        "host:\n  prompts:\n    draft: [{output: d}]\n",
+    );
+    let out = packc_output!("run", &pack, "--host", &host);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_stderr_contains(&out, note);
+    let out = packc_output!("run", &pack, "--host", &host, "-q");
+    assert!(!stderr(&out).contains(note), "{}", stderr(&out));
+    let out = packc_output!("run", &pack, "--host", &host, ["--input", "\"hi\""]);
+    assert!(!stderr(&out).contains(note), "{}", stderr(&out));
+    let turns = write(
+        &dir,
+        "turns.yaml",
+        "input: hi\nhost:\n  prompts:\n    draft: [{output: d}]\n",
+    );
+    let out = packc_output!("run", &pack, "--host", &turns);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(note), "{}", stderr(&out));
+}

@@ -177,8 +177,16 @@ impl RunSpec {
     /// Parses a host script (`packc run --host`): a case's `run` member on its own,
     /// checked against the case format as a case's `run` is.
     pub fn parse(text: &str) -> Result<RunSpec, Vec<Problem>> {
+        Self::parse_with_turns(text).map(|(spec, _)| spec)
+    }
+
+    /// [`RunSpec::parse`], and whether the script gives the caller's turns itself
+    /// (`script` or `input`); without either, its `script` is one `null` turn.
+    pub fn parse_with_turns(text: &str) -> Result<(RunSpec, bool), Vec<Problem>> {
         let loaded = load_checked(text, Section::Run)?;
-        Ok(read_run(loaded.value()))
+        let run = loaded.value();
+        let turns = run.get("script").is_some() || run.get("input").is_some();
+        Ok((read_run(run), turns))
     }
 }
 
