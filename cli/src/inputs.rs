@@ -240,6 +240,11 @@ pub struct LiveArgs {
     pub bind_provider: Vec<ProviderBinding>,
 }
 
+/// Said when nothing gives the run its input (no `--input`, no turns in the host
+/// script): it runs with `null`, which a live run sends to the model as the text "null".
+pub(crate) const NO_INPUT: &str =
+    "note: no --input given: the run's input is null (give --input JSON)";
+
 /// The default of `--max-host-calls` for `packc run` and `packc test`: far above what a
 /// pack needs, far below what a runaway `retry` or tool loop would spend.
 pub const DEFAULT_MAX_HOST_CALLS: u64 = 10_000;

@@ -73,7 +73,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         Some(input) => input,
         None => {
             if !args.quiet {
-                eprintln!("{}", crate::run::NO_INPUT);
+                eprintln!("{}", crate::inputs::NO_INPUT);
             }
             Value::Null
         }

@@ -107,11 +107,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 }
 
-/// Said when nothing gives the run its input (no `--input`, no turns in the host
-/// script): it runs with `null`, which a live run sends to the model as the text "null".
-pub(crate) const NO_INPUT: &str =
-    "note: no --input given: the run's input is null (give --input JSON)";
-
 /// The scripted host's spec (`--host`, with `--input` and `--var` over it, and one null
 /// turn when nothing gives one), the target's text (`--target`, else the spec's, else
 /// `workflow`) and the run of it over `module`, with at most `max_host_calls` host calls.
@@ -133,7 +128,7 @@ fn prepare(
     }
     // `--interactive` reads the turns from the terminal.
     if !turns && !args.quiet && !args.interactive {
-        eprintln!("{NO_INPUT}");
+        eprintln!("{}", crate::inputs::NO_INPUT);
     }
     if spec.script.is_empty() {
         spec.script = vec![ScriptItem::Turn(Value::Null)];
