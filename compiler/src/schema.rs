@@ -224,11 +224,13 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
         return;
     }
     let value = pack.to_value();
-    for error in validator(which).iter_errors(&value) {
+    let errors: Vec<_> = validator(which)
+        .iter_errors(&value)
+        .filter(|e| !is_in_composition(e.instance_path().as_str()))
+        .collect();
+    let misspelt = misspellings(which, &errors, newer, level);
+    for error in &errors {
         let path = error.instance_path().as_str();
-        if is_in_composition(path) {
-            continue;
-        }
         match error.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 if newer {
@@ -241,11 +243,17 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                         format!("unknown member `{name}`"),
                     )
                     .at(ptr);
-                    d = match later_level_defining(name, level) {
-                        Some(v) => d.help(format!(
+                    let meant = misspelt.iter().find(|m| m.at == path && m.name == *name);
+                    d = match (later_level_defining(name, level), meant) {
+                        (Some(v), _) => d.help(format!(
                             "`{name}` is defined by PromptPack v{v}: declare `$schema` for v{v} or later (this pack is read at level {level})"
                         )),
-                        None => d.help(format!(
+                        (None, Some(m)) if m.missing => d.help(format!(
+                            "did you mean `{}`? It is required here, and missing",
+                            m.meant
+                        )),
+                        (None, Some(m)) => d.help(format!("did you mean `{}`?", m.meant)),
+                        (None, None) => d.help(format!(
                             "remove `{name}`, or check its spelling against the PromptPack schema"
                         )),
                     };
@@ -254,17 +262,27 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
             }
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                out.push(
-                    Diagnostic::new(
-                        DiagKind::SchemaViolation,
-                        format!("missing required member `{name}`"),
-                    )
-                    .at(path)
-                    .help(format!("add `{name}` here")),
-                );
+                let mut d = Diagnostic::new(
+                    DiagKind::SchemaViolation,
+                    format!("missing required member `{name}`"),
+                )
+                .at(path);
+                d = match misspelt.iter().find(|m| m.at == path && m.meant == name) {
+                    Some(m) => d
+                        .also(
+                            join(path, &[m.name.as_str()]),
+                            format!("`{}` may be `{name}` misspelt", m.name),
+                        )
+                        .help(format!(
+                            "rename `{}` to `{name}`, or add `{name}` here",
+                            m.name
+                        )),
+                    None => d.help(format!("add `{name}` here")),
+                };
+                out.push(d);
             }
             _ => {
-                let (message, help) = describe(&error);
+                let (message, help) = describe(which, error);
                 let mut d = Diagnostic::new(DiagKind::SchemaViolation, message).at(path);
                 if let Some(help) = help {
                     d = d.help(help);
@@ -273,6 +291,110 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
             }
         }
     }
+}
+
+/// An unknown member that is a near miss of a member allowed where it stands.
+struct Misspelling<'e> {
+    /// The pointer of the object holding it.
+    at: &'e str,
+    /// The unknown member.
+    name: String,
+    /// The allowed member it is nearest to.
+    meant: &'static str,
+    /// `meant` is required at `at` and missing (a `Required` error of the same object).
+    missing: bool,
+}
+
+/// The unknown members of `errors` that are near misses of a member their object may
+/// hold: a member the schema there names in `properties` and the object lacks. A
+/// missing required member is preferred, so `sytem_template` beside a missing
+/// `system_template` is reported as that one misspelt. A member a later spec level
+/// defines is no misspelling.
+fn misspellings<'e>(
+    which: Which,
+    errors: &'e [jsonschema::ValidationError<'_>],
+    newer: bool,
+    level: SpecLevel,
+) -> Vec<Misspelling<'e>> {
+    if newer {
+        return Vec::new();
+    }
+    let missing = |at: &str| -> Vec<&'e str> {
+        errors
+            .iter()
+            .filter_map(|e| match e.kind() {
+                ValidationErrorKind::Required { property } if e.instance_path().as_str() == at => {
+                    property.as_str()
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for error in errors {
+        let ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() else {
+            continue;
+        };
+        let at = error.instance_path().as_str();
+        let present = |m: &str| error.instance().get(m).is_some();
+        let allowed: Vec<&'static str> = allowed_members(which, error.schema_path().as_str())
+            .into_iter()
+            .filter(|m| !present(m))
+            .collect();
+        for name in unexpected {
+            if later_level_defining(name, level).is_some() {
+                continue;
+            }
+            let required = missing(at);
+            let near_required = ir_spec::suggest::suggest(name, required.iter().copied());
+            let meant = near_required
+                .and_then(|r| allowed.iter().find(|a| **a == r).copied())
+                .or_else(|| ir_spec::suggest::suggest(name, allowed.iter().copied()));
+            if let Some(meant) = meant {
+                out.push(Misspelling {
+                    at,
+                    name: name.clone(),
+                    meant,
+                    missing: required.contains(&meant),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The members the schema object holding the `additionalProperties` keyword at
+/// `schema_path` names in its `properties`.
+fn allowed_members(which: Which, schema_path: &str) -> Vec<&'static str> {
+    let Some(parent) = schema_path.rsplit_once('/').map(|(p, _)| p) else {
+        return Vec::new();
+    };
+    schema_at(which, parent)
+        .and_then(|node| node.get("properties"))
+        .and_then(Value::as_object)
+        .map(|props| props.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The node of the embedded schema at `schema_path`, a validator's schema path: it
+/// goes through `$ref`s by name (`.../media/$ref/additionalProperties/oneOf`), each
+/// resolved against the document (`#/$defs/...`, `#/definitions/...`).
+fn schema_at(which: Which, schema_path: &str) -> Option<&'static Value> {
+    let schema = document(which);
+    let mut at = Some(schema);
+    for seg in schema_path.split('/').skip(1) {
+        at = at.and_then(|node| match seg {
+            "$ref" => node
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| schema.pointer(r.strip_prefix('#')?)),
+            _ => match node {
+                Value::Array(items) => seg.parse().ok().and_then(|i: usize| items.get(i)),
+                _ => node.get(seg.replace("~1", "/").replace("~0", "~")),
+            },
+        });
+    }
+    at
 }
 
 /// The first spec version that defines a member named `name` above `level`, for the
@@ -297,7 +419,7 @@ fn is_in_composition(path: &str) -> bool {
     path.strip_prefix("/compositions/").is_some()
 }
 
-fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>) {
+fn describe(which: Which, error: &jsonschema::ValidationError<'_>) -> (String, Option<String>) {
     let instance = error.instance();
     match error.kind() {
         ValidationErrorKind::Type { kind } => (
@@ -325,7 +447,7 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>)
             (error.to_string(), Some("this may not be empty".to_string()))
         }
         ValidationErrorKind::OneOfNotValid { .. } | ValidationErrorKind::AnyOf { .. } => {
-            let candidates = candidates(error.schema_path().as_str());
+            let candidates = candidates(which, error.schema_path().as_str());
             (
                 format!(
                     "{} matches none of the forms allowed here: {}",
@@ -341,23 +463,8 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> (String, Option<String>)
 
 /// The alternatives of the `oneOf` / `anyOf` at `schema_path`, by name: a `$ref`'s
 /// definition name, else the type.
-fn candidates(schema_path: &str) -> Vec<String> {
-    let schema = document(Which::V1_5);
-    // The path goes through `$ref`s by name (`.../media/$ref/additionalProperties/oneOf`).
-    let mut at = Some(schema);
-    for seg in schema_path.split('/').skip(1) {
-        at = at.and_then(|node| match seg {
-            "$ref" => node
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| schema.pointer(r.strip_prefix('#')?)),
-            _ => match node {
-                Value::Array(items) => seg.parse().ok().and_then(|i: usize| items.get(i)),
-                _ => node.get(seg.replace("~1", "/").replace("~0", "~")),
-            },
-        });
-    }
-    let list = at
+fn candidates(which: Which, schema_path: &str) -> Vec<String> {
+    let list = schema_at(which, schema_path)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -467,6 +574,98 @@ mod tests {
         assert_eq!(
             kinds_at(&v),
             vec![(DiagKind::SchemaViolation, "/prompts/p".into())]
+        );
+    }
+
+    /// Each diagnostic as (pointer, help, the pointers of its other labels).
+    fn helps(v: &Value) -> Vec<(String, String, Vec<String>)> {
+        let mut out = Vec::new();
+        validate(&crate::doc::leaked(v), &mut out);
+        out.into_iter()
+            .map(|d| {
+                let also = d
+                    .labels
+                    .iter()
+                    .filter_map(|l| match &l.site {
+                        crate::diag::Site::Pointer(p) => Some(p.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                (
+                    d.pointer().unwrap_or("").to_owned(),
+                    d.help.unwrap_or_default(),
+                    also,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_unknown_member_names_the_nearest_member_allowed_there() {
+        let mut v = minimal();
+        v["workflow"] = json!({"version": 1, "entry": "a",
+            "states": {"a": {"prompt_task": "p", "termnial": true}}});
+        // Through a `$ref` (`Prompt` → `Parameters`), at v1.5 and v1.9 alike.
+        v["prompts"]["p"]["parameters"] = json!({"temprature": 0.2});
+        for schema in [
+            None,
+            Some("https://promptpack.org/schema/v1.9.0/promptpack.schema.json"),
+        ] {
+            if let Some(url) = schema {
+                v["$schema"] = json!(url);
+            }
+            let got = helps(&v);
+            assert_eq!(got.len(), 2, "{got:?}");
+            assert!(got.contains(&(
+                "/workflow/states/a/termnial".into(),
+                "did you mean `terminal`?".into(),
+                vec![]
+            )));
+            assert!(got.contains(&(
+                "/prompts/p/parameters/temprature".into(),
+                "did you mean `temperature`?".into(),
+                vec![]
+            )));
+        }
+        // Nothing near: the help says to remove it.
+        let mut v = minimal();
+        v["prompts"]["p"]["zzzzzz"] = json!(1);
+        assert_eq!(
+            helps(&v)[0].1,
+            "remove `zzzzzz`, or check its spelling against the PromptPack schema"
+        );
+        // A member the object already has is not suggested twice.
+        let mut v = minimal();
+        v["prompts"]["p"]["nme"] = json!("P");
+        assert!(
+            helps(&v)[0].1.starts_with("remove `nme`"),
+            "{:?}",
+            helps(&v)
+        );
+    }
+
+    #[test]
+    fn a_misspelt_required_member_is_linked_to_the_missing_one() {
+        let mut v = minimal();
+        let p = v["prompts"]["p"].as_object_mut().unwrap();
+        p.remove("system_template");
+        p.insert("sytem_template".into(), json!("hi"));
+        let got = helps(&v);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "/prompts/p".into(),
+                    "rename `sytem_template` to `system_template`, or add `system_template` here"
+                        .into(),
+                    vec!["/prompts/p/sytem_template".into()]
+                ),
+                (
+                    "/prompts/p/sytem_template".into(),
+                    "did you mean `system_template`? It is required here, and missing".into(),
+                    vec![]
+                ),
+            ]
         );
     }
 
