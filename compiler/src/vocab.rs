@@ -48,6 +48,15 @@ pub const KIND_MEMBERS: &[&str] = &[
 ];
 
 impl Kind {
+    /// The five v1 kinds, for "did you mean" help lines.
+    pub const V1: [Kind; 5] = [
+        Kind::Prompt,
+        Kind::Agent,
+        Kind::Tool,
+        Kind::Branch,
+        Kind::Parallel,
+    ];
+
     /// The kind `s` names in a pack read at level 1.8+ (`level_1_8`) or below: a v1 kind,
     /// or, from level 1.8, a vendor kind ([`is_extension_kind`]).
     pub fn parse_at(s: &str, level_1_8: bool) -> Option<Kind> {
@@ -185,6 +194,9 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Every strategy, for "did you mean" help lines.
+    pub const ALL: [Strategy; 3] = [Strategy::Append, Strategy::Replace, Strategy::Barrier];
+
     /// The strategy `s` names.
     pub fn parse(s: &str) -> Option<Strategy> {
         Some(match s {

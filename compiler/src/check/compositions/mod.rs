@@ -27,6 +27,31 @@ use shape::{expect_array, expect_object, expect_str, optional_str, schema, What}
 
 const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
 
+/// Every member a v1 step may hold, whatever its kind: what a misspelt member is
+/// compared with when a required one is missing.
+const STEP_MEMBERS: &[&str] = &[
+    "id",
+    "kind",
+    "description",
+    "depends_on",
+    "modifiers",
+    "prompt_task",
+    "input",
+    "output_schema",
+    "tools",
+    "termination",
+    "tool",
+    "args",
+    "predicate",
+    "then",
+    "else",
+    "branches",
+    "reduce",
+];
+
+/// The conditions of an agent step's `termination`.
+const TERMINATION_MEMBERS: &[&str] = &["max_steps", "tool_called"];
+
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/compositions");
     for (name, comp) in entries(cx.root.get("compositions")) {
@@ -52,9 +77,15 @@ fn check_composition(cx: &mut Cx<'_, '_>, name: &str, comp: &Node, ptr: &At<'_>)
     let steps_ptr = ptr.key("steps");
     let steps: &[Node] = match obj.get("steps") {
         None => {
-            cx.push(
-                schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list"),
-            );
+            let d =
+                schema(ptr, "missing required member `steps`").help("add a non-empty `steps` list");
+            cx.push(shape::missing_member(
+                d,
+                obj,
+                ptr,
+                "steps",
+                shape::COMPOSITION_MEMBERS,
+            ));
             &[]
         }
         Some(Node::Array([])) => {
@@ -89,10 +120,11 @@ fn check_step(
         return;
     };
     match obj.get("id") {
-        None => cx.push(
-            schema(ptr, "step without `id`")
-                .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$"),
-        ),
+        None => {
+            let d = schema(ptr, "step without `id`")
+                .help("give the step an `id` matching ^[a-zA-Z_][a-zA-Z0-9_]*$");
+            cx.push(shape::missing_member(d, obj, ptr, "id", STEP_MEMBERS));
+        }
         Some(v) => match expect_str(cx, v, &ptr.key("id"), What::Member("id")) {
             Some(id) if !is_ident(id) || id == "input" => {
                 let why = if id == "input" {
@@ -114,10 +146,9 @@ fn check_step(
     }
     let kind = match obj.get("kind") {
         None => {
-            cx.push(
-                schema(ptr, "step without `kind`")
-                    .help("add `kind`: prompt, agent, tool, branch or parallel"),
-            );
+            let d = schema(ptr, "step without `kind`")
+                .help("add `kind`: prompt, agent, tool, branch or parallel");
+            cx.push(shape::missing_member(d, obj, ptr, "kind", STEP_MEMBERS));
             None
         }
         Some(v) => expect_str(cx, v, &ptr.key("kind"), What::Member("kind"))
@@ -142,10 +173,11 @@ fn check_step(
         }
         Kind::Tool => {
             match obj.get("tool") {
-                None => cx.push(
-                    schema(ptr, "tool step without `tool`")
-                        .help("name the tool to call: `tool: <key of tools>`"),
-                ),
+                None => {
+                    let d = schema(ptr, "tool step without `tool`")
+                        .help("name the tool to call: `tool: <key of tools>`");
+                    cx.push(shape::missing_member(d, obj, ptr, "tool", STEP_MEMBERS));
+                }
                 Some(v) => {
                     let tptr = ptr.key("tool");
                     match expect_str(cx, v, &tptr, What::Member("tool")) {
@@ -184,17 +216,20 @@ fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &At<'_>, nested: bool) -> Option
         }
         Some(kind) => Some(kind),
         None => {
+            let help = if is_extension_kind(k) {
+                "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later".to_owned()
+            } else if let Some(near) = super::suggest(k, Kind::V1.map(Kind::as_str)) {
+                format!("did you mean `{near}`?")
+            } else {
+                "v1 step kinds are prompt, agent, tool, branch and parallel".to_owned()
+            };
             cx.push(
                 Diagnostic::new(
                     DiagKind::UnsupportedStepKind,
                     format!("unknown step kind `{k}`"),
                 )
                 .at(ptr.key("kind"))
-                .help(if is_extension_kind(k) {
-                    "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later"
-                } else {
-                    "v1 step kinds are prompt, agent, tool, branch and parallel"
-                }),
+                .help(help),
             );
             None
         }
@@ -212,10 +247,15 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
 
 fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let Some(v) = obj.get("prompt_task") else {
-        cx.push(
-            schema(ptr, "step without `prompt_task`")
-                .help("name the prompt to call: `prompt_task: <key of prompts>`"),
-        );
+        let d = schema(ptr, "step without `prompt_task`")
+            .help("name the prompt to call: `prompt_task: <key of prompts>`");
+        cx.push(shape::missing_member(
+            d,
+            obj,
+            ptr,
+            "prompt_task",
+            STEP_MEMBERS,
+        ));
         return;
     };
     let pptr = ptr.key("prompt_task");
@@ -287,14 +327,19 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     }
     let tptr = ptr.key("termination");
     let Some(term) = obj.get("termination") else {
-        cx.push(
-            Diagnostic::new(
-                DiagKind::AgentMissingTermination,
-                "agent step without `termination`",
-            )
-            .at(ptr)
-            .help("add `termination: {max_steps: N}` and/or `termination: {tool_called: <tool>}`"),
-        );
+        let d = Diagnostic::new(
+            DiagKind::AgentMissingTermination,
+            "agent step without `termination`",
+        )
+        .at(ptr)
+        .help("add `termination: {max_steps: N}` and/or `termination: {tool_called: <tool>}`");
+        cx.push(shape::missing_member(
+            d,
+            obj,
+            ptr,
+            "termination",
+            STEP_MEMBERS,
+        ));
         return;
     };
     let Some(term) = term.as_object() else {
@@ -314,14 +359,16 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
         return;
     };
     if term.get("max_steps").is_none() && term.get("tool_called").is_none() {
-        cx.push(
-            Diagnostic::new(
-                DiagKind::AgentMissingTermination,
-                "`termination` has neither `max_steps` nor `tool_called`",
-            )
-            .at(tptr)
-            .help("add `max_steps: N` and/or `tool_called: <tool>`"),
-        );
+        let mut d = Diagnostic::new(
+            DiagKind::AgentMissingTermination,
+            "`termination` has neither `max_steps` nor `tool_called`",
+        )
+        .at(tptr)
+        .help("add `max_steps: N` and/or `tool_called: <tool>`");
+        for member in TERMINATION_MEMBERS {
+            d = shape::missing_member(d, term, &tptr, member, TERMINATION_MEMBERS);
+        }
+        cx.push(d);
     }
     if let Some(v) = term.get("max_steps") {
         if v.as_u64().is_none_or(|n| n < 1) {
@@ -333,14 +380,17 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     }
     for key in term
         .keys()
-        .filter(|k| !matches!(k.as_str(), "max_steps" | "tool_called"))
+        .filter(|k| !TERMINATION_MEMBERS.contains(&k.as_str()))
     {
         cx.push(
             schema(
                 &tptr.key(key),
                 format!("unknown termination condition `{key}`"),
             )
-            .help("termination takes `max_steps` and `tool_called`"),
+            .help(
+                shape::did_you_mean_member(term, key, TERMINATION_MEMBERS)
+                    .unwrap_or_else(|| "termination takes `max_steps` and `tool_called`".into()),
+            ),
         );
     }
     let at = tptr.key("tool_called");
@@ -375,17 +425,23 @@ fn check_agent(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
 fn check_branch(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     match obj.get("predicate") {
-        None => cx.push(
-            schema(ptr, "branch step without `predicate`")
-                .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`"),
-        ),
+        None => {
+            let d = schema(ptr, "branch step without `predicate`")
+                .help("add a predicate, e.g. `{path: \"${input.x}\", op: equals, value: 1}`");
+            cx.push(shape::missing_member(
+                d,
+                obj,
+                ptr,
+                "predicate",
+                STEP_MEMBERS,
+            ));
+        }
         Some(p) => predicate::check_predicate(cx, c, p, &ptr.key("predicate"), index),
     }
     if obj.get("then").is_none() {
-        cx.push(
-            schema(ptr, "branch step without `then`")
-                .help("name the step to run when the predicate is true"),
-        );
+        let d = schema(ptr, "branch step without `then`")
+            .help("name the step to run when the predicate is true");
+        cx.push(shape::missing_member(d, obj, ptr, "then", STEP_MEMBERS));
     }
     order::check_targets(cx, c, step);
 }
@@ -394,14 +450,15 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
     let bptr = ptr.key("branches");
     match obj.get("branches") {
-        None => cx.push(
-            Diagnostic::new(
+        None => {
+            let d = Diagnostic::new(
                 DiagKind::ParallelTooFewBranches,
                 "parallel step without `branches`",
             )
             .at(ptr)
-            .help("a parallel step runs two or more branches"),
-        ),
+            .help("a parallel step runs two or more branches");
+            cx.push(shape::missing_member(d, obj, ptr, "branches", STEP_MEMBERS));
+        }
         Some(v) => {
             let what = What::Member("branches");
             if let Some(branches) = expect_array(cx, v, &bptr, what, "an array of steps") {
@@ -425,15 +482,122 @@ fn check_parallel(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
         }
     }
     let Some(reduce) = obj.get("reduce") else {
-        cx.push(
-            Diagnostic::new(
-                DiagKind::ParallelMissingReduce,
-                "parallel step without `reduce`",
-            )
-            .at(ptr)
-            .help("add `reduce: {strategy: barrier|append|replace, into: <name>}`"),
-        );
+        let d = Diagnostic::new(
+            DiagKind::ParallelMissingReduce,
+            "parallel step without `reduce`",
+        )
+        .at(ptr)
+        .help("add `reduce: {strategy: barrier|append|replace, into: <name>}`");
+        cx.push(shape::missing_member(d, obj, ptr, "reduce", STEP_MEMBERS));
         return;
     };
     shape::reduce(cx, reduce, &ptr.key("reduce"));
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    /// Each diagnostic of a pack whose composition `c` has `steps`: its pointer, its help
+    /// and the pointers of its other labels.
+    fn diagnostics(steps: Value) -> Vec<(String, String, Vec<String>)> {
+        let pack = json!({
+            "id": "d", "name": "D", "version": "1.0.0",
+            "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+            "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
+            "tools": {"t": {"name": "t", "description": "T", "parameters": {"type": "object"}}},
+            "compositions": {"c": {"version": 1, "steps": steps}},
+        });
+        crate::check_bytes(
+            &serde_json::to_vec(&pack).unwrap(),
+            &crate::Options::default(),
+        )
+        .diagnostics
+        .into_iter()
+        .map(|d| {
+            let also = d
+                .labels
+                .iter()
+                .filter_map(|l| match &l.site {
+                    crate::diag::Site::Pointer(p) => Some(p.clone()),
+                    _ => None,
+                })
+                .collect();
+            (
+                d.pointer().unwrap_or("").to_owned(),
+                d.help.unwrap_or_default(),
+                also,
+            )
+        })
+        .collect()
+    }
+
+    fn help_at(all: &[(String, String, Vec<String>)], ptr: &str) -> String {
+        let found: Vec<_> = all.iter().filter(|(p, _, _)| p == ptr).collect();
+        assert_eq!(found.len(), 1, "{ptr}: {all:?}");
+        found[0].1.clone()
+    }
+
+    #[test]
+    fn a_misspelt_word_of_a_fixed_vocabulary_names_the_nearest_one() {
+        let all = diagnostics(json!([
+            {"id": "a", "kind": "tol", "tool": "t"},
+            {"id": "b", "kind": "parallel",
+             "branches": [{"id": "x", "kind": "prompt", "prompt_task": "p"},
+                          {"id": "y", "kind": "prompt", "prompt_task": "p"}],
+             "reduce": {"strategy": "barier", "into": "both", "intoo": 1}},
+            {"id": "c", "kind": "branch",
+             "predicate": {"path": "${input.k}", "op": "equal", "value": 1}, "then": "d"},
+            {"id": "d", "kind": "branch",
+             "predicate": {"path": "${input.k}", "op": "equals", "vaule": 1}, "then": "e"},
+            {"id": "e", "kind": "agent", "prompt_task": "p", "tools": ["t"],
+             "termination": {"tool_called": "t", "max_step": 3}},
+            {"id": "f", "kind": "prompt", "prompt_task": "p", "inptu": "x"},
+        ]));
+        let at = |p: &str| help_at(&all, &format!("/compositions/c/steps/{p}"));
+        assert_eq!(at("0/kind"), "did you mean `tool`?");
+        assert_eq!(at("1/reduce/strategy"), "did you mean `barrier`?");
+        assert_eq!(
+            at("1/reduce/intoo"),
+            "remove `intoo`; `reduce` has only `strategy` and `into`"
+        );
+        assert_eq!(at("2/predicate"), "did you mean `equals`?");
+        assert_eq!(at("3/predicate"), "did you mean `value`?");
+        assert_eq!(at("4/termination/max_step"), "did you mean `max_steps`?");
+        assert_eq!(at("5/inptu"), "did you mean `input`?");
+    }
+
+    #[test]
+    fn a_misspelt_required_member_is_linked_to_the_missing_one() {
+        let all = diagnostics(json!([
+            {"id": "a", "kind": "prompt", "promt_task": "p"},
+            {"id": "b", "kind": "parallel",
+             "branches": [{"id": "x", "kind": "prompt", "prompt_task": "p"},
+                          {"id": "y", "kind": "tool", "tool": "t"}],
+             "reduce": {"stratgy": "barrier", "into": "both"}},
+            {"id": "c", "knd": "tool", "tool": "t"},
+            {"id": "d", "kind": "agent", "prompt_task": "p", "termination": {"max_stpes": 2}},
+        ]));
+        let step = |p: &str| format!("/compositions/c/steps/{p}");
+        let linked = |at: &str, misspelt: &str, meant: &str| {
+            let also = vec![step(&format!("{at}/{misspelt}"))];
+            let rename = format!("rename `{misspelt}` to `{meant}`");
+            assert!(
+                all.contains(&(step(at), rename, also)),
+                "{at} {misspelt}: {all:?}"
+            );
+            let own = help_at(&all, &step(&format!("{at}/{misspelt}")));
+            assert_eq!(own, format!("did you mean `{meant}`?"));
+        };
+        linked("0", "promt_task", "prompt_task");
+        linked("1/reduce", "stratgy", "strategy");
+        linked("3/termination", "max_stpes", "max_steps");
+        // `knd` leaves the step without a kind, so its members are not checked: only
+        // the missing `kind` names it.
+        assert!(all.contains(&(
+            step("2"),
+            "rename `knd` to `kind`".into(),
+            vec![step("2/knd")]
+        )));
+    }
 }

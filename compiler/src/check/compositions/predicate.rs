@@ -63,14 +63,30 @@ pub(super) fn check_predicate(
         .filter(|k| !variant.contains(k))
         .collect();
     if !extra.is_empty() {
-        cx.push(invalid_predicate(
+        let mut d = invalid_predicate(
             ptr,
             format!(
                 "unexpected member(s) {} in a predicate of shape {{{}}}",
                 quote_list(&extra),
                 variant.join(", ")
             ),
-        ));
+        );
+        let near: Vec<(&str, &str)> = extra
+            .iter()
+            .filter_map(|k| Some((*k, super::shape::meant(obj, k, variant)?)))
+            .collect();
+        match near[..] {
+            [] => {}
+            [(_, m)] if extra.len() == 1 => d = d.help(format!("did you mean `{m}`?")),
+            _ => {
+                let each: Vec<String> = near
+                    .iter()
+                    .map(|(k, m)| format!("`{m}` for `{k}`"))
+                    .collect();
+                d = d.help(format!("did you mean {}?", each.join(", ")));
+            }
+        }
+        cx.push(d);
         return;
     }
     if let Some(missing) = variant.iter().find(|k| !obj.contains_key(k)) {
@@ -85,10 +101,17 @@ pub(super) fn check_predicate(
             if let Some(op) = obj.get("op") {
                 if op.as_str().and_then(Op::parse).is_none() {
                     let ops: Vec<&str> = Op::ALL.iter().map(|o| o.as_str()).collect();
-                    cx.push(invalid_predicate(
+                    let mut d = invalid_predicate(
                         ptr,
                         format!("unknown op {op}; ops are {}", ops.join(", ")),
-                    ));
+                    );
+                    if let Some(near) = op
+                        .as_str()
+                        .and_then(|o| super::super::suggest(o, ops.iter().copied()))
+                    {
+                        d = d.help(format!("did you mean `{near}`?"));
+                    }
+                    cx.push(d);
                     return;
                 }
                 if let Some(v) = obj.get("value") {

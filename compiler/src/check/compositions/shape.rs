@@ -10,7 +10,7 @@ use super::super::{did_you_mean, is_ident, type_of, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
 use crate::vocab::{Kind, Strategy, KIND_MEMBERS};
 
-const COMPOSITION_MEMBERS: &[&str] = &[
+pub(super) const COMPOSITION_MEMBERS: &[&str] = &[
     "version",
     "description",
     "input_schema",
@@ -111,6 +111,42 @@ pub(super) fn optional_str<'v>(
     expect_str(cx, v, &ptr.key(key), What::Member(key))
 }
 
+/// The member of `known` that `key`, a member of `obj` outside `known`, was likely meant
+/// to be: the nearest one `obj` lacks ([`ir_spec::suggest::suggest`]).
+pub(super) fn meant<'k>(obj: &Obj, key: &str, known: &[&'k str]) -> Option<&'k str> {
+    super::super::suggest(key, known.iter().copied().filter(|k| !obj.contains_key(k)))
+}
+
+/// "did you mean `x`?" for the unknown member `key` of `obj`, when one of `known` is near.
+pub(super) fn did_you_mean_member(obj: &Obj, key: &str, known: &[&str]) -> Option<String> {
+    meant(obj, key, known).map(|m| format!("did you mean `{m}`?"))
+}
+
+/// `d`, which says `member` is missing from `obj` at `ptr`, linked to the member of `obj`
+/// outside `known` that looks like `member` misspelt (`promt_task`): a second label on it
+/// and a help that says to rename it. `d` unchanged when there is none.
+pub(super) fn missing_member(
+    d: Diagnostic,
+    obj: &Obj,
+    ptr: &At<'_>,
+    member: &str,
+    known: &[&str],
+) -> Diagnostic {
+    let misspelt = obj
+        .keys()
+        .map(|k| k.as_str())
+        .find(|k| !known.contains(k) && meant(obj, k, known) == Some(member));
+    match misspelt {
+        Some(k) => d
+            .also(
+                ptr.key(k).pointer(),
+                format!("`{k}` may be `{member}` misspelt"),
+            )
+            .help(format!("rename `{k}` to `{member}`")),
+        None => d,
+    }
+}
+
 /// The members of a composition object: none unknown, `version: 1`, the string members
 /// strings, `engine` an object.
 pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
@@ -123,15 +159,19 @@ pub(super) fn composition_members(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) 
                     &ptr.key(key),
                     format!("unknown member `{key}` of a composition"),
                 )
-                .help(format!(
-                    "a composition has only: {}",
-                    COMPOSITION_MEMBERS.join(", ")
-                )),
+                .help(
+                    did_you_mean_member(obj, key, COMPOSITION_MEMBERS).unwrap_or_else(|| {
+                        format!("a composition has only: {}", COMPOSITION_MEMBERS.join(", "))
+                    }),
+                ),
             );
         }
     }
     match obj.get("version") {
-        None => cx.push(schema(ptr, "missing required member `version`").help("add `version: 1`")),
+        None => {
+            let d = schema(ptr, "missing required member `version`").help("add `version: 1`");
+            cx.push(missing_member(d, obj, ptr, "version", COMPOSITION_MEMBERS));
+        }
         Some(v) if v.as_u64() != Some(1) => cx.push(
             schema(
                 &ptr.key("version"),
@@ -202,19 +242,23 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Obj, ptr: &At<
                     kind.as_str()
                 )
             };
+            let takes: Vec<&str> = SHARED_STEP_MEMBERS
+                .iter()
+                .chain(kind.members())
+                .copied()
+                .collect();
+            let help = match meant(obj, key, &takes).filter(|_| key != "provider") {
+                Some(m) => format!("did you mean `{m}`?"),
+                None => format!(
+                    "remove `{key}`; a {} step takes: {}",
+                    kind.as_str(),
+                    takes.join(", ")
+                ),
+            };
             cx.push(
                 Diagnostic::new(DiagKind::IgnoredMember, why)
                     .at(mptr)
-                    .help(format!(
-                        "remove `{key}`; a {} step takes: {}",
-                        kind.as_str(),
-                        SHARED_STEP_MEMBERS
-                            .iter()
-                            .chain(kind.members())
-                            .copied()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
+                    .help(help),
             );
         }
     }
@@ -342,22 +386,27 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Node, rptr: &At<'_>) {
     let Some(r) = expect_object(cx, reduce, rptr, What::Member("reduce")) else {
         return;
     };
-    for key in ["strategy", "into"] {
+    for key in REDUCE_MEMBERS {
         if r.get(key).is_none() {
-            cx.push(
-                schema(rptr, format!("`reduce` without `{key}`"))
-                    .help("write `reduce: {strategy: barrier|append|replace, into: <name>}`"),
-            );
+            let d = schema(rptr, format!("`reduce` without `{key}`"))
+                .help("write `reduce: {strategy: barrier|append|replace, into: <name>}`");
+            cx.push(missing_member(d, r, rptr, key, REDUCE_MEMBERS));
         }
     }
     if let Some(s) = r.get("strategy") {
         if s.as_str().and_then(Strategy::parse).is_none() {
+            let near = s
+                .as_str()
+                .and_then(|s| super::super::suggest(s, Strategy::ALL.map(Strategy::as_str)));
             cx.push(
                 schema(
                     &rptr.key("strategy"),
                     format!("unknown reduce strategy {s}"),
                 )
-                .help("strategies are append, replace and barrier"),
+                .help(match near {
+                    Some(n) => format!("did you mean `{n}`?"),
+                    None => "strategies are append, replace and barrier".to_owned(),
+                }),
             );
         }
     }
@@ -369,16 +418,23 @@ pub(super) fn reduce(cx: &mut Cx<'_, '_>, reduce: &Node, rptr: &At<'_>) {
             ));
         }
     }
-    for key in r
-        .keys()
-        .filter(|k| !matches!(k.as_str(), "strategy" | "into"))
-    {
-        cx.push(schema(
-            &rptr.key(key),
-            format!("unknown member `{key}` of `reduce`"),
-        ));
+    for key in r.keys().filter(|k| !REDUCE_MEMBERS.contains(&k.as_str())) {
+        cx.push(
+            schema(
+                &rptr.key(key),
+                format!("unknown member `{key}` of `reduce`"),
+            )
+            .help(
+                did_you_mean_member(r, key, REDUCE_MEMBERS).unwrap_or_else(|| {
+                    format!("remove `{key}`; `reduce` has only `strategy` and `into`")
+                }),
+            ),
+        );
     }
 }
+
+/// The members of a parallel step's `reduce`.
+const REDUCE_MEMBERS: &[&str] = &["strategy", "into"];
 
 /// A suggestion for an invalid step id: every other character replaced by `_`, and a
 /// leading `_` where the id would start with a digit or be `input`.
