@@ -168,7 +168,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
-    let mut spec = crate::inputs::host_spec(&args.host)?;
+    let mut spec = crate::inputs::host_spec(&args.host, Some(&module))?;
     if let Some(input) = &args.input {
         spec.script = vec![ScriptItem::Turn(crate::inputs::parse_input(
             "--input", input,

@@ -294,7 +294,8 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     // The call log of a run saved with one holds the calls made before; only those
     // made now have their answers here.
     let before = run.calls().len();
-    let mut host = resume_host(args)?;
+    let program = run.program().clone();
+    let mut host = resume_host(args, program.module())?;
     let mut recorder = crate::result::Recorder {
         inner: &mut host,
         calls: Vec::new(),
@@ -315,7 +316,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     )
 }
 
-fn resume_host(args: &ResumeArgs) -> Result<CallerHost> {
+fn resume_host(args: &ResumeArgs, module: &ir_spec::Module) -> Result<CallerHost> {
     if args.provider.is_some() || args.tools.is_some() {
         let host = crate::live::host_for(
             args.provider.is_some(),
@@ -328,7 +329,7 @@ fn resume_host(args: &ResumeArgs) -> Result<CallerHost> {
         return Ok(CallerHost::Live(Blocking::new(host)));
     }
     let spec = match &args.host {
-        Some(path) => crate::inputs::host_spec(path)?,
+        Some(path) => crate::inputs::host_spec(path, Some(module))?,
         None => packc_host::RunSpec::default(),
     };
     Ok(CallerHost::Scripted(packc_host::ScriptedHost::new(&spec)))

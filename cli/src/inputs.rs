@@ -450,16 +450,23 @@ pub(crate) fn load_module(
 }
 
 /// Reads a host script: a case's `run` member on its own, checked as strictly as a case.
-pub(crate) fn host_spec(path: &Path) -> Result<RunSpec> {
-    host_script(path).map(|(spec, _)| spec)
+pub(crate) fn host_spec(path: &Path, module: Option<&ir_spec::Module>) -> Result<RunSpec> {
+    host_script(path, module).map(|(spec, _)| spec)
 }
 
 /// [`host_spec`], and whether the script gives the run's turns itself (`script` or
-/// `input`).
-pub(crate) fn host_script(path: &Path) -> Result<(RunSpec, bool)> {
+/// `input`). With `module`, every answer queue must be keyed by a name of the pack.
+pub(crate) fn host_script(
+    path: &Path,
+    module: Option<&ir_spec::Module>,
+) -> Result<(RunSpec, bool)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    RunSpec::parse_with_turns(&text).map_err(|problems| {
+    let spec = match module {
+        Some(module) => RunSpec::parse_for(&text, module),
+        None => RunSpec::parse_with_turns(&text),
+    };
+    spec.map_err(|problems| {
         anyhow::Error::msg(
             packc_host::CaseError {
                 path: path.display().to_string(),

@@ -116,7 +116,7 @@ fn prepare(
     max_host_calls: Option<u64>,
 ) -> Result<(RunSpec, String, Run)> {
     let (mut spec, mut turns) = match &args.host {
-        Some(path) => host_script(path)?,
+        Some(path) => host_script(path, Some(&module))?,
         None => (RunSpec::default(), false),
     };
     if let Some(value) = read_input(args)? {

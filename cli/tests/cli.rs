@@ -235,6 +235,78 @@ host:
 }
 
 #[test]
+fn run_host_script_answers_and_queue_names_are_checked_when_read() {
+    let pack = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let host = write_temp(
+        "misspelt-answer-host.yaml",
+        b"input: {text: hi}
+host:
+  prompts:
+    doc_classifier:
+      - ouput: {type: general}
+",
+    );
+    let out = run_host(&pack, &host);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:5:9: an answer for `doc_classifier` in `run.host.prompts`: unknown member `ouput`; did you mean `output`?",
+            host.display()
+        )),
+        "{stderr}"
+    );
+    let host = write_temp(
+        "misspelt-queue-host.yaml",
+        b"input: {text: hi}
+host:
+  prompts:
+    doc_clasifier: [{output: {type: general}}]
+",
+    );
+    let out = run_host(&pack, &host);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:4:5: `doc_clasifier` in `run.host.prompts` is no prompt of the pack, so its answers are never used; did you mean `doc_classifier`?",
+            host.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_failing_case_names_a_queue_no_call_consumes() {
+    let dir = scratch("unknown-queue");
+    let case = dir.join("queue.case.yaml");
+    std::fs::write(
+        &case,
+        format!(
+            "about: a queue under a misspelt prompt name
+pack_file: {}
+run:
+  input: {{text: hi}}
+  host:
+    prompts:
+      doc_clasifier: [{{output: {{type: general}}}}]
+expect:
+  output: {{summary: memo}}
+",
+            repo().join("examples/rfc0010-ex2.pack.yaml").display()
+        ),
+    )
+    .unwrap();
+    let out = packc_output!("test", &case);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_contains(
+        &stdout,
+        "note: `doc_clasifier` in `run.host.prompts` is no prompt of the pack, so its answers are never used; did you mean `doc_classifier`?",
+    );
+}
+
+#[test]
 fn run_command_prints_the_output() {
     let host = write_temp(
         "host.yaml",

@@ -188,6 +188,34 @@ impl RunSpec {
         let turns = run.get("script").is_some() || run.get("input").is_some();
         Ok((read_run(run), turns))
     }
+
+    /// [`RunSpec::parse`] for a run of `module`: also every answer queue must be keyed
+    /// by a name a call of the pack uses ([`crate::queues::unknown_queues`]), or it is
+    /// a problem located at its key.
+    /// Like [`RunSpec::parse_with_turns`], it also says whether the script gives the
+    /// caller's turns itself.
+    pub fn parse_for(
+        text: &str,
+        module: &ir_spec::Module,
+    ) -> Result<(RunSpec, bool), Vec<Problem>> {
+        let loaded = load_checked(text, Section::Run)?;
+        let run = loaded.value();
+        let turns = run.get("script").is_some() || run.get("input").is_some();
+        let spec = read_run(run);
+        let mut problems: Vec<Problem> = crate::queues::unknown_queues(&spec, module)
+            .into_iter()
+            .map(|q| {
+                let ptr = format!("/host/{}/{}", q.section, case_format::escape(&q.name));
+                case_format::problem_at(text, &loaded.spans, &ptr, q.message)
+            })
+            .collect();
+        problems.sort_by_key(|p| (p.line, p.column));
+        if problems.is_empty() {
+            Ok((spec, turns))
+        } else {
+            Err(problems)
+        }
+    }
 }
 
 /// Loads `text` and checks it has the shape of `root`.

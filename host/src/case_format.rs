@@ -65,8 +65,10 @@ enum Shape {
     /// A list of objects with the members of a section.
     ListOf(Section),
     /// Scripted answers: an object whose every value is a list (the queue of one
-    /// prompt or tool). The answers themselves are read when called: a malformed one is
-    /// a `host_error` of the run (conformance README, "Settled details").
+    /// prompt or tool). In a case the answers themselves are read when called: a
+    /// malformed one is a `host_error` of the run (conformance README, "Settled
+    /// details"), which a case may mean to test. A host script (`packc run --host`)
+    /// tests nothing, so there a malformed answer is a slip, reported with the file.
     Queues,
     /// A list of non-negative integers.
     Clock,
@@ -124,6 +126,7 @@ pub(crate) fn check(text: &str, value: &Value, spans: &SpanIndex, root: Section)
     let mut c = Checker {
         text,
         spans,
+        answers: root == Section::Run,
         problems: Vec::new(),
     };
     c.shape(value, "", Shape::Members(root), root.name());
@@ -141,6 +144,8 @@ pub(crate) fn check(text: &str, value: &Value, spans: &SpanIndex, root: Section)
 struct Checker<'a> {
     text: &'a str,
     spans: &'a SpanIndex,
+    /// Scripted answers are checked too (a host script, not a case).
+    answers: bool,
     problems: Vec<Problem>,
 }
 
@@ -231,14 +236,31 @@ impl Checker<'_> {
                 None => self.blame_value(ptr, wrong("an object")),
                 Some(map) => {
                     for (name, queue) in map {
-                        if !queue.is_array() {
+                        let queue_ptr = format!("{ptr}/{}", escape(name));
+                        let Some(answers) = queue.as_array() else {
                             self.blame_value(
-                                &format!("{ptr}/{}", escape(name)),
+                                &queue_ptr,
                                 format!(
                                     "the answers for `{name}` in {what} must be a list, not {}: write each answer as a list item (`- output: ...`)",
                                     kind(queue)
                                 ),
                             );
+                            continue;
+                        };
+                        if !self.answers {
+                            continue;
+                        }
+                        for (i, answer) in answers.iter().enumerate() {
+                            let Some((member, why)) = crate::scripted::malformed(answer) else {
+                                continue;
+                            };
+                            let message = format!("an answer for `{name}` in {what}: {why}");
+                            match member {
+                                Some(m) => {
+                                    self.blame(&format!("{queue_ptr}/{i}/{}", escape(m)), message)
+                                }
+                                None => self.blame_value(&format!("{queue_ptr}/{i}"), message),
+                            }
                         }
                     }
                 }
@@ -348,6 +370,19 @@ fn unknown_member(section: Section, key: &str) -> String {
     format!("unknown member `{key}` in {}; {help}", section.name())
 }
 
+/// A problem with the node at `ptr` of a document already checked (a member's key, an
+/// item's value), located in `text`.
+pub(crate) fn problem_at(text: &str, spans: &SpanIndex, ptr: &str, message: String) -> Problem {
+    let (line, column) = spans
+        .key_or_value(ptr)
+        .map_or((1, 1), |span| line_col(text, span.start));
+    Problem {
+        line,
+        column,
+        message,
+    }
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -360,7 +395,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// A key as a JSON pointer segment (RFC 6901).
-fn escape(key: &str) -> String {
+pub(crate) fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
@@ -374,4 +409,32 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     (line, before[line_start..].chars().count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::case::{Case, RunSpec};
+
+    /// A host script's answers are checked when it is read; a case's are left to the
+    /// run, where a malformed one is a `host_error` the case may expect.
+    #[test]
+    fn answers_are_checked_in_a_host_script_only() {
+        let run = "host:\n  prompts:\n    p:\n      - output: 1\n      - ouput: 2\n      - 3\n      - {tool_calls: [{args: {}}]}\n";
+        let problems = RunSpec::parse(run).unwrap_err();
+        let got: Vec<(usize, usize, &str)> = problems
+            .iter()
+            .map(|p| (p.line, p.column, p.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (5, 9, "an answer for `p` in `run.host.prompts`: unknown member `ouput`; did you mean `output`?"),
+                (6, 9, "an answer for `p` in `run.host.prompts`: not an object"),
+                (7, 10, "an answer for `p` in `run.host.prompts`: a tool call without a `name`"),
+            ]
+        );
+        let indented: String = run.lines().map(|l| format!("  {l}\n")).collect();
+        let case = format!("about: x\npack: {{}}\nrun:\n{indented}expect:\n  error: host_error\n");
+        assert!(Case::parse(&case, std::path::Path::new(".")).is_ok());
+    }
 }

@@ -5,6 +5,8 @@
 //!   read strictly: an unknown member or a member of the wrong type is a located error.
 //! - [`scripted`]: [`ScriptedHost`], which answers model and tool calls from a case's
 //!   `run.host` queues, reads `host.clock`, and supplies `host.variables`.
+//! - [`queues`]: the names a script's answer queues are keyed by, checked against the
+//!   pack (a queue no call consumes).
 //! - [`runner`]: compiles a case's pack, runs it with the scripted host, and compares
 //!   the result with `expect`, describing every difference it finds.
 //! - [`yaml`]: a small YAML writer for the case files packc writes.
@@ -24,6 +26,7 @@ pub mod governance;
 pub mod live;
 #[cfg(feature = "mock")]
 pub mod mock;
+pub mod queues;
 #[cfg(feature = "live")]
 pub mod record;
 pub mod runner;
@@ -32,6 +35,7 @@ pub mod yaml;
 
 pub use case::{Case, CaseError, Expect, PackSource, Problem, RunSpec};
 pub use governance::{admission, Refused};
+pub use queues::{unknown_queues, UnknownQueue};
 pub use runner::{
     check_case, execute, run_case, run_case_file, run_case_file_with, run_case_with, Actual,
     CaseResult, RunCaseOptions,

@@ -77,11 +77,18 @@ pub fn run_case_with(case: &Case, run_options: RunCaseOptions) -> CaseResult {
         ..Options::default()
     };
     let module = packc_compiler::lower(&checked, &options).map_err(|e| e.to_string())?;
+    // A queue no call consumes is only unconsumed answers, which a case may leave
+    // (conformance README, "Rules of the runner"); when the case fails it is the
+    // likely reason, so it is named then.
+    let unknown = crate::queues::unknown_queues(spec, &module);
     let program = Arc::new(Program::new(module).map_err(|e| e.to_string())?);
     let cap = run_options.max_host_calls;
     let actual = execute_program(&program, spec, false, cap)?;
     let mut diffs = Vec::new();
     compare(case, &actual, &mut diffs);
+    if !diffs.is_empty() {
+        diffs.extend(unknown.into_iter().map(|q| format!("note: {}", q.message)));
+    }
     if run_options.check_snapshots {
         let restored = execute_program(&program, spec, true, cap)?;
         if restored.trace != actual.trace

@@ -68,50 +68,71 @@ impl Host for ScriptedHost {
     }
 }
 
-/// Reads one scripted answer. A malformed one (a member other than
-/// output/event/tool_calls/error, an `event` that is not a string, a `tool_calls` entry
-/// without a string `name`) becomes an error answer, so the run sees a `host_error`.
+/// The members a scripted answer may have.
+pub(crate) const ANSWER_MEMBERS: &[&str] = &["output", "event", "tool_calls", "error"];
+
+/// Reads one scripted answer. A malformed one ([`malformed`]) becomes an error answer,
+/// so the run sees a `host_error`.
 pub fn parse_answer(v: &Value) -> Answer {
-    let malformed = |why: &str| Answer::Error(format!("malformed answer: {why}"));
-    let Some(obj) = v.as_object() else {
-        return malformed("not an object");
-    };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| !matches!(k.as_str(), "output" | "event" | "tool_calls" | "error"))
-    {
-        return malformed(&format!("unknown member `{k}`"));
+    if let Some((_, why)) = malformed(v) {
+        return Answer::Error(format!("malformed answer: {why}"));
     }
+    let obj = v.as_object().expect("a well-formed answer is an object");
     if let Some(e) = obj.get("error") {
         return Answer::Error(e.as_str().map_or_else(|| e.to_string(), str::to_owned));
     }
-    if let Some(calls) = obj.get("tool_calls") {
-        let Some(calls) = calls.as_array() else {
-            return malformed("`tool_calls` is not a list");
-        };
-        let mut out = Vec::new();
-        for c in calls {
-            let Some(name) = c.get("name").and_then(Value::as_str) else {
-                return malformed("a tool call without a `name`");
-            };
-            out.push(ToolRequest {
-                name: name.to_owned(),
+    if let Some(calls) = obj.get("tool_calls").and_then(Value::as_array) {
+        let out = calls
+            .iter()
+            .map(|c| ToolRequest {
+                name: c["name"].as_str().unwrap_or_default().to_owned(),
                 args: c
                     .get("args")
                     .cloned()
                     .unwrap_or(Value::Object(Default::default())),
-            });
-        }
+            })
+            .collect();
         return Answer::ToolCalls(out);
     }
-    let event = match obj.get("event") {
-        None => None,
-        Some(Value::String(e)) => Some(e.clone()),
-        Some(_) => return malformed("`event` is not a string"),
-    };
     Answer::Output {
         output: obj.get("output").cloned().unwrap_or(Value::Null),
-        event,
+        event: obj.get("event").and_then(Value::as_str).map(str::to_owned),
+    }
+}
+
+/// What makes a scripted answer malformed, and the member at fault (`None`: the answer
+/// itself): not an object, a member other than output/event/tool_calls/error, or (in
+/// an answer that is not an `error`) a `tool_calls` that is not a list of calls with a
+/// string `name`, or else an `event` that is not a string.
+pub(crate) fn malformed(v: &Value) -> Option<(Option<&str>, String)> {
+    let Some(obj) = v.as_object() else {
+        return Some((None, "not an object".into()));
+    };
+    if let Some(k) = obj.keys().find(|k| !ANSWER_MEMBERS.contains(&k.as_str())) {
+        let help = match ir_spec::suggest::suggest(k, ANSWER_MEMBERS.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => "an answer has `output`, `event`, `tool_calls` or `error`".to_owned(),
+        };
+        return Some((Some(k), format!("unknown member `{k}`; {help}")));
+    }
+    if obj.contains_key("error") {
+        return None;
+    }
+    if let Some(calls) = obj.get("tool_calls") {
+        let Some(calls) = calls.as_array() else {
+            return Some((Some("tool_calls"), "`tool_calls` is not a list".into()));
+        };
+        if calls
+            .iter()
+            .any(|c| c.get("name").and_then(Value::as_str).is_none())
+        {
+            return Some((Some("tool_calls"), "a tool call without a `name`".into()));
+        }
+        return None;
+    }
+    match obj.get("event") {
+        Some(e) if !e.is_string() => Some((Some("event"), "`event` is not a string".into())),
+        _ => None,
     }
 }
 
@@ -127,6 +148,16 @@ mod tests {
         assert!(is_error(json!({"output": 1, "event": 3})));
         assert!(is_error(json!({"tool_calls": [{"args": {}}]})));
         assert!(is_error(json!("just text")));
+        assert_eq!(
+            parse_answer(&json!({"ouput": 1})),
+            Answer::Error(
+                "malformed answer: unknown member `ouput`; did you mean `output`?".into()
+            )
+        );
+        assert_eq!(
+            parse_answer(&json!({"error": "down", "event": 3})),
+            Answer::Error("down".into())
+        );
         assert_eq!(
             parse_answer(&json!({"tool_calls": []})),
             Answer::ToolCalls(Vec::new())
