@@ -566,12 +566,17 @@ fn check_input(shared: &Shared, input: &Value) -> Result<(), RowError> {
 }
 
 fn failed(run: &Run, e: RunError) -> RowError {
-    // Where the run was: the last step or state its trace entered.
-    let at = run.trace_lines().iter().rev().find_map(|l| {
-        l.strip_prefix("step ")
-            .map(|s| format!("step {s}"))
-            .or_else(|| l.strip_prefix("enter ").map(|s| format!("state {s}")))
-    });
+    // The step that failed; else where the run was: the last step or state its trace
+    // entered (a parallel step's branches all enter before any runs, so the trace alone
+    // would name the last branch whichever failed).
+    let at = match run.failed_step() {
+        Some(step) => Some(format!("step {step}")),
+        None => run.trace_lines().iter().rev().find_map(|l| {
+            l.strip_prefix("step ")
+                .map(|s| format!("step {s}"))
+                .or_else(|| l.strip_prefix("enter ").map(|s| format!("state {s}")))
+        }),
+    };
     RowError::new(e.kind.as_str(), e.message, at)
 }
 

@@ -341,6 +341,81 @@ fn malformed_rows_fail_alone_with_a_clear_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A pack whose one composition runs the prompts `summarize` and `tag` as the two
+/// branches `s` and `t` of a parallel step.
+const PARALLEL_PACK: &str = r#"id: par
+name: Par
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  summarize: {id: summarize, name: S, version: 1.0.0, system_template: "Summarize: {{input}}"}
+  tag: {id: tag, name: T, version: 1.0.0, system_template: "Tag: {{input}}"}
+workflow:
+  version: 1
+  entry: main
+  states:
+    main: {orchestration: composition, composition: flow, terminal: true}
+compositions:
+  flow:
+    version: 1
+    steps:
+      - id: fan
+        kind: parallel
+        branches:
+          - {id: s, kind: prompt, prompt_task: summarize, input: "${input.text}"}
+          - {id: t, kind: prompt, prompt_task: tag, input: "${input.text}"}
+        reduce: {strategy: barrier, into: both}
+"#;
+
+#[test]
+fn a_failed_parallel_branch_is_where_the_row_failed() {
+    let dir = scratch("parallel-where");
+    let pack = dir.join("par.pack.yaml");
+    std::fs::write(&pack, PARALLEL_PACK).unwrap();
+    let input = dir.join("rows.jsonl");
+    std::fs::write(
+        &input,
+        "{\"id\": \"s-fails\", \"text\": \"fail summarize\"}\n{\"id\": \"t-fails\", \"text\": \"fail tag\"}\n",
+    )
+    .unwrap();
+    // The model fails the calls whose prompt the row's text names.
+    let mock = Mock::start(|_, body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let prompt = if system.starts_with("Summarize") {
+            "summarize"
+        } else {
+            "tag"
+        };
+        if text == format!("fail {prompt}") {
+            MockReply::status(500, "boom")
+        } else {
+            MockReply::text("\"ok\"")
+        }
+    });
+    let output = dir.join("out.jsonl");
+    let out = packc()
+        .arg("batch")
+        .arg(&pack)
+        .arg("--input")
+        .arg(&input)
+        .arg("--output")
+        .arg(&output)
+        .args(["--provider", "openai", "--model", "m", "--base-url"])
+        .arg(mock.base_url())
+        .args(["--quiet"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let got = lines(&output);
+    assert_eq!(got.len(), 2, "{got:?}");
+    for (line, step) in got.iter().zip(["step s", "step t"]) {
+        assert_eq!(line["error"]["kind"], "host_error", "{line}");
+        assert_eq!(line["error"]["where"], step, "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_files_are_refused_before_any_call() {
     let (dir, mock, input) = answered("refused");

@@ -112,6 +112,22 @@ impl Run {
         grouped(&self.state.io.trace).into_iter().copied().collect()
     }
 
+    /// The id of the step whose failure ended the run: a failed leaf step (a prompt,
+    /// agent, tool or extension step, after its retries), the branch of a parallel step
+    /// that failed first in declaration order (`compositions.md` §9.2), a branch step
+    /// whose predicate failed, or the step whose call a run-wide limit stopped. `None`
+    /// while the run has not failed, when it failed outside any step (a workflow rule,
+    /// a prompt state, `no_output`), and in a run restored from a snapshot.
+    pub fn failed_step(&self) -> Option<&str> {
+        if self.state.top != Top::Failed {
+            return None;
+        }
+        let (c, s) = self.state.io.failed_step?;
+        let m = &self.prog.m;
+        let step = m.compositions.get(c.index())?.steps.get(s.index())?;
+        Some(m.str(step.id))
+    }
+
     /// The trace lines so far (conformance README, "Trace lines"), parallel branches
     /// one after another.
     pub fn trace_lines(&self) -> Vec<String> {

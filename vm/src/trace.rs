@@ -140,6 +140,10 @@ pub(crate) struct Io {
     pub clock: Option<u64>,
     /// A run-wide failure: once set, nothing more is issued.
     pub fatal: Option<RunError>,
+    /// The step whose failure ended the run ([`Run::failed_step`](crate::Run::failed_step)).
+    /// Not saved: a snapshot of a failed run is never resumed.
+    #[serde(skip)]
+    pub failed_step: Option<(CompId, StepId)>,
     /// Host tool calls so far (`max_tool_calls`).
     pub tool_calls: u64,
     /// The number of parallel steps started so far: a branch's entries are tagged with
@@ -173,6 +177,7 @@ impl Io {
         self.clock_wanted = false;
         self.clock = None;
         self.fatal = None;
+        self.failed_step = None;
         self.tool_calls = 0;
         self.group = 0;
         self.trace.clear();

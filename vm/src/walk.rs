@@ -176,11 +176,10 @@ impl Walk {
                         .as_ref()
                         .ok_or_else(|| internal("a branch step without a predicate"))?;
                     let scope = walk.scope(&prog.m, base.input);
-                    let target = if pred.eval(&scope)? {
-                        Some(*then)
-                    } else {
-                        *otherwise
-                    };
+                    let holds = pred.eval(&scope).inspect_err(|_| {
+                        io.failed_step = Some((cid, sid));
+                    })?;
+                    let target = if holds { Some(*then) } else { *otherwise };
                     io.trace(None, TraceEvent::Branch(cid, sid, target));
                     if let Some(t) = target {
                         walk.flags[t.index()] |= SELECTED;
@@ -226,14 +225,18 @@ fn finish_step(
     let step = &comp.steps[sid.index()];
     match &step.kind {
         StepKind::Parallel { .. } => {
-            if let Some(e) = store_completed_branches(comp, cid, sid, walk, lanes, io) {
+            if let Some((b, e)) = store_completed_branches(comp, cid, sid, walk, lanes, io) {
+                io.failed_step = Some((cid, b));
                 return Err(e);
             }
             walk.slots[sid.index()] = Some(Value::Null);
         }
         _ => match lanes.first_mut().and_then(|l| l.result.take()) {
             Some(Ok(v)) => walk.slots[sid.index()] = Some(v),
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => {
+                io.failed_step = Some((cid, sid));
+                return Err(e);
+            }
             None => return Err(internal("a step ended without a result")),
         },
     }
@@ -262,7 +265,8 @@ fn store_branch(
 }
 
 /// Stores the outputs of parallel step `sid`'s branches that completed and makes their
-/// eval requests; returns the first branch's failure, in declaration order. When every
+/// eval requests; returns the first failed branch and its failure, in declaration
+/// order. When every
 /// lane is done, that ends the step; when a run-wide failure (`budget_exhausted`,
 /// `limit_exceeded`) ended the run during the step, the branches that completed still
 /// store their outputs, as they do when a sibling branch fails (`compositions.md` §9.2).
@@ -273,7 +277,7 @@ fn store_completed_branches(
     walk: &mut Walk,
     lanes: &mut [Lane],
     io: &mut Io,
-) -> Option<RunError> {
+) -> Option<(StepId, RunError)> {
     let StepKind::Parallel { branches, .. } = &comp.steps[sid.index()].kind else {
         return None;
     };
@@ -282,7 +286,7 @@ fn store_completed_branches(
         match lane.result.take() {
             Some(Ok(v)) => store_branch(comp, cid, *b, lane.branch, v, walk, io),
             Some(Err(e)) => {
-                first_err.get_or_insert(e);
+                first_err.get_or_insert((*b, e));
             }
             None => {}
         }

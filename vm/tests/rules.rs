@@ -173,6 +173,86 @@ fn parallel_budget_follows_issue_order() {
     assert!(shown[2].contains("\"prompt\":\"w\""));
 }
 
+/// The step a failed run names: the parallel branch that failed first in declaration
+/// order (not the last branch the trace entered), a failed leaf step, and the branch
+/// whose call a run-wide limit stopped; nothing for a run that did not fail.
+#[test]
+fn the_failed_step_is_the_step_whose_failure_ended_the_run() {
+    let failed_step = |pack: &str, host: &mut Queues| {
+        let program = program(&compile(pack));
+        let mut r = Run::new(program, Target::Workflow, recording()).expect("run");
+        let result = drive(&mut r, host, &[ScriptItem::Turn(json!(null))]);
+        (
+            result.err().map(|e| e.kind),
+            r.failed_step().map(str::to_owned),
+        )
+    };
+    let workflow = "workflow:
+  version: 1
+  entry: main
+  states:
+    main: {orchestration: composition, composition: c, terminal: true}
+";
+    let pack = format!(
+        "{HEAD}{}{workflow}{}",
+        prompts(&["a", "w", "x"], ""),
+        parallel_comp(
+            "barrier",
+            &[
+                "{id: b1, kind: prompt, prompt_task: a}",
+                "{id: b2, kind: prompt, prompt_task: w}",
+                "{id: b3, kind: prompt, prompt_task: x}",
+            ],
+            &["{id: last, kind: prompt, prompt_task: a}"],
+        )
+    );
+    let answered = |w: Answer, x: Answer, last: Answer| {
+        Queues::default()
+            .with("a", vec![out(json!(1)), last])
+            .with("w", vec![w])
+            .with("x", vec![x])
+    };
+    let host_error = Some(ErrorKind::HostError);
+    assert_eq!(
+        failed_step(&pack, &mut answered(err(), err(), out(json!(2)))),
+        (host_error, Some("b2".into()))
+    );
+    assert_eq!(
+        failed_step(&pack, &mut answered(out(json!(2)), err(), out(json!(2)))),
+        (host_error, Some("b3".into()))
+    );
+    assert_eq!(
+        failed_step(&pack, &mut answered(out(json!(2)), out(json!(3)), err())),
+        (host_error, Some("last".into()))
+    );
+    assert_eq!(
+        failed_step(
+            &pack,
+            &mut answered(out(json!(2)), out(json!(3)), out(json!(4)))
+        ),
+        (None, None)
+    );
+    // The budget stops b1's tool call, the first issued past it (§8.1).
+    let pack = tool_budget_pack(
+        &["t", "u"],
+        "",
+        &[
+            "{id: b1, kind: agent, prompt_task: a, tools: [t], termination: {max_steps: 3}}",
+            "{id: b2, kind: tool, tool: u}",
+            "{id: b3, kind: prompt, prompt_task: w}",
+        ],
+    );
+    let mut host = Queues::default()
+        .with("a", vec![tools(&[("t", json!({}))]), out(json!("never"))])
+        .with("t", vec![out(json!(1))])
+        .with("u", vec![out(json!(2))])
+        .with("w", vec![out(json!(3))]);
+    assert_eq!(
+        failed_step(&pack, &mut host),
+        (Some(ErrorKind::BudgetExhausted), Some("b1".into()))
+    );
+}
+
 /// A branch that completed before a run-wide failure ended the run during its parallel
 /// step keeps its eval request (`compositions.md` §9.2: a step that completes requests
 /// its evals; only failed or skipped steps request nothing), as it does when a sibling

@@ -46,7 +46,13 @@ pub(crate) fn pump(ctx: &Ctx<'_>, lanes: &mut [Lane], io: &mut Io) -> Result<Pum
             match &lanes[i].phase {
                 Phase::Start => start(ctx, &mut lanes[i], io),
                 Phase::Issue(..) => {
-                    if issue(ctx, lanes, i, io)? {
+                    let issued = issue(ctx, lanes, i, io).inspect_err(|_| {
+                        // The run-wide failure ends the run at this lane's call.
+                        if let (Job::Step(s), Some(c)) = (lanes[i].job, ctx.cid) {
+                            io.failed_step.get_or_insert((c, s));
+                        }
+                    })?;
+                    if issued {
                         return Ok(Pumped::Clock);
                     }
                 }
