@@ -161,42 +161,23 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
             );
         }
     }
-    // Cycles among `control: agent` states, none with `max_visits`, from which no
-    // `control: user` or terminal state is reachable.
-    let agent_edges: Vec<Vec<usize>> = (0..g.names.len())
-        .map(|s| {
-            if g.agent[s] {
-                g.edges[s].iter().copied().filter(|t| g.agent[*t]).collect()
-            } else {
-                Vec::new()
-            }
-        })
+    let stops: Vec<bool> = (0..g.names.len())
+        .map(|v| g.terminal[v] || !g.agent[v] || g.states[v].get("max_visits").is_some())
         .collect();
-    let cyclic = super::workflow::on_cycle(&agent_edges);
-    for (s, &on_cycle) in cyclic.iter().enumerate() {
-        if !on_cycle || g.states[s].get("max_visits").is_some() {
+    let never_yields = never_yields(&g.edges, &g.agent, &stops);
+    // A state the workflow rules already reported as an unbounded loop is not reported again.
+    let mut reported: rustc_hash::FxHashSet<String> = cx
+        .out
+        .iter()
+        .filter(|d| d.kind == DiagKind::UnboundedLoop)
+        .filter_map(|d| d.pointer().map(str::to_owned))
+        .collect();
+    for (s, &never) in never_yields.iter().enumerate() {
+        if !never {
             continue;
         }
-        // Everything reachable from s, through any transition.
-        let mut seen = vec![false; g.names.len()];
-        let mut stack = vec![s];
-        let mut exit = false;
-        while let Some(v) = stack.pop() {
-            if std::mem::replace(&mut seen[v], true) {
-                continue;
-            }
-            if g.terminal[v] || !g.agent[v] || g.states[v].get("max_visits").is_some() {
-                exit = true;
-                break;
-            }
-            stack.extend(g.edges[v].iter().copied());
-        }
         let ptr = g.ptr(s);
-        let reported = cx
-            .out
-            .iter()
-            .any(|d| d.kind == DiagKind::UnboundedLoop && d.pointer() == Some(ptr.as_str()));
-        if !exit && !reported {
+        if reported.insert(ptr.clone()) {
             cx.push(
                 Diagnostic::new(
                     DiagKind::UnboundedLoop,
@@ -210,6 +191,46 @@ fn control(cx: &mut Cx<'_, '_>, g: &Graph<'_>) {
             );
         }
     }
+}
+
+/// The states on a loop of `control: agent` states that never yields to the user: a
+/// cycle among agent states (`edges` between two `agent` states) from which no state in
+/// `stops` (`control: user`, terminal or `max_visits`) is reachable, through any
+/// transition, by a walk that ends at the first such state. A state in `stops` yields
+/// itself.
+///
+/// Linear in the size of the graph: one pass of Tarjan's algorithm finds the cycles, and
+/// one walk back from every stop finds the states that can reach one, instead of a walk
+/// forward from each state of each loop.
+fn never_yields(edges: &[Vec<usize>], agent: &[bool], stops: &[bool]) -> Vec<bool> {
+    let n = edges.len();
+    let agent_edges: Vec<Vec<usize>> = (0..n)
+        .map(|s| {
+            if agent[s] {
+                edges[s].iter().copied().filter(|&t| agent[t]).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let cyclic = super::workflow::on_cycle(&agent_edges);
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (v, targets) in edges.iter().enumerate() {
+        for &t in targets {
+            into[t].push(v);
+        }
+    }
+    // A state yields if it stops, or if a transition leads to a state that yields.
+    let mut yields = stops.to_vec();
+    let mut stack: Vec<usize> = (0..n).filter(|&v| yields[v]).collect();
+    while let Some(t) = stack.pop() {
+        for &v in &into[t] {
+            if !std::mem::replace(&mut yields[v], true) {
+                stack.push(v);
+            }
+        }
+    }
+    (0..n).map(|s| cyclic[s] && !yields[s]).collect()
 }
 
 /// `requires.providers` and every `provider` reference (§3).
@@ -459,6 +480,60 @@ prompts:
                 (DiagKind::UnboundedLoop, "/workflow/states/b".to_owned())
             ]
         );
+    }
+
+    /// Two loops of `control: agent` states, each state with many events: one loop never
+    /// yields, the other reaches a terminal state from one of its states. Each state of
+    /// the first is reported once, in source order.
+    #[test]
+    fn only_the_loop_that_never_yields_is_reported() {
+        let (n, events) = (50, 10);
+        let mut pack = format!(
+            "{HEAD}workflow:\n  version: 1\n  entry: a0\n  engine: {{budget: {{max_total_visits: 9}}}}\n  states:\n    done: {{prompt_task: p, terminal: true}}\n"
+        );
+        for ring in ["a", "b"] {
+            for i in 0..n {
+                let mut on_event: Vec<String> = (1..=events)
+                    .map(|e| format!("E{e}: {ring}{}", (i * e + 1) % n))
+                    .collect();
+                if ring == "b" && i == 0 {
+                    on_event.push("Done: done".to_owned());
+                }
+                pack.push_str(&format!(
+                    "    {ring}{i}: {{prompt_task: p, control: agent, on_event: {{{}}}}}\n",
+                    on_event.join(", ")
+                ));
+            }
+        }
+        let loops: Vec<String> = kinds(&pack)
+            .into_iter()
+            .filter(|(k, _)| *k == DiagKind::UnboundedLoop)
+            .map(|(_, p)| p)
+            .collect();
+        let want: Vec<String> = (0..n).map(|i| format!("/workflow/states/a{i}")).collect();
+        assert_eq!(loops, want);
+    }
+
+    /// A graph far too big to walk from each of its states: 100,000 agent states in two
+    /// rings of 20 transitions each, one ring with a way out.
+    #[test]
+    fn never_yields_is_linear() {
+        let n = 50_000;
+        let mut edges: Vec<Vec<usize>> = Vec::with_capacity(2 * n + 1);
+        for ring in 0..2 {
+            for i in 0..n {
+                edges.push((1..=20).map(|e| ring * n + (i * e + 1) % n).collect());
+            }
+        }
+        let exit = 2 * n;
+        edges[n].push(exit);
+        edges.push(Vec::new());
+        let mut agent = vec![true; 2 * n + 1];
+        agent[exit] = false;
+        let stops: Vec<bool> = agent.iter().map(|a| !a).collect();
+        let never = super::never_yields(&edges, &agent, &stops);
+        assert_eq!(never.iter().filter(|&&b| b).count(), n);
+        assert!(never[..n].iter().all(|&b| b));
     }
 
     #[test]
