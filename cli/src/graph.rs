@@ -283,25 +283,29 @@ fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) ->
     let id = |s: ir_spec::StepId| step_id(ci, s.index());
     // Steps some branch selects: the walk runs them only when a branch took them
     // (`compositions.md` §4.2), so no sequential edge leads into them.
-    let selected: Vec<ir_spec::StepId> = c
-        .walk
-        .iter()
-        .filter_map(|&s| match &c.steps[s.index()].kind {
-            StepKind::Branch {
-                then, otherwise, ..
-            } => Some(std::iter::once(*then).chain(*otherwise)),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    // The first step after walk position `k` that no branch selects: where the walk goes
-    // on when the selected steps in between are skipped.
-    let next_plain = |k: usize| {
-        c.walk[k + 1..]
-            .iter()
-            .copied()
-            .find(|s| !selected.contains(s))
-    };
+    let mut selected = vec![false; c.steps.len()];
+    for &s in &c.walk {
+        if let StepKind::Branch {
+            then, otherwise, ..
+        } = &c.steps[s.index()].kind
+        {
+            for t in std::iter::once(*then).chain(*otherwise) {
+                selected[t.index()] = true;
+            }
+        }
+    }
+    let is_selected = |s: ir_spec::StepId| selected[s.index()];
+    // `next_plain[k]`: the first step after walk position `k` that no branch selects,
+    // where the walk goes on when the selected steps in between are skipped. Filled from
+    // the end, so drawing stays linear in the number of steps.
+    let mut next_plain = vec![None; c.walk.len()];
+    let mut after = None;
+    for (k, &s) in c.walk.iter().enumerate().rev() {
+        next_plain[k] = after;
+        if !is_selected(s) {
+            after = Some(s);
+        }
+    }
     let mut items = Vec::new();
     for (k, &s) in c.walk.iter().enumerate() {
         let step = &c.steps[s.index()];
@@ -345,12 +349,12 @@ fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) ->
         let is_branch = !targets.is_empty();
         let has_else = targets.len() > 1;
         match c.walk.get(k + 1) {
-            Some(&next) if !selected.contains(&next) => {
+            Some(&next) if !is_selected(next) => {
                 let mut e = edge(id(s), id(next), None, false);
                 e.from_group = from_group;
                 edges.push(e);
             }
-            Some(_) => match next_plain(k) {
+            Some(_) => match next_plain[k] {
                 // A branch without `else` whose predicate is false skips `then`.
                 Some(after) if is_branch && !has_else => {
                     edges.push(edge(id(s), id(after), Some("false: skip".into()), true));
@@ -604,6 +608,44 @@ compositions:
             "  c0_6 --> c0_7",
         ];
         assert_eq!(edges, expected, "{text}");
+    }
+
+    /// A long chain of branches, each selecting the next two steps: every step but the
+    /// first and the last is selected, so each one's plain edge looks past all of them.
+    #[test]
+    fn a_long_chain_of_branches_draws_in_linear_time() {
+        let n = 2000;
+        let mut pack = format!(
+            "{HEADER}prompts:\n  p: {{id: p, name: P, version: 1.0.0, system_template: \"p\"}}\ncompositions:\n  c:\n    version: 1\n    steps:\n"
+        );
+        for i in 0..n {
+            if i % 2 == 0 && i + 2 < n {
+                pack.push_str(&format!(
+                    "      - {{id: s{i}, kind: branch, predicate: {{path: \"${{input}}\", op: equals, value: x}}, then: s{}, else: s{}}}\n",
+                    i + 1,
+                    i + 2
+                ));
+            } else {
+                pack.push_str(&format!(
+                    "      - {{id: s{i}, kind: prompt, prompt_task: p}}\n"
+                ));
+            }
+        }
+        let g = graph(&module(&pack));
+        let labeled = |l: &str| {
+            g.edges
+                .iter()
+                .filter(|e| e.label.as_deref() == Some(l))
+                .count()
+        };
+        // Branches at 0, 2, ..., 1996.
+        assert_eq!(labeled("then"), 999);
+        assert_eq!(labeled("else"), 999);
+        // Each prompt step (1, 3, ..., 1997, and 1998) goes on to the last step.
+        let last = step_id(0, n - 1);
+        let plain: Vec<&Edge> = g.edges.iter().filter(|e| e.label.is_none()).collect();
+        assert_eq!(plain.len(), 1000);
+        assert!(plain.iter().all(|e| e.to == last));
     }
 
     #[test]
