@@ -236,7 +236,10 @@ class CaseResult:
     def __bool__(self) -> bool: ...
 
 def run_case(path: StrPath, *, check_snapshots: bool = False) -> CaseResult:
-    """Runs a conformance-format case file as ``packc test`` does."""
+    """Runs a conformance-format case file as ``packc test`` does.
+
+    A file that cannot be read raises ``OSError`` (``FileNotFoundError`` for a missing
+    one), as :func:`check` and :func:`compile` do."""
 
 class LiveResult:
     """A live run's result."""

@@ -62,26 +62,45 @@ impl CaseResult {
 /// Runs a conformance-format case file (`*.case.yaml`) exactly as `packc test` does:
 /// the compile half, then the run against the case's scripted host, compared with
 /// `expect`. `check_snapshots=True` also reruns it through a snapshot and restore
-/// after every resume, which must end the same.
+/// after every resume, which must end the same. A case file that cannot be read raises
+/// `OSError` (`FileNotFoundError` for a missing one), as `check` and `compile` do; a
+/// case that is read but malformed fails, with what is wrong in `failures`.
 #[pyfunction]
 #[pyo3(signature = (path, *, check_snapshots=false))]
-fn run_case(py: Python<'_>, path: PathBuf, check_snapshots: bool) -> CaseResult {
+fn run_case(py: Python<'_>, path: PathBuf, check_snapshots: bool) -> PyResult<CaseResult> {
     let options = RunCaseOptions {
         check_snapshots,
         ..RunCaseOptions::default()
     };
+    py.detach(|| readable(&path))
+        .map_err(|e| errors::os_error(&e, &path))?;
     let verdict = py.detach(|| {
         // The error of an unreadable case names its file.
         let case = packc_host::Case::read(&path).map_err(|e| e.to_string())?;
         packc_host::run_case_with(&case, options)
     });
-    CaseResult {
+    Ok(CaseResult {
         path: path.display().to_string(),
         passed: verdict.is_ok(),
         failures: match verdict {
             Ok(()) => Vec::new(),
             Err(diffs) => diffs.lines().map(str::to_owned).collect(),
         },
+    })
+}
+
+/// Whether a case file can be read, with the error `open()` then `read()` would meet: a
+/// missing file, no permission, a folder. A device, pipe or socket is not opened (a
+/// pipe would block): the case reader refuses it as a failed case.
+fn readable(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        // Opening a folder succeeds; reading it fails with EISDIR at once.
+        std::fs::read(path).map(drop)
+    } else if meta.is_file() {
+        std::fs::File::open(path).map(drop)
+    } else {
+        Ok(())
     }
 }
 

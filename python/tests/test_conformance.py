@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import List
 
@@ -46,7 +47,19 @@ def test_a_failing_case_says_why(tmp_path: Path) -> None:
     assert any("state: expected elsewhere" in f for f in result.failures), result.failures
 
 
-def test_an_unreadable_case_fails_with_its_path(tmp_path: Path) -> None:
-    result = packc.run_case(tmp_path / "missing.case.yaml")
+def test_an_unreadable_case_raises_the_os_error_open_raises(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.case.yaml"
+    with pytest.raises(FileNotFoundError) as info:
+        packc.run_case(missing)
+    assert info.value.errno == errno.ENOENT
+    assert info.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError):
+        packc.run_case(tmp_path)
+
+
+def test_a_case_that_is_not_a_case_fails_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "bad.case.yaml"
+    path.write_text("about: [")
+    result = packc.run_case(path)
     assert not result.passed
-    assert "missing.case.yaml" in result.failures[0]
+    assert "bad.case.yaml" in result.failures[0]
