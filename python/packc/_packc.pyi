@@ -196,7 +196,10 @@ class Run:
     def snapshot(self) -> bytes: ...
 
 class Program:
-    """A checked module, shared by runs and threads."""
+    """A checked module, shared by runs and threads.
+
+    The limits of ``start`` and ``restore`` (``max_host_calls``, ``max_value_bytes``, …)
+    are ints from 0; a negative one raises ``ValueError``."""
 
     def __init__(self, artifact: Artifact) -> None: ...
     def start(
@@ -284,8 +287,8 @@ class Batch:
 
     ``concurrency`` and ``tool_concurrency`` (calls in flight) are at most 100000,
     ``threads`` at most 256, ``timeout`` at most 86400 seconds; more raises
-    ``ValueError``. A ``Batch`` made before a fork works in the child: the child's first
-    use starts an engine of its own."""
+    ``ValueError``, as does a negative int. A ``Batch`` made before a fork works in the
+    child: the child's first use starts an engine of its own."""
 
     def __init__(
         self,

@@ -108,13 +108,13 @@ impl Batch {
         variables: Option<&Bound<'_, PyAny>>,
         input_schema: Option<&Bound<'_, PyAny>>,
         timeout: f64,
-        retries: u32,
-        concurrency: usize,
-        rows_in_flight: usize,
-        tool_concurrency: usize,
-        rpm: Option<u32>,
-        tpm: Option<u64>,
-        threads: usize,
+        #[pyo3(from_py_with = crate::args::retries)] retries: u32,
+        #[pyo3(from_py_with = crate::args::concurrency)] concurrency: usize,
+        #[pyo3(from_py_with = crate::args::rows_in_flight)] rows_in_flight: usize,
+        #[pyo3(from_py_with = crate::args::tool_concurrency)] tool_concurrency: usize,
+        #[pyo3(from_py_with = crate::args::rpm)] rpm: Option<u32>,
+        #[pyo3(from_py_with = crate::args::tpm)] tpm: Option<u64>,
+        #[pyo3(from_py_with = crate::args::threads)] threads: usize,
     ) -> PyResult<Batch> {
         crate::hosts::check_live(provider, timeout)?;
         if concurrency == 0 {

@@ -411,7 +411,11 @@ impl Artifact {
     /// anything wrong raises `packc.ArtifactError`.
     #[staticmethod]
     #[pyo3(signature = (data, *, max_bytes=None))]
-    fn from_bytes(py: Python<'_>, data: &[u8], max_bytes: Option<usize>) -> PyResult<Artifact> {
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        #[pyo3(from_py_with = crate::args::max_bytes)] max_bytes: Option<usize>,
+    ) -> PyResult<Artifact> {
         let max = max_bytes.unwrap_or(ir_spec::container::DEFAULT_MAX_ARTIFACT_BYTES);
         let data = data.to_vec();
         let decoded = py.detach(move || {

@@ -242,8 +242,8 @@ fn run_live(
     target: &str,
     variables: Option<&Bound<'_, PyAny>>,
     timeout: f64,
-    retries: u32,
-    concurrency: usize,
+    #[pyo3(from_py_with = crate::args::retries)] retries: u32,
+    #[pyo3(from_py_with = crate::args::concurrency)] concurrency: usize,
 ) -> PyResult<LiveResult> {
     check_live(provider, timeout)?;
     let input = match input {

@@ -14,6 +14,8 @@
 //! - [`batch`]: the batch engine of `packc batch` (`Batch`): a block of rows, one run
 //!   each, many in flight on its own async runtime, the GIL released; `packc.ray` runs
 //!   it over the blocks of a Ray dataset.
+//! - [`args`]: the int and str arguments whose errors name the parameter (and the
+//!   range of an int).
 //! - [`convert`]: values cross the boundary as plain Python objects (dict, list, str,
 //!   int, float, bool, None); anything else is a `TypeError` naming where it sits.
 //!
@@ -21,6 +23,7 @@
 //! chosen by its kind; the classes and the kind → class table live in
 //! `packc/_errors.py`, and [`errors`] builds them from Rust.
 
+mod args;
 mod batch;
 mod convert;
 mod errors;

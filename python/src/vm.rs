@@ -128,11 +128,11 @@ impl Program {
         target: &str,
         variables: Option<&Bound<'_, PyAny>>,
         record_calls: bool,
-        max_host_calls: Option<u64>,
-        max_value_bytes: Option<usize>,
-        max_value_depth: Option<usize>,
-        max_snapshot_bytes: Option<usize>,
-        max_built_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_host_calls)] max_host_calls: Option<u64>,
+        #[pyo3(from_py_with = crate::args::max_value_bytes)] max_value_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_value_depth)] max_value_depth: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_snapshot_bytes)] max_snapshot_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_built_bytes)] max_built_bytes: Option<usize>,
     ) -> PyResult<Run> {
         let target =
             Target::parse(self.inner.module(), target).map_err(|e| errors::run_error(py, &e))?;
@@ -169,11 +169,11 @@ impl Program {
         data: &[u8],
         variables: Option<&Bound<'_, PyAny>>,
         record_calls: bool,
-        max_host_calls: Option<u64>,
-        max_value_bytes: Option<usize>,
-        max_value_depth: Option<usize>,
-        max_snapshot_bytes: Option<usize>,
-        max_built_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_host_calls)] max_host_calls: Option<u64>,
+        #[pyo3(from_py_with = crate::args::max_value_bytes)] max_value_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_value_depth)] max_value_depth: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_snapshot_bytes)] max_snapshot_bytes: Option<usize>,
+        #[pyo3(from_py_with = crate::args::max_built_bytes)] max_built_bytes: Option<usize>,
     ) -> PyResult<Run> {
         let options = run_options(
             variables,
@@ -308,8 +308,8 @@ impl Run {
         call: &Bound<'_, PyAny>,
         output: Option<&Bound<'_, PyAny>>,
         tool_calls: Option<&Bound<'_, PyAny>>,
-        event: Option<String>,
-        error: Option<String>,
+        #[pyo3(from_py_with = crate::args::event)] event: Option<String>,
+        #[pyo3(from_py_with = crate::args::error)] error: Option<String>,
     ) -> PyResult<Need> {
         let id = match call.cast::<Call>() {
             // Ids start at 0 in every run: another run's call would name one of this

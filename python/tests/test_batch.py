@@ -244,3 +244,31 @@ def test_a_row_that_is_not_json_fails_alone() -> None:
         assert results[2]["error"]["kind"] == "invalid_row"
         assert 'rows[2]["text"]' in results[2]["error"]["message"]
         assert len(mock.requests) == 2
+
+
+def test_a_negative_or_oversized_int_is_a_value_error_naming_it() -> None:
+    artifact = packc.compile(EX2)
+    u32, u64, usize = 2**32 - 1, 2**64 - 1, 2 * sys.maxsize + 1
+    with pytest.raises(ValueError, match=f"^rows_in_flight must be an int from 0 to {usize}, not -1"):
+        packc.Batch(artifact, model="m", rows_in_flight=-1)
+    with pytest.raises(ValueError, match=f"^threads must be an int from 0 to {usize}, not -1"):
+        packc.Batch(artifact, model="m", threads=-1)
+    with pytest.raises(ValueError, match=f"^concurrency must be an int from 0 to {usize}, not -1"):
+        packc.Batch(artifact, model="m", concurrency=-1)
+    with pytest.raises(ValueError, match=f"^tool_concurrency must be an int from 0 to {usize}, not -5"):
+        packc.Batch(artifact, model="m", tool_concurrency=-5)
+    with pytest.raises(ValueError, match=f"^retries must be an int from 0 to {u32}, not -1"):
+        packc.Batch(artifact, model="m", retries=-1)
+    with pytest.raises(ValueError, match=f"^rpm must be an int from 0 to {u32}, not {u64}"):
+        packc.Batch(artifact, model="m", rpm=u64)
+    with pytest.raises(ValueError, match=f"^tpm must be an int from 0 to {u64}, not {u64 + 1}"):
+        packc.Batch(artifact, model="m", tpm=u64 + 1)
+    with pytest.raises(TypeError, match="^retries must be an int, not float"):
+        packc.Batch(artifact, model="m", retries=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"^retries must be an int from 0 to {u32}, not -1"):
+        packc.run_live(artifact, {"text": "t"}, model="m", retries=-1)
+    with pytest.raises(ValueError, match=f"^concurrency must be an int from 0 to {usize}, not -1"):
+        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=-1)
+    # In range, they are taken as before (None for no limit).
+    packc.Batch(artifact, model="m", retries=0, rpm=None, tpm=u64, rows_in_flight=1)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, UserDict, UserList
 from types import MappingProxyType
 from typing import Any, Dict, List
@@ -253,6 +254,10 @@ def test_python_level_misuse_raises_type_or_value_errors(ex2_program: packc.Prog
         run.answer(0, error="x", tool_calls=[])
     with pytest.raises(TypeError, match="tool_calls\\[0\\]"):
         run.answer(0, tool_calls=[{"args": {}}])
+    with pytest.raises(TypeError, match="^error must be a str, not int"):
+        run.answer(0, error=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^event must be a str, not list"):
+        run.answer(0, output=1, event=["x"])  # type: ignore[arg-type]
     # None of it touched the run.
     assert run.resume(turn={"text": TEXT}) == packc.Need.CALLS
 
@@ -280,6 +285,31 @@ def test_run_errors_are_subclasses_by_kind() -> None:
     assert type(err) is packc.RUN_ERRORS[err.kind]
     assert str(err).startswith(err.kind + ": ")
     assert run.finished
+
+
+def test_a_limit_out_of_range_is_a_value_error_naming_it(ex2_program: packc.Program) -> None:
+    usize_max = 2 * sys.maxsize + 1
+    with pytest.raises(ValueError, match=f"^max_host_calls must be an int from 0 to {2**64 - 1}, not -1"):
+        ex2_program.start(max_host_calls=-1)
+    with pytest.raises(ValueError, match=f"^max_host_calls must be an int from 0 to {2**64 - 1}, not {2**64}"):
+        ex2_program.start(max_host_calls=2**64)
+    with pytest.raises(ValueError, match=f"^max_value_bytes must be an int from 0 to {usize_max}, not -1"):
+        ex2_program.start(max_value_bytes=-1)
+    with pytest.raises(ValueError, match="^max_value_depth must be an int from 0 to"):
+        ex2_program.start(max_value_depth=-1)
+    with pytest.raises(ValueError, match="^max_snapshot_bytes must be an int from 0 to"):
+        ex2_program.start(max_snapshot_bytes=-1)
+    with pytest.raises(ValueError, match="^max_built_bytes must be an int from 0 to"):
+        ex2_program.start(max_built_bytes=-1)
+    with pytest.raises(TypeError, match="^max_host_calls must be an int, not str"):
+        ex2_program.start(max_host_calls="1")  # type: ignore[arg-type]
+    saved = ex2_program.start().snapshot()
+    with pytest.raises(ValueError, match="^max_host_calls must be an int from 0 to"):
+        ex2_program.restore(saved, max_host_calls=-1)
+    with pytest.raises(ValueError, match="^max_bytes must be an int from 0 to"):
+        packc.Artifact.from_bytes(b"", max_bytes=-1)
+    # None is the default.
+    assert ex2_program.start(max_host_calls=None, max_value_bytes=2**20) is not None
 
 
 def test_the_limit_on_host_calls(ex2_program: packc.Program) -> None:
