@@ -315,6 +315,9 @@ class Batch:
     def run(self, rows: Iterable[Json]) -> List[Dict[str, Any]]:
         """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``.
 
+        ``rows`` is a list (or any iterable) of rows: a dict, a str or bytes raises
+        ``TypeError``.
+
         After :meth:`cancel`, still one per row: a row that did not finish has
         ``{"error": {"kind": "cancelled", "message": ...}}``."""
     def cancel(self) -> None:

@@ -11,7 +11,7 @@ use packc_host::live::LiveConfig;
 use packc_vm::{Program, RunOptions, Target};
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMapping, PyString};
 use serde_json::Value;
 
 use crate::convert::{from_py, to_py};
@@ -180,8 +180,25 @@ impl Batch {
     ///
     /// Runs every row and returns their results in the order given. Blocks until all
     /// are done, with the GIL released; Ctrl-C cancels the rows in flight and raises
-    /// `KeyboardInterrupt`.
+    /// `KeyboardInterrupt`. `rows` is a list (or any iterable) of rows: a dict, a str or
+    /// bytes raises `TypeError` (iterating one would run its keys, characters or bytes).
     fn run<'py>(&self, py: Python<'py>, rows: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        // A dict would run its keys as rows, a str its characters.
+        let single = if rows.cast::<PyMapping>().is_ok() {
+            Some("a dict")
+        } else if rows.cast::<PyString>().is_ok() {
+            Some("a str")
+        } else if rows.cast::<PyBytes>().is_ok() || rows.cast::<PyByteArray>().is_ok() {
+            Some("bytes")
+        } else {
+            None
+        };
+        if let Some(what) = single {
+            return Err(PyTypeError::new_err(format!(
+                "rows must be a list (or any iterable) of rows, not {what}: to run one row, \
+                 pass [row]"
+            )));
+        }
         let mut values = Vec::new();
         for (i, row) in rows.try_iter()?.enumerate() {
             values.push(row_of(py, i as u64, &row?)?);

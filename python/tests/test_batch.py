@@ -272,3 +272,14 @@ def test_a_negative_or_oversized_int_is_a_value_error_naming_it() -> None:
     # In range, they are taken as before (None for no limit).
     packc.Batch(artifact, model="m", retries=0, rpm=None, tpm=u64, rows_in_flight=1)
 
+
+def test_rows_must_be_an_iterable_of_rows_not_one_row() -> None:
+    batch = packc.Batch(packc.compile(EX2), model="m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(TypeError, match=r"^rows must be a list .* not a dict: to run one row, pass \[row\]$"):
+        batch.run({"text": "x"})
+    with pytest.raises(TypeError, match=r"not a str: to run one row"):
+        batch.run("text")
+    with pytest.raises(TypeError, match=r"not bytes: to run one row"):
+        batch.run(b"text")
+    assert batch.run([]) == []
+
