@@ -279,6 +279,27 @@ mod tests {
         assert_eq!(r[3].input, Ok(json!([1])));
     }
 
+    /// `packc.Batch` takes a row's id by the same rule: see `python/tests/test_batch.py`.
+    #[test]
+    fn an_id_that_is_not_a_string_or_a_number_is_the_line() {
+        let r = rows(
+            "{\"id\": true}\n{\"id\": null}\n{\"id\": [1]}\n{\"id\": {\"k\": 1}}\n{\"id\": 2.5}\n{\"id\": \"x\"}\n",
+            InputFormat::Jsonl,
+        );
+        let ids: Vec<&Value> = r.iter().map(|r| &r.id).collect();
+        assert_eq!(
+            ids,
+            [
+                &json!(1),
+                &json!(2),
+                &json!(3),
+                &json!(4),
+                &json!(2.5),
+                &json!("x")
+            ]
+        );
+    }
+
     #[test]
     fn csv_rows_are_objects_of_strings_and_bad_records_fail_alone() {
         let r = rows(

@@ -22,8 +22,8 @@ use crate::inputs::{load_module, LiveArgs};
 /// against the model of the live flags (as `packc run --provider ...`). Each result
 /// is one JSON line of `--output`, in input order (or as rows finish, with
 /// `--unordered`): `{"id", "output" | "error": {"kind", "message", "where"},
-/// "calls", "tokens", "wall_ms"}`; `id` is the row's `id` member (or CSV column),
-/// else its line number. A row that is not JSON, is a bad CSV record or does not
+/// "calls", "tokens", "wall_ms"}`; `id` is the row's `id` member (or CSV column)
+/// when that is a string or a number, else its line number. A row that is not JSON, is a bad CSV record or does not
 /// match the target's input_schema fails alone; the batch goes on.
 ///
 /// A journal beside the output (`<output>.journal.sqlite`) keeps every finished row

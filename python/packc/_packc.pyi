@@ -315,8 +315,9 @@ class Batch:
     def run(self, rows: Iterable[Json]) -> List[Dict[str, Any]]:
         """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``.
 
-        ``rows`` is a list (or any iterable) of rows: a dict, a str or bytes raises
-        ``TypeError``.
+        A row's ``id`` is its ``id`` member when that is a str or a number, else its
+        position from 1. ``rows`` is a list (or any iterable) of rows: a dict, a str or
+        bytes raises ``TypeError``.
 
         After :meth:`cancel`, still one per row: a row that did not finish has
         ``{"error": {"kind": "cancelled", "message": ...}}``."""

@@ -27,7 +27,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 ///
 /// The batch engine of `packc batch`, built once and reused for many blocks of rows:
 /// `run(rows)` runs each row (a JSON value: the input of one run; its id is its `id`
-/// member, else its position from 1) and returns one dict per row, in the order given,
+/// member when that is a str or a number, else its position from 1, as a line of
+/// `packc batch` takes its line number) and returns one dict per row, in the order given,
 /// shaped as a line of `packc batch`'s output: `id`, `output` or `error` (`kind`,
 /// `message`, `where`), `calls`, `tokens`, `wall_ms`. A row that fails (a malformed
 /// row, an input not matching `input_schema`, a run error) is a result with `error`;
@@ -304,7 +305,7 @@ impl Batch {
 /// Row `index` of a block: its value, or, when it is not JSON-shaped (a NaN, bytes, a
 /// set…), a row that fails with `invalid_row` and the conversion's message, as a
 /// malformed line of `packc batch` does; the other rows go on. Its id is its `id` key
-/// when that converts, else its line number.
+/// when that is a str or a number, else its position from 1.
 fn row_of(py: Python<'_>, index: u64, row: &Bound<'_, PyAny>) -> PyResult<Row> {
     match from_py(row, &format!("rows[{index}]")) {
         Ok(v) => Ok(Row::new(index, index + 1, v)),

@@ -283,3 +283,12 @@ def test_rows_must_be_an_iterable_of_rows_not_one_row() -> None:
         batch.run(b"text")
     assert batch.run([]) == []
 
+
+def test_an_id_that_is_not_a_str_or_a_number_is_the_rows_position() -> None:
+    # As `packc batch` takes a line's `id` member only when it is a string or a number.
+    ids: List[Any] = [True, None, [1], {"k": 1}, 7, "x", 2.5, False]
+    with MockOpenAI(documents) as mock:
+        batch = packc.Batch(packc.compile(EX2), model="m", base_url=mock.base_url)
+        results = batch.run([{"id": id, "text": "Abstract: a result."} for id in ids])
+    assert [r["id"] for r in results] == [1, 2, 3, 4, 7, "x", 2.5, 8]
+    assert all("output" in r for r in results)
