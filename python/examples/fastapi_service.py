@@ -6,13 +6,20 @@ routes to a persistent billing or technical state, which stays put (waiting for 
 customer: a human in the loop) until the model names ``resolved`` or ``escalate``.
 
     POST /runs            {"message": "..."} -> {"id", "reply", "state", "waiting"}
-    POST /runs/{id}       {"message": "..."} -> the same, for the next message
+    POST /runs/{id}       {"message": "..."} -> the same, for the next message (409: see below)
     POST /runs/{id}/finish                   -> {"id", "output", "state"}; the run is deleted
     GET  /runs/{id}                          -> {"id", "trace"}
 
 Nothing of a run lives in the process between requests: each request restores the run
 from its snapshot, drives it until it waits for the caller again, and stores the new
 snapshot, so any worker (or a restarted service) can take the next message.
+
+Two requests for one run can overlap (a double click, a retry, two workers): each
+restores the same snapshot, and the one that saved last would silently drop the other's
+message. So each run has a version, and a request saves only if the version is still the
+one it restored (compare-and-swap, in one SQL ``UPDATE``; it works across processes and
+machines sharing the database). The request that loses gets ``409 Conflict`` and nothing
+of it is kept: the client sends its message again, to the run as the winner left it.
 
     uvicorn --factory fastapi_service:create_app    # the support pack, ./runs.sqlite3
     PACKC_PACK=my.pack.yaml PACKC_DB=/srv/runs.sqlite3 uvicorn fastapi_service:app
@@ -75,34 +82,59 @@ def state_of(trace: List[str]) -> Optional[str]:
 
 
 class Store:
-    """Snapshots by run id, in SQLite (standard library)."""
+    """Snapshots by run id, in SQLite (standard library), each with the version it was
+    saved at: a change is written only over the version it was made from."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         with self.connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, snapshot BLOB NOT NULL, updated REAL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS runs "
+                "(id TEXT PRIMARY KEY, snapshot BLOB NOT NULL, version INTEGER NOT NULL, updated REAL)"
+            )
 
     def connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path)
 
-    def save(self, run_id: str, snapshot: bytes) -> None:
+    def create(self, run_id: str, snapshot: bytes) -> None:
         with self.connect() as db:
             db.execute(
-                "INSERT INTO runs (id, snapshot, updated) VALUES (?, ?, ?) "
-                "ON CONFLICT(id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
+                "INSERT INTO runs (id, snapshot, version, updated) VALUES (?, ?, 1, ?)",
                 (run_id, snapshot, time.time()),
             )
 
-    def load(self, run_id: str) -> bytes:
+    def load(self, run_id: str) -> Tuple[bytes, int]:
+        """The run's snapshot and its version."""
         with self.connect() as db:
-            row = db.execute("SELECT snapshot FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = db.execute("SELECT snapshot, version FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise HTTPException(status_code=404, detail=f"no run {run_id}")
-        return bytes(row[0])
+        return bytes(row[0]), int(row[1])
 
-    def delete(self, run_id: str) -> None:
+    def save(self, run_id: str, snapshot: bytes, version: int) -> None:
+        """Replaces version ``version`` of the run; 409 if another request changed it since."""
         with self.connect() as db:
-            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            changed = db.execute(
+                "UPDATE runs SET snapshot = ?, version = version + 1, updated = ? WHERE id = ? AND version = ?",
+                (snapshot, time.time(), run_id, version),
+            ).rowcount
+        if changed == 0:
+            raise conflict(run_id)
+
+    def delete(self, run_id: str, version: int) -> None:
+        """Deletes version ``version`` of the run; 409 if another request changed it since."""
+        with self.connect() as db:
+            changed = db.execute("DELETE FROM runs WHERE id = ? AND version = ?", (run_id, version)).rowcount
+        if changed == 0:
+            raise conflict(run_id)
+
+
+def conflict(run_id: str) -> HTTPException:
+    """The answer to a request that lost a race for its run: nothing of it was kept."""
+    return HTTPException(
+        status_code=409,
+        detail=f"run {run_id} was changed by another request meanwhile: send the message again",
+    )
 
 
 def advance(run: packc.Run, need: packc.Need, answer: Model) -> Tuple[packc.Need, Any]:
@@ -129,41 +161,49 @@ def create_app(pack: str | Path = DEFAULT_PACK, db_path: str = "runs.sqlite3", a
     store = Store(db_path)
     app = FastAPI(title="packc conversations")
 
-    def step(run_id: str, run: packc.Run, need: packc.Need) -> Dict[str, Any]:
+    def step(run_id: str, run: packc.Run, need: packc.Need, version: Optional[int]) -> Dict[str, Any]:
+        """Drives the run to its next wait and stores it over ``version`` (``None``: a new run)."""
         try:
             need, reply = advance(run, need, answer)
         except packc.RunError as e:
-            store.delete(run_id)
+            if version is not None:
+                store.delete(run_id, version)
             raise HTTPException(status_code=422, detail=f"{e.kind}: {e.message}") from e
-        store.save(run_id, run.snapshot())
+        if version is None:
+            store.create(run_id, run.snapshot())
+        else:
+            store.save(run_id, run.snapshot(), version)
         return {"id": run_id, "reply": reply, "state": state_of(run.trace), "waiting": need == packc.Need.CALLER}
 
     @app.post("/runs")
     def start(body: Message) -> Dict[str, Any]:
         run = program.start()
         run.resume()
-        return step(uuid.uuid4().hex, run, run.resume(turn=body.message))
+        return step(uuid.uuid4().hex, run, run.resume(turn=body.message), None)
 
     @app.post("/runs/{run_id}")
     def message(run_id: str, body: Message) -> Dict[str, Any]:
-        run = program.restore(store.load(run_id))
+        snapshot, version = store.load(run_id)
+        run = program.restore(snapshot)
         try:
             need = run.resume(turn=body.message)
         except packc.ProtocolError as e:
             raise HTTPException(status_code=409, detail=e.message) from e
-        return step(run_id, run, need)
+        return step(run_id, run, need, version)
 
     @app.post("/runs/{run_id}/finish")
     def finish(run_id: str) -> Dict[str, Any]:
-        run = program.restore(store.load(run_id))
+        snapshot, version = store.load(run_id)
+        run = program.restore(snapshot)
         run.resume(finish=True)
         outcome = run.outcome
-        store.delete(run_id)
+        store.delete(run_id, version)
         return {"id": run_id, "output": outcome.output if outcome else None, "state": outcome.state if outcome else None}
 
     @app.get("/runs/{run_id}")
     def show(run_id: str) -> Dict[str, Any]:
-        return {"id": run_id, "trace": program.restore(store.load(run_id)).trace}
+        snapshot, _ = store.load(run_id)
+        return {"id": run_id, "trace": program.restore(snapshot).trace}
 
     return app
 

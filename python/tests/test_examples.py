@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -81,14 +81,19 @@ def test_run_live_binds_tools_and_fails_with_run_errors(tmp_path: Path) -> None:
         packc.run_live(packc.compile(EX2), model="m", provider="anthropic")  # type: ignore[arg-type]
 
 
-def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -> None:
-    from fastapi.testclient import TestClient
-
+def import_fastapi_service() -> Any:
     sys.path.insert(0, str(EXAMPLES_PY))
     try:
         import fastapi_service
     finally:
         sys.path.remove(str(EXAMPLES_PY))
+    return fastapi_service
+
+
+def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    fastapi_service = import_fastapi_service()
     db = str(tmp_path / "runs.sqlite3")
 
     client = TestClient(fastapi_service.create_app(db_path=db))
@@ -112,3 +117,47 @@ def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -
     assert done["state"] == "closing_state" and done["output"].startswith("Summary")
     assert client.post(f"/runs/{run_id}", json={"message": "again"}).status_code == 404
     assert client.get("/runs/nope").status_code == 404
+
+
+def test_fastapi_service_refuses_the_later_of_two_overlapping_messages(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    fastapi_service = import_fastapi_service()
+    db = str(tmp_path / "runs.sqlite3")
+    other = TestClient(fastapi_service.create_app(db_path=db))
+    run_id = ""
+    histories: List[str] = []
+
+    def model(call: packc.Call) -> Any:
+        if call.prompt_task == "technical":
+            histories.append(json.dumps(call.history))
+            if "first" in str(call.input):
+                # Another worker takes a message for the same run while this request is
+                # between restoring the run and saving it.
+                second = other.post(f"/runs/{run_id}", json={"message": "second"})
+                assert second.status_code == 200, second.text
+        return fastapi_service.model(call)
+
+    client = TestClient(fastapi_service.create_app(db_path=db, answer=model))
+    run_id = client.post("/runs", json={"message": "My VPN disconnects"}).json()["id"]
+    first = client.post(f"/runs/{run_id}", json={"message": "first"})
+    assert first.status_code == 409
+    assert "send the message again" in first.json()["detail"]
+
+    # The run is as the second request left it: its next turn's history has the second
+    # message and not the first.
+    histories.clear()
+    third = client.post(f"/runs/{run_id}", json={"message": "third"})
+    assert third.status_code == 200
+    (history,) = histories
+    assert "second" in history and "first" not in history
+    # The finish of a run changed since it was read is refused the same way, and nothing
+    # of it is kept.
+    from fastapi import HTTPException
+
+    store = fastapi_service.Store(db)
+    _, version = store.load(run_id)
+    with pytest.raises(HTTPException) as info:
+        store.delete(run_id, version - 1)
+    assert info.value.status_code == 409
+    assert client.get(f"/runs/{run_id}").status_code == 200
