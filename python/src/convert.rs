@@ -59,7 +59,10 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
 
 /// A `str` as text, or a `ValueError` naming where it sits when it is not valid Unicode
 /// (a lone surrogate, which UTF-8 and JSON text cannot hold).
-pub(crate) fn text<'a>(s: &'a Bound<'_, PyString>, path: &str) -> PyResult<std::borrow::Cow<'a, str>> {
+pub(crate) fn text<'a>(
+    s: &'a Bound<'_, PyString>,
+    path: &str,
+) -> PyResult<std::borrow::Cow<'a, str>> {
     s.to_cow().map_err(|_| {
         PyValueError::new_err(format!(
             "{} is a str with a lone surrogate, which JSON text cannot hold",
