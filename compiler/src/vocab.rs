@@ -31,8 +31,15 @@ pub enum Kind {
     Extension,
 }
 
-/// Every member some v1 step kind owns; a step carrying another kind's member is an error.
-pub const KIND_MEMBERS: &[&str] = &[
+/// Every member a v1 step may hold, whatever its kind: the members every kind shares
+/// ([`SHARED_STEP_MEMBERS`]), then those some kind owns ([`KIND_MEMBERS`]). What a
+/// misspelt member is compared with when a required one is missing.
+pub const STEP_MEMBERS: &[&str] = &[
+    "id",
+    "kind",
+    "description",
+    "depends_on",
+    "modifiers",
     "prompt_task",
     "input",
     "output_schema",
@@ -46,6 +53,13 @@ pub const KIND_MEMBERS: &[&str] = &[
     "branches",
     "reduce",
 ];
+
+/// The members every step kind takes: `id`, `kind`, `description`, `depends_on` and
+/// `modifiers`.
+pub const SHARED_STEP_MEMBERS: &[&str] = STEP_MEMBERS.split_at(5).0;
+
+/// Every member some v1 step kind owns; a step carrying another kind's member is an error.
+pub const KIND_MEMBERS: &[&str] = STEP_MEMBERS.split_at(5).1;
 
 impl Kind {
     /// The five v1 kinds, for "did you mean" help lines.
@@ -229,6 +243,19 @@ impl Strategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_members_split_into_shared_and_kind_members() {
+        assert_eq!(
+            SHARED_STEP_MEMBERS,
+            ["id", "kind", "description", "depends_on", "modifiers"]
+        );
+        assert_eq!(KIND_MEMBERS.first(), Some(&"prompt_task"));
+        assert!(Kind::Parallel
+            .members()
+            .iter()
+            .all(|m| KIND_MEMBERS.contains(m)));
+    }
 
     #[test]
     fn words_round_trip() {

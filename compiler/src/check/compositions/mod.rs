@@ -21,33 +21,11 @@ use crate::members::entries;
 use super::{did_you_mean, is_ident, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
 use crate::paths::OpenError;
-use crate::vocab::{is_extension_kind, Kind};
+use crate::vocab::{is_extension_kind, Kind, STEP_MEMBERS};
 use order::{check_bindings, check_depends_on, Comp, Step};
 use shape::{expect_array, expect_object, expect_str, optional_str, schema, What};
 
 const RESERVED_NAMES: &[&str] = &["workflow__transition", "workflow__set_artifact"];
-
-/// Every member a v1 step may hold, whatever its kind: what a misspelt member is
-/// compared with when a required one is missing.
-const STEP_MEMBERS: &[&str] = &[
-    "id",
-    "kind",
-    "description",
-    "depends_on",
-    "modifiers",
-    "prompt_task",
-    "input",
-    "output_schema",
-    "tools",
-    "termination",
-    "tool",
-    "args",
-    "predicate",
-    "then",
-    "else",
-    "branches",
-    "reduce",
-];
 
 /// The conditions of an agent step's `termination`.
 const TERMINATION_MEMBERS: &[&str] = &["max_steps", "tool_called"];

@@ -8,7 +8,7 @@ use crate::doc::{Node, Obj};
 
 use super::super::{did_you_mean, is_ident, type_of, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
-use crate::vocab::{Kind, Strategy, KIND_MEMBERS};
+use crate::vocab::{Kind, Strategy, KIND_MEMBERS, SHARED_STEP_MEMBERS};
 
 pub(super) const COMPOSITION_MEMBERS: &[&str] = &[
     "version",
@@ -19,8 +19,6 @@ pub(super) const COMPOSITION_MEMBERS: &[&str] = &[
     "steps",
     "engine",
 ];
-pub(super) const SHARED_STEP_MEMBERS: &[&str] =
-    &["id", "kind", "description", "depends_on", "modifiers"];
 
 /// A `schema_violation` at `ptr`.
 pub(super) fn schema(ptr: &At<'_>, message: impl Into<String>) -> Diagnostic {
