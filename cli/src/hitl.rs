@@ -226,13 +226,6 @@ pub struct ResumeArgs {
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
     let pack = args.pack.clone().unwrap_or_else(|| saved.pack.clone());
-    if args.pack.is_none() && std::fs::metadata(&pack).is_err() {
-        bail!(
-            "{} was saved from the pack {}, which cannot be read now; if it moved, name it with --pack",
-            args.saved.display(),
-            pack.display()
-        );
-    }
     // A save file may come from someone else: the pack it names is compiled without
     // printing its diagnostics (they quote its text), and only a regular file of at most
     // a pack's size is read. A pack named on the command line is the user's own.

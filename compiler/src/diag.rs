@@ -540,3 +540,22 @@ pub fn join(base: &str, tokens: &[&str]) -> String {
     }
     out
 }
+
+/// A diagnostic as tests compare it: its pointer, its help and the pointers of its other
+/// labels.
+#[cfg(test)]
+pub(crate) fn summary(d: Diagnostic) -> (String, String, Vec<String>) {
+    let also = d
+        .labels
+        .iter()
+        .filter_map(|l| match &l.site {
+            Site::Pointer(p) => Some(p.to_string()),
+            _ => None,
+        })
+        .collect();
+    (
+        d.pointer().unwrap_or("").to_owned(),
+        d.help.unwrap_or_default(),
+        also,
+    )
+}

@@ -341,11 +341,11 @@ fn misspellings<'e>(
             .into_iter()
             .filter(|m| !present(m))
             .collect();
+        let required = missing(at);
         for name in unexpected {
             if later_level_defining(name, level).is_some() {
                 continue;
             }
-            let required = missing(at);
             let near_required = ir_spec::suggest::suggest(name, required.iter().copied());
             let meant = near_required
                 .and_then(|r| allowed.iter().find(|a| **a == r).copied())
@@ -581,23 +581,7 @@ mod tests {
     fn helps(v: &Value) -> Vec<(String, String, Vec<String>)> {
         let mut out = Vec::new();
         validate(&crate::doc::leaked(v), &mut out);
-        out.into_iter()
-            .map(|d| {
-                let also = d
-                    .labels
-                    .iter()
-                    .filter_map(|l| match &l.site {
-                        crate::diag::Site::Pointer(p) => Some(p.to_string()),
-                        _ => None,
-                    })
-                    .collect();
-                (
-                    d.pointer().unwrap_or("").to_owned(),
-                    d.help.unwrap_or_default(),
-                    also,
-                )
-            })
-            .collect()
+        out.into_iter().map(crate::diag::summary).collect()
     }
 
     #[test]

@@ -183,25 +183,17 @@ impl RunSpec {
     /// [`RunSpec::parse`], and whether the script gives the caller's turns itself
     /// (`script` or `input`); without either, its `script` is one `null` turn.
     pub fn parse_with_turns(text: &str) -> Result<(RunSpec, bool), Vec<Problem>> {
-        let loaded = load_checked(text, Section::Run)?;
-        let run = loaded.value();
-        let turns = run.get("script").is_some() || run.get("input").is_some();
-        Ok((read_run(run), turns))
+        read_script(text).map(|(_, spec, turns)| (spec, turns))
     }
 
-    /// [`RunSpec::parse`] for a run of `module`: also every answer queue must be keyed
-    /// by a name a call of the pack uses ([`crate::queues::unknown_queues`]), or it is
-    /// a problem located at its key.
-    /// Like [`RunSpec::parse_with_turns`], it also says whether the script gives the
-    /// caller's turns itself.
+    /// [`RunSpec::parse_with_turns`] for a run of `module`: also every answer queue must
+    /// be keyed by a name a call of the pack uses ([`crate::queues::unknown_queues`]), or
+    /// it is a problem located at its key.
     pub fn parse_for(
         text: &str,
         module: &ir_spec::Module,
     ) -> Result<(RunSpec, bool), Vec<Problem>> {
-        let loaded = load_checked(text, Section::Run)?;
-        let run = loaded.value();
-        let turns = run.get("script").is_some() || run.get("input").is_some();
-        let spec = read_run(run);
+        let (loaded, spec, turns) = read_script(text)?;
         let mut problems: Vec<Problem> = crate::queues::unknown_queues(&spec, module)
             .into_iter()
             .map(|q| {
@@ -216,6 +208,16 @@ impl RunSpec {
             Err(problems)
         }
     }
+}
+
+/// A host script's document, its spec, and whether it gives the caller's turns itself
+/// (`script` or `input`).
+fn read_script(text: &str) -> Result<(Loaded, RunSpec, bool), Vec<Problem>> {
+    let loaded = load_checked(text, Section::Run)?;
+    let run = loaded.value();
+    let turns = run.get("script").is_some() || run.get("input").is_some();
+    let spec = read_run(run);
+    Ok((loaded, spec, turns))
 }
 
 /// Loads `text` and checks it has the shape of `root`.

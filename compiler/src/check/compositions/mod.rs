@@ -492,21 +492,7 @@ mod tests {
         )
         .diagnostics
         .into_iter()
-        .map(|d| {
-            let also = d
-                .labels
-                .iter()
-                .filter_map(|l| match &l.site {
-                    crate::diag::Site::Pointer(p) => Some(p.clone()),
-                    _ => None,
-                })
-                .collect();
-            (
-                d.pointer().unwrap_or("").to_owned(),
-                d.help.unwrap_or_default(),
-                also,
-            )
-        })
+        .map(crate::diag::summary)
         .collect()
     }
 
