@@ -418,6 +418,7 @@ fn compiler_and_reader_defaults_agree() {
             c.max_agents,
             c.max_attempts,
             c.max_patterns,
+            c.max_banned_word_bytes,
         ),
         (
             r.max_compositions,
@@ -429,6 +430,7 @@ fn compiler_and_reader_defaults_agree() {
             r.max_agents,
             r.max_attempts,
             r.max_patterns,
+            r.max_banned_word_bytes,
         )
     );
     assert_eq!(c.max_total_template_bytes, r.max_artifact_bytes);
@@ -615,6 +617,34 @@ fn validator_pattern_compiled_size() {
         "{}",
         err.message
     );
+}
+
+/// The words of all banned-word lists are counted in UTF-8 bytes, lowercased as the
+/// check stores them; a disabled validator's list is not compiled and not counted.
+#[test]
+fn banned_word_bytes() {
+    let mut p = with_patterns(&["^a+$"]);
+    p["prompts"]["p0"]["validators"] = json!([
+        {"type": "banned_words", "params": {"words": ["Ab", "cd"]}},
+        {"type": "banned_words", "enabled": false, "params": {"words": ["zzzzzzzz"]}},
+        // "ÉF" lowercases to "éf", 3 bytes: 7 in all.
+        {"type": "content_excludes", "params": {"words": ["ÉF", ""], "match_mode": "substring"}},
+    ]);
+    edge(
+        &p,
+        "max_banned_word_bytes",
+        7,
+        "/prompts/p0/validators/2/params/words",
+    );
+    let (_, bytes) = built(&p);
+    artifact_edge(
+        &bytes,
+        |l, n| l.max_banned_word_bytes = n,
+        "max_banned_word_bytes",
+        7,
+    );
+    // The list counts as no pattern: the variable pattern is the only one.
+    artifact_edge(&bytes, |l, n| l.max_patterns = n, "max_patterns", 1);
 }
 
 /// A hand-made artifact cannot get past the limits the compiler holds validators to.

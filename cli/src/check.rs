@@ -50,7 +50,7 @@ pub struct DiagnosticArgs {
     /// Set a compiler limit (repeatable): max_depth, max_nodes, max_string_bytes,
     /// max_total_template_bytes, max_compositions, max_steps_per_composition,
     /// max_total_steps, max_states, max_prompts, max_tools, max_agents, max_attempts,
-    /// max_patterns, max_pattern_size (README, "Limits").
+    /// max_patterns, max_pattern_size, max_banned_word_bytes (README, "Limits").
     #[arg(long = "limit", value_name = "NAME=N", value_parser = parse_limit)]
     pub limits: Vec<(String, usize)>,
     /// When to colour the output.

@@ -249,12 +249,10 @@ impl<'a> Reader<'a> {
                     }
                 };
                 let words = self.required_list("words")?;
-                let mut words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-                words.dedup();
-                Some(Check::BannedWords {
-                    words,
+                Some(Check::banned_words(
+                    words.iter().map(String::as_str),
                     word_boundary,
-                })
+                ))
             }
             "max_length" => {
                 let chars = ["max_characters", "max", "max_chars"]

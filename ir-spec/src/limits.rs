@@ -39,6 +39,11 @@ pub const DEFAULT_MAX_PATTERNS: usize = 1_000;
 /// The most memory one compiled `pattern` may take by default, in bytes (the `regex`
 /// crate's `size_limit`): what bounds the time compiling it takes.
 pub const DEFAULT_MAX_PATTERN_SIZE: usize = 256 * 1024;
+/// The UTF-8 bytes the words of all `banned_words` lists may hold by default (lowercased,
+/// as the module stores them): each list is compiled into one regex when the module is
+/// loaded ([`words_pattern`](crate::words_pattern)), at about 90 bytes of compiled size
+/// per byte of its words.
+pub const DEFAULT_MAX_BANNED_WORD_BYTES: usize = 256 * 1024;
 
 /// What [`Artifact::decode_with`](crate::Artifact::decode_with) accepts. Past any of
 /// them the file is refused with [`ArtifactError::Limit`] naming the field.
@@ -70,6 +75,10 @@ pub struct DecodeLimits {
     /// by default). The compiled size of each is the loader's to bound
     /// (`packc_vm::Program::with_max_pattern_size`).
     pub max_patterns: usize,
+    /// UTF-8 bytes of the words of all `BannedWords` checks together (256 KiB by
+    /// default). Each list compiles within [`words_size_limit`](crate::words_size_limit)
+    /// of its own words, so this bounds what compiling them all may take.
+    pub max_banned_word_bytes: usize,
 }
 
 impl Default for DecodeLimits {
@@ -85,6 +94,7 @@ impl Default for DecodeLimits {
             max_agents: DEFAULT_MAX_AGENTS,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_patterns: DEFAULT_MAX_PATTERNS,
+            max_banned_word_bytes: DEFAULT_MAX_BANNED_WORD_BYTES,
         }
     }
 }
@@ -156,6 +166,22 @@ impl DecodeLimits {
             "patterns (variable patterns and regex validators)",
             patterns,
             self.max_patterns,
+        )?;
+        let word_bytes = m
+            .prompts
+            .iter()
+            .flat_map(|p| &p.guards)
+            .filter_map(|g| match &g.check {
+                crate::Check::BannedWords { words, .. } => Some(words),
+                _ => None,
+            })
+            .flatten()
+            .fold(0usize, |n, w| n.saturating_add(w.len()));
+        over(
+            "max_banned_word_bytes",
+            "bytes of banned words",
+            word_bytes,
+            self.max_banned_word_bytes,
         )
     }
 }

@@ -135,6 +135,85 @@ pub enum Check {
     },
 }
 
+impl Check {
+    /// A `banned_words` check of `words` as the pack lists them: each lowercased, a word
+    /// equal to the one before it dropped.
+    pub fn banned_words<'a>(
+        words: impl IntoIterator<Item = &'a str>,
+        word_boundary: bool,
+    ) -> Check {
+        let mut words: Vec<String> = words.into_iter().map(str::to_lowercase).collect();
+        words.dedup();
+        Check::BannedWords {
+            words,
+            word_boundary,
+        }
+    }
+}
+
+/// The regular expression (Rust `regex` syntax) a [`Check::BannedWords`] of `words`
+/// defines: `(?i)`, then the words escaped as one alternation, between half word
+/// boundaries (`\b{start-half}` … `\b{end-half}`) when `word_boundary` is set. A reader
+/// compiles it within [`words_size_limit`]; the words of all lists together are bounded
+/// by [`DecodeLimits::max_banned_word_bytes`](crate::DecodeLimits::max_banned_word_bytes).
+pub fn words_pattern(words: &[String], word_boundary: bool) -> String {
+    let mut pattern = String::from("(?i)");
+    if word_boundary {
+        pattern.push_str(r"\b{start-half}");
+    }
+    pattern.push_str("(?:");
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            pattern.push('|');
+        }
+        for c in w.chars() {
+            if is_meta_character(c) {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+    }
+    pattern.push(')');
+    if word_boundary {
+        pattern.push_str(r"\b{end-half}");
+    }
+    pattern
+}
+
+/// The compiled size a banned-word list's regex ([`words_pattern`]) may take, in bytes
+/// (the `regex` crate's `size_limit`): 128 per byte of its words, plus 64 KiB for the
+/// word-boundary tables. A list of random ASCII words takes about 90 bytes per byte, so
+/// only a pathological list is refused, and the total is bounded by the words' bytes.
+pub fn words_size_limit(words: &[String]) -> usize {
+    let bytes = words.iter().fold(0usize, |n, w| n.saturating_add(w.len()));
+    bytes.saturating_mul(128).saturating_add(64 * 1024)
+}
+
+/// The characters a regular expression must escape to match them literally (the `regex`
+/// crate's meta characters).
+fn is_meta_character(c: char) -> bool {
+    matches!(
+        c,
+        '\\' | '.'
+            | '+'
+            | '*'
+            | '?'
+            | '('
+            | ')'
+            | '|'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '^'
+            | '$'
+            | '#'
+            | '&'
+            | '-'
+            | '~'
+    )
+}
+
 /// Something a model may call as a tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToolRef {

@@ -187,8 +187,12 @@ const CHUNK: usize = 256;
 const MAX_ASCII_WORD: usize = 64;
 
 impl Words {
-    fn new(words: &[String], word_boundary: bool) -> Option<Words> {
-        let regex = Regex::new(&words_pattern(words, word_boundary)).ok()?;
+    /// The search of a banned-word list, its regex ([`ir_spec::words_pattern`]) compiled
+    /// within [`ir_spec::words_size_limit`].
+    fn new(words: &[String], word_boundary: bool) -> Result<Words, regex::Error> {
+        let regex = RegexBuilder::new(&ir_spec::words_pattern(words, word_boundary))
+            .size_limit(ir_spec::words_size_limit(words))
+            .build()?;
         let ascii = (!words.is_empty()
             && words
                 .iter()
@@ -201,7 +205,7 @@ impl Words {
             AsciiWords::new(words)
         })
         .flatten();
-        Some(Words {
+        Ok(Words {
             regex,
             ascii,
             word_boundary,
@@ -317,36 +321,19 @@ fn bounded(text: &[u8], at: usize, end: usize) -> Option<bool> {
     Some(!word)
 }
 
-/// The banned-word regex: `(?i)` and the escaped words as one alternation, between half
-/// word boundaries in `word_boundary` mode.
-fn words_pattern(words: &[String], word_boundary: bool) -> String {
-    let mut pattern = String::from("(?i)");
-    if word_boundary {
-        pattern.push_str(r"\b{start-half}");
-    }
-    pattern.push_str("(?:");
-    for (i, w) in words.iter().enumerate() {
-        if i > 0 {
-            pattern.push('|');
-        }
-        pattern.push_str(&regex::escape(w));
-    }
-    pattern.push(')');
-    if word_boundary {
-        pattern.push_str(r"\b{end-half}");
-    }
-    pattern
-}
-
-/// Compiles `g` once, a `Regex` pattern within `max_pattern_size` bytes; `Err` carries
-/// the limit when the pattern compiles past it.
+/// Compiles `g` once: a `Regex` pattern within `max_pattern_size` bytes, a banned-word
+/// list's regex within [`ir_spec::words_size_limit`]; `Err` carries the limit when it
+/// compiles past it.
 pub(crate) fn compile(g: &Guard, max_pattern_size: usize) -> Result<Matcher, usize> {
     Ok(match &g.check {
         Check::BannedWords {
             words,
             word_boundary,
-        } => Words::new(words, *word_boundary)
-            .map_or(Matcher::Broken, |w| Matcher::Words(Box::new(w))),
+        } => match Words::new(words, *word_boundary) {
+            Ok(w) => Matcher::Words(Box::new(w)),
+            Err(regex::Error::CompiledTooBig(max)) => return Err(max),
+            Err(_) => Matcher::Broken,
+        },
         Check::Regex { pattern, .. } => match Pattern::new(pattern, max_pattern_size) {
             Ok(p) => Matcher::Regex(Box::new(p)),
             Err(regex::Error::CompiledTooBig(max)) => return Err(max),

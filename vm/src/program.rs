@@ -170,7 +170,13 @@ impl Program {
                     .iter()
                     .map(|g| {
                         crate::guard::compile(g, max)
-                            .map_err(|max| too_big("the pattern of a `regex` validator", max))
+                            .map_err(|max| match g.check {
+                            ir_spec::Check::BannedWords { .. } => RunError::new(
+                                ErrorKind::LimitExceeded,
+                                format!("the word list of a `banned_words` validator compiles to more than {max} bytes, 128 per byte of its words"),
+                            ),
+                            _ => too_big("the pattern of a `regex` validator", max),
+                        })
                     })
                     .collect::<Result<Vec<_>, _>>()
             })

@@ -39,6 +39,7 @@ pub fn check_limits_parsed(pack: &Node, limits: &Limits, out: &mut Vec<Diagnosti
         templates(root, limits, out);
         attempts(root, limits, out);
         patterns(root, limits, out);
+        banned_words(root, limits, out);
     }
     out.len() > before
 }
@@ -324,6 +325,78 @@ fn patterns(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// Banned words: the words of the `banned_words` (`content_excludes`) validators (those
+/// not `enabled: false`), lowercased as the check stores them, at most
+/// `max_banned_word_bytes` UTF-8 bytes in all, and each list compiling within
+/// [`ir_spec::words_size_limit`] (the checks the artifact loader makes,
+/// `ir_spec::DecodeLimits` and `packc_vm::Program`).
+fn banned_words(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
+    let Some(prompts) = root.get("prompts").and_then(Node::as_object) else {
+        return;
+    };
+    let mut bytes = 0usize;
+    for (key, prompt) in prompts {
+        let validators = prompt.get("validators").and_then(Node::as_array);
+        for (i, v) in validators.unwrap_or(&[]).iter().enumerate() {
+            let Some(check) = banned_words_check(v) else {
+                continue;
+            };
+            let ir_spec::Check::BannedWords {
+                words,
+                word_boundary,
+            } = &check
+            else {
+                continue;
+            };
+            let at = || format!("/prompts/{}/validators/{i}/params/words", escape_token(key));
+            bytes = words.iter().fold(bytes, |n, w| n.saturating_add(w.len()));
+            if bytes > limits.max_banned_word_bytes {
+                let max = limits.max_banned_word_bytes;
+                out.push(exceeded(
+                    at(),
+                    format!("the banned-word lists up to this one hold more than {max} bytes of words (`max_banned_word_bytes`)"),
+                    "max_banned_word_bytes",
+                ));
+                return;
+            }
+            let size = ir_spec::words_size_limit(words);
+            let built = regex::RegexBuilder::new(&ir_spec::words_pattern(words, *word_boundary))
+                .size_limit(size)
+                .build();
+            if let Err(regex::Error::CompiledTooBig(max)) = built {
+                out.push(exceeded(
+                    at(),
+                    format!("this word list compiles to more than {max} bytes, 128 per byte of its words: use fewer or plainer words"),
+                    "max_banned_word_bytes",
+                ));
+                return;
+            }
+        }
+    }
+}
+
+/// The check an enabled `banned_words` validator lowers to, as `validators` reads it;
+/// `None` for any other validator, a disabled one, or one without a non-empty `words`
+/// list of strings (inert or invalid, reported by the checks).
+fn banned_words_check(v: &Node) -> Option<ir_spec::Check> {
+    let ty = v.get("type")?.as_str()?;
+    if crate::validators::built_in(ty)? != "banned_words"
+        || v.get("enabled") == Some(&Node::Bool(false))
+    {
+        return None;
+    }
+    let params = v.get("params")?;
+    let words = params
+        .get("words")?
+        .as_array()?
+        .iter()
+        .map(Node::as_str)
+        .filter(|w| w != &Some(""))
+        .collect::<Option<Vec<&str>>>()?;
+    let word_boundary = params.get("match_mode").and_then(Node::as_str) != Some("substring");
+    (!words.is_empty()).then(|| ir_spec::Check::banned_words(words, word_boundary))
 }
 
 /// Steps of a `steps` list, with every parallel's `branches` (nested ones too, which

@@ -93,6 +93,10 @@ pub struct Limits {
     /// (256 KiB by default; the `regex` crate's `size_limit`, which bounds the time
     /// compiling it takes).
     pub max_pattern_size: usize,
+    /// The most UTF-8 bytes the words of all `banned_words` validators together may
+    /// hold, lowercased (256 KiB by default, about 30,000 words of eight letters): each
+    /// list is compiled into one regex when the artifact is loaded.
+    pub max_banned_word_bytes: usize,
 }
 
 impl Default for Limits {
@@ -114,6 +118,7 @@ impl Default for Limits {
             max_attempts: d::DEFAULT_MAX_ATTEMPTS,
             max_patterns: d::DEFAULT_MAX_PATTERNS,
             max_pattern_size: d::DEFAULT_MAX_PATTERN_SIZE,
+            max_banned_word_bytes: d::DEFAULT_MAX_BANNED_WORD_BYTES,
         }
     }
 }
@@ -137,6 +142,7 @@ impl Limits {
             max_attempts: usize::MAX,
             max_patterns: usize::MAX,
             max_pattern_size: usize::MAX,
+            max_banned_word_bytes: usize::MAX,
         }
     }
 
@@ -157,6 +163,7 @@ impl Limits {
         "max_attempts",
         "max_patterns",
         "max_pattern_size",
+        "max_banned_word_bytes",
     ];
 
     /// Sets the field called `name` (one of [`Limits::NAMES`]) to `value`.
@@ -177,6 +184,7 @@ impl Limits {
             "max_attempts" => &mut self.max_attempts,
             "max_patterns" => &mut self.max_patterns,
             "max_pattern_size" => &mut self.max_pattern_size,
+            "max_banned_word_bytes" => &mut self.max_banned_word_bytes,
             _ => {
                 return Err(format!(
                     "unknown limit `{name}`; the limits are {}",

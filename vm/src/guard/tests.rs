@@ -158,6 +158,29 @@ fn words_case() -> impl Strategy<Value = (Vec<String>, bool, String)> {
     })
 }
 
+/// A long list compiles within its own size limit, and judges: 20,000 words of seven
+/// letters take more than the `regex` crate's default 10 MiB, past which the list used
+/// to be broken, replacing every answer.
+#[test]
+fn a_long_banned_word_list_compiles_and_judges() {
+    let mut seed = 7u64;
+    let mut letter = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        char::from(b'a' + ((seed >> 33) % 26) as u8)
+    };
+    let words: Vec<String> = (0..20_000)
+        .map(|_| (0..7).map(|_| letter()).collect())
+        .collect();
+    assert!(Regex::new(&ir_spec::words_pattern(&words, true)).is_err());
+    let check = Check::banned_words(words.iter().map(String::as_str), true);
+    let last = words.last().unwrap().to_uppercase();
+    // Non-ASCII text goes to the regex.
+    assert_eq!(verdict(check.clone(), "héllo"), Verdict::Pass);
+    assert_eq!(verdict(check, &format!("héllo {last}!")), Verdict::Replace);
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
 
@@ -165,9 +188,18 @@ proptest::proptest! {
     /// half word boundaries, on any text.
     #[test]
     fn banned_words_agree_with_the_regex((list, word_boundary, text) in words_case()) {
-        let reference = Regex::new(&words_pattern(&list, word_boundary)).unwrap();
+        let reference = Regex::new(&ir_spec::words_pattern(&list, word_boundary)).unwrap();
         let found = Words::new(&list, word_boundary).unwrap().occur_in(&text);
         proptest::prop_assert_eq!(found, reference.is_match(&text), "{:?} in {:?}", list, text);
+    }
+
+    /// The format's banned-word pattern escapes a word exactly as the `regex` crate
+    /// does, so any word matches only itself.
+    #[test]
+    fn banned_words_are_escaped_as_the_regex_crate_escapes(words in prop::collection::vec(".{0,12}", 1..4)) {
+        let escaped: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
+        let expected = format!("(?i)(?:{})", escaped.join("|"));
+        proptest::prop_assert_eq!(ir_spec::words_pattern(&words, false), expected);
     }
 }
 
