@@ -47,7 +47,8 @@ pub struct DiagnosticArgs {
     /// Largest pack source accepted, in bytes; larger files are `limit_exceeded`.
     #[arg(long, value_name = "BYTES", default_value_t = packc_compiler::load::Limits::default().max_source_bytes)]
     pub max_source_bytes: usize,
-    /// Set a compiler limit (repeatable): max_depth, max_nodes, max_string_bytes,
+    /// Set a compiler limit (repeatable): max_source_bytes (as --max-source-bytes),
+    /// max_depth, max_nodes, max_string_bytes,
     /// max_total_template_bytes, max_compositions, max_steps_per_composition,
     /// max_total_steps, max_states, max_prompts, max_tools, max_agents, max_attempts,
     /// max_patterns, max_pattern_size, max_banned_word_bytes (README, "Limits").

@@ -87,7 +87,7 @@ pub enum Format {
     /// Source excerpts with labels, like rustc.
     #[default]
     Human,
-    /// One JSON object per line: kind, severity, message, file, line, column, pointer.
+    /// One JSON object per line: kind, severity, message, file, line, column, pointer, help.
     Json,
 }
 
