@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the repository: the Rust workspace, then the Python package (`python/`)
-# built and installed into a fresh virtualenv, its stubs checked with mypy --strict and
-# its pytest suite run. Each stage prints how long it took.
+# built and installed into a fresh virtualenv, its typed code checked with mypy --strict,
+# its stubs held to the built module by stubtest, and its pytest suite run. Each stage prints how long it took.
 #
 #   scripts/test-all.sh            # from the repository root (or anywhere: it cds there)
 #   PACKC_VENV=/tmp/v scripts/test-all.sh   # another place for the virtualenv
@@ -30,6 +30,9 @@ stage "pip install ./python" env MATURIN_PEP517_ARGS="--locked" \
   "$py" -m pip install --quiet --disable-pip-version-check ./python
 stage "mypy --strict" "$py" -m mypy --strict --config-file python/pyproject.toml \
   python/examples python/tests
+# The stubs (`packc/_packc.pyi`) against the installed native module: every name,
+# signature and `@final` as the module has it.
+stage "stubtest" "$py" -m mypy.stubtest packc
 # From the repository root, so `import packc` is the installed package (python/packc/
 # alone lacks the native module).
 stage "pytest" "$py" -m pytest python/tests -q -p no:cacheprovider

@@ -17,24 +17,45 @@ from typing import (
     Sequence,
     Type,
     Union,
+    final,
     overload,
 )
+
+__all__ = [
+    "__version__",
+    "COMPILER_VERSION",
+    "Diagnostic",
+    "Artifact",
+    "check",
+    "compile",
+    "Program",
+    "Run",
+    "Need",
+    "Call",
+    "Outcome",
+    "CaseResult",
+    "LiveResult",
+    "run_case",
+    "run_live",
+    "Batch",
+]
 
 __version__: str
 COMPILER_VERSION: str
 
 #: A JSON-shaped Python value: dict (or any other Mapping with str keys), list, tuple (or
 #: any other Sequence but bytes), str, int, float, bool or None.
-Json = Any
+_Json = Any
 #: What ``Call.kind`` can be.
-CallKind = Literal["model", "tool", "guard", "extension"]
-StrPath = Union[str, "os.PathLike[str]"]
+_CallKind = Literal["model", "tool", "guard", "extension"]
+_StrPath = Union[str, "os.PathLike[str]"]
 
+@final
 class Diagnostic:
     """One compiler finding, located in the source."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         kind: str,
         severity: Literal["error", "warning", "note"],
         message: str,
@@ -43,7 +64,7 @@ class Diagnostic:
         column: Optional[int] = None,
         pointer: Optional[str] = None,
         help: Optional[str] = None,
-    ) -> None: ...
+    ) -> Diagnostic: ...
 
     @property
     def kind(self) -> str: ...
@@ -63,12 +84,12 @@ class Diagnostic:
     def help(self) -> Optional[str]: ...
 
 def check(
-    path: Optional[StrPath] = None,
+    path: Optional[_StrPath] = None,
     *,
     text: Optional[str] = None,
     format: Optional[Literal["yaml", "json"]] = None,
     spec_level: Optional[str] = None,
-    base_dir: Optional[StrPath] = None,
+    base_dir: Optional[_StrPath] = None,
 ) -> List[Diagnostic]:
     """Every error and warning of a pack (a file, or ``text=``), in source order.
 
@@ -78,15 +99,16 @@ def check(
     folder; for ``text=`` they are looked up only when ``base_dir`` is given."""
 
 def compile(
-    path: Optional[StrPath] = None,
+    path: Optional[_StrPath] = None,
     *,
     text: Optional[str] = None,
     format: Optional[Literal["yaml", "json"]] = None,
     spec_level: Optional[str] = None,
-    base_dir: Optional[StrPath] = None,
+    base_dir: Optional[_StrPath] = None,
 ) -> Artifact:
     """Checks and lowers a pack; raises :class:`CompileError` when it has errors."""
 
+@final
 class Artifact:
     """A compiled pack: what a ``.ppk`` file holds."""
 
@@ -100,6 +122,7 @@ class Artifact:
     def inspect(self) -> Dict[str, Any]:
         """The header, the targets and the static call bounds, as plain dicts."""
 
+@final
 class Need:
     """What a run needs next."""
 
@@ -108,24 +131,26 @@ class Need:
     CLOCK: Need
     CALLER: Need
     DONE: Need
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Outcome:
     """How a run ended without error."""
 
     @property
-    def output(self) -> Json: ...
+    def output(self) -> _Json: ...
     @property
     def state(self) -> Optional[str]: ...
 
+@final
 class Call:
     """One outstanding host call; read its fields before answering it."""
 
     @property
     def id(self) -> int: ...
     @property
-    def kind(self) -> CallKind: ...
+    def kind(self) -> _CallKind: ...
     @property
     def prompt_task(self) -> Optional[str]: ...
     @property
@@ -135,7 +160,7 @@ class Call:
     @property
     def branch(self) -> Optional[int]: ...
     @property
-    def input(self) -> Json: ...
+    def input(self) -> _Json: ...
     @property
     def system(self) -> str: ...
     @property
@@ -153,13 +178,14 @@ class Call:
     @property
     def extension(self) -> Optional[Dict[str, Any]]: ...
 
+@final
 class Run:
     """One run of a program, driven by the host."""
 
     @overload
     def resume(self) -> Need: ...
     @overload
-    def resume(self, *, turn: Json) -> Need: ...
+    def resume(self, *, turn: _Json) -> Need: ...
     @overload
     def resume(self, *, event: str) -> Need: ...
     @overload
@@ -170,7 +196,7 @@ class Run:
         self,
         call: Union[Call, int],
         *,
-        output: Json = None,
+        output: _Json = None,
         tool_calls: Optional[Sequence[Any]] = None,
         event: Optional[str] = None,
         error: Optional[str] = None,
@@ -195,18 +221,19 @@ class Run:
     def calls(self) -> List[Dict[str, Any]]: ...
     def snapshot(self) -> bytes: ...
 
+@final
 class Program:
     """A checked module, shared by runs and threads.
 
     The limits of ``start`` and ``restore`` (``max_host_calls``, ``max_value_bytes``, …)
     are ints from 0; a negative one raises ``ValueError``."""
 
-    def __init__(self, artifact: Artifact) -> None: ...
+    def __new__(cls, artifact: Artifact) -> Program: ...
     def start(
         self,
         target: str = "workflow",
         *,
-        variables: Optional[Mapping[str, Json]] = None,
+        variables: Optional[Mapping[str, _Json]] = None,
         record_calls: bool = False,
         max_host_calls: Optional[int] = None,
         max_value_bytes: Optional[int] = None,
@@ -218,7 +245,7 @@ class Program:
         self,
         data: bytes,
         *,
-        variables: Optional[Mapping[str, Json]] = None,
+        variables: Optional[Mapping[str, _Json]] = None,
         record_calls: bool = False,
         max_host_calls: Optional[int] = None,
         max_value_bytes: Optional[int] = None,
@@ -227,6 +254,7 @@ class Program:
         max_built_bytes: Optional[int] = None,
     ) -> Run: ...
 
+@final
 class CaseResult:
     """A conformance case's verdict."""
 
@@ -238,17 +266,18 @@ class CaseResult:
     def failures(self) -> List[str]: ...
     def __bool__(self) -> bool: ...
 
-def run_case(path: StrPath, *, check_snapshots: bool = False) -> CaseResult:
+def run_case(path: _StrPath, *, check_snapshots: bool = False) -> CaseResult:
     """Runs a conformance-format case file as ``packc test`` does.
 
     A file that cannot be read raises ``OSError`` (``FileNotFoundError`` for a missing
     one), as :func:`check` and :func:`compile` do."""
 
+@final
 class LiveResult:
     """A live run's result."""
 
     @property
-    def output(self) -> Json: ...
+    def output(self) -> _Json: ...
     @property
     def state(self) -> Optional[str]: ...
     @property
@@ -262,16 +291,16 @@ class LiveResult:
 
 def run_live(
     artifact: Artifact,
-    input: Json = None,
+    input: _Json = None,
     *,
     model: str,
     provider: Literal["openai"] = "openai",
     base_url: Optional[str] = None,
     api_key: Optional[str] = None,
     api_key_env: str = "OPENAI_API_KEY",
-    tools: Union[StrPath, Mapping[str, Any], None] = None,
+    tools: Union[_StrPath, Mapping[str, Any], None] = None,
     target: str = "workflow",
-    variables: Optional[Mapping[str, Json]] = None,
+    variables: Optional[Mapping[str, _Json]] = None,
     timeout: float = 120.0,
     retries: int = 3,
     concurrency: int = 4,
@@ -282,6 +311,7 @@ def run_live(
     as calls go out, so a pack making one call at a time uses one). ``timeout`` is in
     seconds, at most 86400. Out-of-range values raise ``ValueError``."""
 
+@final
 class Batch:
     """The batch engine of ``packc batch``: blocks of rows, one run each, many in flight.
 
@@ -290,8 +320,8 @@ class Batch:
     ``ValueError``, as does a negative int. A ``Batch`` made before a fork works in the
     child: the child's first use starts an engine of its own."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         artifact: Artifact,
         *,
         model: str,
@@ -299,9 +329,9 @@ class Batch:
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
         api_key_env: str = "OPENAI_API_KEY",
-        tools: Union[StrPath, Mapping[str, Any], None] = None,
+        tools: Union[_StrPath, Mapping[str, Any], None] = None,
         target: str = "workflow",
-        variables: Optional[Mapping[str, Json]] = None,
+        variables: Optional[Mapping[str, _Json]] = None,
         input_schema: Optional[Mapping[str, Any]] = None,
         timeout: float = 120.0,
         retries: int = 3,
@@ -311,8 +341,8 @@ class Batch:
         rpm: Optional[int] = None,
         tpm: Optional[int] = None,
         threads: int = 0,
-    ) -> None: ...
-    def run(self, rows: Iterable[Json]) -> List[Dict[str, Any]]:
+    ) -> Batch: ...
+    def run(self, rows: Iterable[_Json]) -> List[Dict[str, Any]]:
         """One result dict per row, in order: ``id``, ``output`` or ``error``, ``calls``, ``tokens``, ``wall_ms``.
 
         A row's ``id`` is its ``id`` member when that is a str or a number, else its
