@@ -329,16 +329,22 @@ impl Journal {
                 } else {
                     self.held.insert(r.index, line);
                 }
-                // Ordered: the rows held behind this one may go now.
-                while self.ordered {
-                    let Some(line) = self.held.remove(&self.next) else {
-                        break;
-                    };
-                    mark.execute(params![self.next as i64, ROW_WRITTEN])
-                        .map_err(sql)?;
-                    lines.push_str(&line);
-                    lines.push('\n');
-                    self.written += 1;
+            }
+            // Ordered: the rows held behind the next one may go now. Unordered output
+            // holds rows only after `retry_failed`: they all go.
+            loop {
+                let first = self.held.first_key_value().map(|(&idx, _)| idx);
+                let idx = match first {
+                    Some(idx) if !self.ordered || idx == self.next => idx,
+                    _ => break,
+                };
+                let line = self.held.remove(&idx).unwrap_or_default();
+                mark.execute(params![idx as i64, ROW_WRITTEN])
+                    .map_err(sql)?;
+                lines.push_str(&line);
+                lines.push('\n');
+                self.written += 1;
+                if self.ordered {
                     self.next += 1;
                 }
             }
@@ -359,6 +365,68 @@ impl Journal {
         tx.commit().map_err(sql)?;
         self.last_commit = Instant::now();
         Ok(())
+    }
+
+    /// Makes the failed rows of earlier batches run again: their results (every line with
+    /// an `error`) are dropped from the journal, and the output is rewritten from the
+    /// journal, the other finished rows in input order, each retried row's new line in
+    /// its place (ordered output) or after them (unordered). Returns how many rows will
+    /// run again. The journal commits the change before the output is cut: a process
+    /// killed at any point leaves the old output and journal, or the new journal, whose
+    /// next open cuts the output and writes the kept lines again.
+    pub fn retry_failed(&mut self) -> Result<u64, BatchError> {
+        let path = self.path.display().to_string();
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
+        self.commit()?;
+        let mut kept = BTreeMap::new();
+        let mut failed = Vec::new();
+        {
+            let mut stmt = self
+                .db
+                .prepare("SELECT idx, line FROM rows WHERE state IN (?1, ?2) ORDER BY idx")
+                .map_err(sql)?;
+            let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
+            while let Some(r) = rows.next().map_err(sql)? {
+                let idx = r.get::<_, i64>(0).map_err(sql)? as u64;
+                let line: String = r.get(1).map_err(sql)?;
+                if crate::result::is_failure_line(&line) {
+                    failed.push(idx);
+                } else {
+                    kept.insert(idx, line);
+                }
+            }
+        }
+        if failed.is_empty() {
+            return Ok(0);
+        }
+        let tx = self.db.transaction().map_err(sql)?;
+        {
+            let mut drop_row = tx.prepare("DELETE FROM rows WHERE idx = ?1").map_err(sql)?;
+            for idx in &failed {
+                drop_row.execute([*idx as i64]).map_err(sql)?;
+            }
+        }
+        tx.execute(
+            "UPDATE rows SET state = ?1 WHERE state = ?2",
+            params![ROW_DONE, ROW_WRITTEN],
+        )
+        .map_err(sql)?;
+        tx.execute("UPDATE meta SET value = '0' WHERE key = 'out_len'", [])
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        let output = |e: std::io::Error| BatchError::Io(format!("cannot rewrite the output: {e}"));
+        self.out.set_len(0).map_err(output)?;
+        self.out.seek(SeekFrom::Start(0)).map_err(output)?;
+        self.out_len = 0;
+        self.next = 0;
+        for idx in &failed {
+            self.finished.remove(idx);
+        }
+        self.held = kept;
+        // The kept lines before the first retried row (ordered), or all of them
+        // (unordered), are written now, before any new line.
+        self.commit()?;
+        Ok(failed.len() as u64)
     }
 
     /// Rows written to the output by this batch.

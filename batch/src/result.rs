@@ -91,3 +91,8 @@ impl RowResult {
         self.outcome.is_err()
     }
 }
+
+/// Whether an output line ([`RowResult::line`]) is a failed row's: it has an `error`.
+pub(crate) fn is_failure_line(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|v| v.get("error").is_some())
+}

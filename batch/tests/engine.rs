@@ -254,3 +254,110 @@ fn a_rate_limit_of_zero_is_refused_rather_than_read_as_none() {
         assert!(e.to_string().contains("must be at least 1"), "{e}");
     }
 }
+
+/// The failed rows of a journal run again after `retry_failed`, each new line in its
+/// place (ordered) or after the kept ones (unordered); the kept lines are not asked again
+/// and come back byte for byte.
+#[test]
+fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for ordered in [true, false] {
+        let healthy = Arc::new(AtomicBool::new(false));
+        let mock = {
+            let healthy = healthy.clone();
+            Mock::start(move |_, body| {
+                let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+                if !healthy.load(Ordering::SeqCst) && (text == "doc 2" || text == "doc 5") {
+                    MockReply::status(400, &json!({"error": {"message": "down"}}).to_string())
+                } else {
+                    answer(body)
+                }
+            })
+        };
+        let program = ex2();
+        let target = Target::parse(program.module(), "workflow").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out.jsonl");
+        let text: String = (0..8)
+            .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
+            .collect();
+        let input = || Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
+        let identity = Identity {
+            module: program.fingerprint(),
+            target: "workflow".into(),
+            input_sha256: input().sha256.clone(),
+            ordered,
+        };
+        let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
+        let lines = || -> Vec<String> {
+            let text = std::fs::read_to_string(&out).unwrap();
+            text.lines().map(str::to_owned).collect()
+        };
+        let by_id = |lines: &[String]| -> Vec<(i64, bool)> {
+            let mut rows: Vec<(i64, bool)> = lines
+                .iter()
+                .map(|l| {
+                    let v: Value = serde_json::from_str(l).unwrap();
+                    (v["id"].as_i64().unwrap(), v.get("error").is_some())
+                })
+                .collect();
+            rows.sort();
+            rows
+        };
+
+        let mut journal = Journal::open(&out, &identity, true).unwrap();
+        let summary = engine.run(input().rows, &mut journal).unwrap();
+        assert_eq!((summary.ran, summary.failed()), (8, 2));
+        drop(journal);
+        let first = lines();
+        let failed: Vec<i64> = by_id(&first)
+            .into_iter()
+            .filter_map(|(id, failed)| failed.then_some(id))
+            .collect();
+        assert_eq!(failed, [3, 6], "ordered: {ordered}");
+
+        // Nothing is retried while the same rows are asked for again; a journal with no
+        // failed row is left as it is.
+        healthy.store(true, Ordering::SeqCst);
+        let asked = mock.seen().len();
+        let mut journal = Journal::open(&out, &identity, false).unwrap();
+        assert_eq!(journal.retry_failed().unwrap(), 2);
+        let summary = engine.run(input().rows, &mut journal).unwrap();
+        assert_eq!((summary.ran, summary.skipped, summary.failed()), (2, 6, 0));
+        drop(journal);
+        // Two rows of two model calls each.
+        assert_eq!(mock.seen().len(), asked + 4);
+        let second = lines();
+        assert_eq!(
+            by_id(&second),
+            (1..=8).map(|id| (id, false)).collect::<Vec<_>>()
+        );
+        let kept: Vec<&String> = first.iter().filter(|l| !l.contains("\"error\"")).collect();
+        if ordered {
+            let ids: Vec<i64> = second
+                .iter()
+                .map(|l| {
+                    serde_json::from_str::<Value>(l).unwrap()["id"]
+                        .as_i64()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(ids, (1..=8).collect::<Vec<_>>());
+        } else {
+            // The kept lines first, in input order, then the retried rows as they finished.
+            let mut kept_in_order = kept.clone();
+            kept_in_order.sort_by_key(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_i64());
+            assert_eq!(second[..6].iter().collect::<Vec<_>>(), kept_in_order);
+        }
+        for line in &kept {
+            assert!(second.contains(line), "{line} is kept as it was");
+        }
+
+        let mut journal = Journal::open(&out, &identity, false).unwrap();
+        assert_eq!(journal.retry_failed().unwrap(), 0);
+        let summary = engine.run(input().rows, &mut journal).unwrap();
+        assert_eq!((summary.ran, summary.skipped), (0, 8));
+        drop(journal);
+        assert_eq!(lines(), second);
+    }
+}

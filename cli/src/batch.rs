@@ -29,7 +29,9 @@ use crate::inputs::{load_module, LiveArgs};
 /// A journal beside the output (`<output>.journal.sqlite`) keeps every finished row
 /// and the last state of every row in flight: after a crash, a kill or Ctrl-C, the
 /// same command goes on where the batch was, without running a finished row again or
-/// asking an answered call again. `--fresh` starts over. Limits shared by all rows:
+/// asking an answered call again. `--fresh` starts over; `--retry-failed` runs the
+/// rows that failed again (a model that was down, a rate limit past the retries) and
+/// rewrites the output with their new lines. Limits shared by all rows:
 /// `--concurrency` model calls in flight (default 64), `--rpm`, `--tpm`; a 429 holds
 /// every row's requests for its Retry-After.
 ///
@@ -93,6 +95,10 @@ pub struct BatchArgs {
     /// Start over: delete the journal and empty the output.
     #[arg(long)]
     pub fresh: bool,
+    /// Run the rows that failed in earlier batches again (every line with an `error`):
+    /// the output is rewritten from the journal, the other rows' lines as they were.
+    #[arg(long, conflicts_with = "fresh")]
+    pub retry_failed: bool,
     /// A host variable for `{{name}}` placeholders the pack does not declare
     /// (repeatable): `--var NAME=VALUE`.
     #[arg(long = "var", value_name = "NAME=VALUE")]
@@ -217,6 +223,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             engine.cancel();
         });
     }
+    let retried = if args.retry_failed {
+        journal.retry_failed()?
+    } else {
+        0
+    };
+    if !args.quiet && args.retry_failed {
+        eprintln!("retrying {retried} row(s) that failed earlier");
+    }
     if !args.quiet && (journal.finished_earlier() > 0 || journal.in_flight_earlier() > 0) {
         eprintln!(
             "resuming {}: {} row(s) done earlier, {} to continue from their last answer",
@@ -332,5 +346,8 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         text.push_str(&format!("; row latency p50 {p50} ms, p99 {p99} ms"));
     }
     text.push_str(&format!("; results in {}", output.display()));
+    if s.failed() > 0 {
+        text.push_str("; --retry-failed runs the failed rows again");
+    }
     text
 }

@@ -474,6 +474,63 @@ fn the_summary_counts_rows_failures_by_kind_and_latency() {
     );
     assert_contains(&err, "; 6 calls, 90 tokens; row latency p50 ");
     assert_contains(&err, " ms, p99 ");
+    assert_contains(&err, "; --retry-failed runs the failed rows again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--retry-failed` runs again the rows that failed (a model that was down) and leaves the
+/// output as an uninterrupted healthy batch writes it.
+#[test]
+fn retry_failed_runs_the_failed_rows_again() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = scratch("retry-failed");
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(12)).unwrap();
+    let down = Arc::new(AtomicBool::new(true));
+    let mock = {
+        let down = down.clone();
+        Mock::start(move |_, body| {
+            let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+            if down.load(Ordering::SeqCst) && text.ends_with('5') {
+                MockReply::status(400, &json!({"error": {"message": "down"}}).to_string())
+            } else {
+                answer(body)
+            }
+        })
+    };
+    let output = dir.join("o.jsonl");
+    ok(&batch(&input, &output, &mock, &[]).output().unwrap());
+    let failed: Vec<Value> = lines(&output)
+        .into_iter()
+        .filter(|l| l.get("error").is_some())
+        .map(|l| l["id"].clone())
+        .collect();
+    assert_eq!(failed, [json!(5)]);
+
+    let out = batch(&input, &output, &mock, &["--retry-failed", "--fresh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_contains(String::from_utf8_lossy(&out.stderr), "--fresh");
+
+    down.store(false, Ordering::SeqCst);
+    let args: Vec<_> = batch(&input, &output, &mock, &["--retry-failed"])
+        .get_args()
+        .filter(|a| *a != "--quiet")
+        .map(ToOwned::to_owned)
+        .collect();
+    let out = packc().args(args).output().unwrap();
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_contains(&err, "retrying 1 row(s) that failed earlier");
+    assert_contains(&err, ": 1 ran, 0 failed");
+    let retried: Vec<Value> = lines(&output).into_iter().map(stable).collect();
+
+    let clean = dir.join("clean.jsonl");
+    ok(&batch(&input, &clean, &mock, &[]).output().unwrap());
+    let expected: Vec<Value> = lines(&clean).into_iter().map(stable).collect();
+    assert_eq!(retried, expected);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
