@@ -196,8 +196,8 @@ pub struct LiveArgs {
     /// The model name sent with every request.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// The API base URL [default: https://api.openai.com/v1]; requests go to
-    /// `<URL>/chat/completions`. For a local server, e.g. http://127.0.0.1:8080/v1.
+    /// The API base URL [default: <https://api.openai.com/v1>]; requests go to
+    /// `<URL>/chat/completions`. For a local server, e.g. <http://127.0.0.1:8080/v1>.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// The environment variable holding the API key (never printed). Without it, the
@@ -211,7 +211,7 @@ pub struct LiveArgs {
     ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
     ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
     ///       timeout_sec: 10                 # default 60, at most 86400
-    ///       env: [DATABASE_URL]             # passed through; or {NAME: value}
+    ///       env: \[DATABASE_URL\]           # passed through; or {NAME: value}
     ///     web_search:
     ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
     ///       headers: {x-team: docs}

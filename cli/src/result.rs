@@ -241,20 +241,13 @@ pub fn why(run: &Run) -> String {
         return "waiting for a turn".into();
     };
     let m = run.program().module();
-    let external = m.workflow.as_ref().and_then(|w| {
+    let external = m.workflow.as_ref().is_some_and(|w| {
         w.states
             .iter()
-            .find(|s| m.str(s.key) == state)
-            .filter(|s| s.mode == ir_spec::Orchestration::External)
-            .map(|s| {
-                s.on_event
-                    .iter()
-                    .map(|(e, _)| m.event(*e))
-                    .collect::<Vec<_>>()
-            })
+            .any(|s| m.str(s.key) == state && s.mode == ir_spec::Orchestration::External)
     });
-    match external {
-        Some(events) if !events.is_empty() => {
+    match run.caller_events() {
+        events if external && !events.is_empty() => {
             format!(
                 "waiting for an event in state {state}: {}",
                 events.join(" | ")

@@ -10,12 +10,12 @@
 //!    1.9; `Options::spec_level` overrides it), and the value is checked against that
 //!    level's schema (the official v1.4.0 schema extended with the v1.5 additions, or the
 //!    official v1.5.1, v1.8.1, v1.9.0 schemas).
-//! 3. [`model`]: the value is read leniently into a typed pack model whose nodes keep their
-//!    JSON pointers.
+//! 3. [`doc`]: the value as the checks and lowering read it, a document whose strings
+//!    borrow from the text and whose objects are member lists.
 //! 4. [`check`]: the semantic rules of `shared/semantics/compositions.md` §2 and
 //!    `workflow.md` §16, reported as located [`diag::Diagnostic`]s.
 //! 5. [`render`]: diagnostics printed like rustc's (ariadne) or as JSON lines.
-//! 6. [`lower`]: a pack that checked without errors → one flat [`ir_spec::Module`], the
+//! 6. [`lower`](mod@lower): a pack that checked without errors → one flat [`ir_spec::Module`], the
 //!    input of the VM (`packc_vm`).
 //! 7. [`artifact`] / [`build_artifact`]: the module with its provenance (the source's
 //!    SHA-256, the compiler version) as an [`ir_spec::Artifact`], whose
@@ -54,8 +54,10 @@ pub struct Options {
     /// counts of compositions, steps, states, prompts, tools and agents.
     pub limits: load::Limits,
     /// The folder of the pack file, for `output_schema` lookups; `None` for a pack that is
-    /// not a file. Files a pack names are read from this folder and below only
-    /// ([`paths`]); a name that leads elsewhere is the error `unsafe_path`.
+    /// not a file, whose schema names are then not looked up at all: no schema is
+    /// embedded and no `unresolved_schema` is reported, as for a pack given inline in a
+    /// case file (conformance README). Files a pack names are read from this folder and
+    /// below only ([`paths`]); a name that leads elsewhere is the error `unsafe_path`.
     pub base_dir: Option<PathBuf>,
     /// Further folders the files a pack names may be read from, allowed deliberately by
     /// the embedder (`packc --allow-path DIR`); absolute names may point into them.
@@ -122,7 +124,7 @@ pub fn check_file_bytes_and<R>(
 }
 
 /// [`check_file_bytes`], and the pack lowered into the IR when the check found no error
-/// ([`lower`], from the document checked: a JSON pack is parsed once).
+/// ([`lower`](fn@lower), from the document checked: a JSON pack is parsed once).
 pub fn module_file_bytes(
     path: &std::path::Path,
     source: &[u8],
@@ -336,7 +338,7 @@ pub fn lower(checked: &Checked, options: &Options) -> Result<ir_spec::Module, lo
         .filter(|_| !checked.has_errors())
         .ok_or_else(|| lower::LowerError {
             pointer: String::new(),
-            message: "the pack has errors".into(),
+            message: "it has errors (check it first)".into(),
         })?;
     doc::with_arena(|arena| lower_doc(&loaded.doc(arena), options))
 }
@@ -362,7 +364,7 @@ pub fn source_hash(source: &[u8]) -> [u8; 32] {
 /// Lower a checked pack and wrap it as an [`ir_spec::Artifact`], stamped with the SHA-256
 /// of `source` (the bytes `checked` came from) and [`COMPILER_VERSION`].
 ///
-/// Like [`lower`], refuses a pack with errors. The artifact depends only on the source
+/// Like [`lower`](fn@lower), refuses a pack with errors. The artifact depends only on the source
 /// bytes, the embedded schema files and the compiler version, so building twice gives
 /// identical bytes.
 pub fn artifact(

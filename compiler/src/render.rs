@@ -500,7 +500,7 @@ fn write_cut(
     writeln!(out, "───╯")
 }
 
-/// Print one JSON object per diagnostic and line ([`json`], printed by [`json_line`]),
+/// Print one JSON object per diagnostic and line ([`json`](fn@json), printed by [`json_line`]),
 /// locating them all with one index of the text: linear in the number of diagnostics.
 pub fn json_lines(
     src: &RenderSource<'_>,

@@ -1,5 +1,5 @@
 //! The words of the composition language, defined once for [`check`](crate::check) and
-//! [`lower`](crate::lower): step kinds, predicate operators and reduce strategies.
+//! [`lower`](mod@crate::lower): step kinds, predicate operators and reduce strategies.
 //!
 //! The checker turns a word into one of these enums (or reports it); lowering matches
 //! the enum, never the string again.

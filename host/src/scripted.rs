@@ -71,7 +71,7 @@ impl Host for ScriptedHost {
 /// The members a scripted answer may have.
 pub(crate) const ANSWER_MEMBERS: &[&str] = &["output", "event", "tool_calls", "error"];
 
-/// Reads one scripted answer. A malformed one ([`malformed`]) becomes an error answer,
+/// Reads one scripted answer. A malformed one (`malformed`) becomes an error answer,
 /// so the run sees a `host_error`.
 pub fn parse_answer(v: &Value) -> Answer {
     if let Some((_, why)) = malformed(v) {

@@ -214,6 +214,11 @@ class Run:
     @property
     def waiting_for(self) -> Optional[Need]: ...
     @property
+    def caller_events(self) -> List[str]:
+        """The events the caller may send now: while the run waits for the caller in a
+        workflow state the caller drives, that state's event names; else empty. Any other
+        event ends the run (``InvalidEvent``, or ``TerminalState``)."""
+    @property
     def finished(self) -> bool: ...
     @property
     def trace(self) -> List[str]: ...

@@ -414,6 +414,18 @@ impl Run {
         self.inner.waiting_for().map(Need::from)
     }
 
+    /// The events the caller may send now (`resume(event=...)`): while the run waits for
+    /// the caller in a workflow state the caller drives, that state's event names; else
+    /// empty. Any other event ends the run (`InvalidEvent`, or `TerminalState`).
+    #[getter]
+    fn caller_events(&self) -> Vec<String> {
+        self.inner
+            .caller_events()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Whether the run has ended (done or failed).
     #[getter]
     fn finished(&self) -> bool {

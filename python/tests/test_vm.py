@@ -387,3 +387,39 @@ def test_reading_a_run_while_it_takes_an_answer_raises_runtime_error(ex2_program
         run.answer(call, output={Key(): 1})
     assert refused == ["pending", "next_call", "issued", "finished"]
     assert [c.id for c in run.pending] == [call.id]
+
+
+REVIEW = """
+id: review
+name: Review
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
+  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
+  publish: {id: publish, name: Publish, version: 1.0.0, system_template: "Publish."}
+workflow:
+  version: 1
+  entry: drafting
+  states:
+    drafting: {prompt_task: draft, on_event: {Submit: editor}}
+    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: done, Reject: drafting}}
+    done: {prompt_task: publish, terminal: true}
+"""
+
+
+def test_caller_events_name_what_the_idle_state_takes() -> None:
+    program = packc.Program(packc.compile(text=REVIEW))
+    run = program.start()
+    assert run.caller_events == []
+    assert run.resume() == packc.Need.CALLER
+    assert run.caller_events == []
+    assert run.resume(turn="write it") == packc.Need.CALLS
+    call = run.next_call
+    assert call is not None
+    assert run.answer(call, output="a draft", event="Submit") == packc.Need.CALLER
+    assert run.caller_events == ["Approve", "Reject"]
+    # An event not listed ends the run.
+    with pytest.raises(packc.InvalidEvent):
+        run.resume(event="Maybe")
+    assert run.caller_events == []

@@ -188,7 +188,13 @@ pub enum Answer {
 /// One requested tool call in a model answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolRequest {
-    /// The tool key.
+    /// The tool key: a key of the pack's `tools` or `agents.members`, as the call offers
+    /// it ([`OfferedTool::key`](crate::OfferedTool::key) of
+    /// [`CallView::offered_tools`](crate::CallView::offered_tools)), not the function name
+    /// a model API shows the model ([`OfferedTool::name`](crate::OfferedTool::name)): a
+    /// host maps the model's name back. A name the call did not offer is not called; its
+    /// tool result is `{"name", "error": "tool not available"}`, which the model reads on
+    /// its next turn.
     pub name: String,
     /// The arguments.
     pub args: Value,

@@ -69,6 +69,21 @@ impl Run {
         (self.state.top == Top::Idle).then(|| self.outcome_now())
     }
 
+    /// The events the caller may send now ([`Input::Event`](crate::Input::Event)): while
+    /// the run is idle ([`Run::idle`]) in a workflow state the caller drives (one with
+    /// `on_event`, neither terminal nor driven by the model), that state's event names in
+    /// declaration order; empty otherwise. Any other event ends the run with
+    /// `invalid_event` (`terminal_state` in a terminal state), as `workflow.md` §7 rules,
+    /// so a host that takes event names from people checks them here first.
+    pub fn caller_events(&self) -> Vec<&str> {
+        if self.state.top != Top::Idle {
+            return Vec::new();
+        }
+        self.state
+            .wf
+            .caller_events(&self.prog.m, self.state.workflow_run)
+    }
+
     /// The output so far and the workflow state the run is in, as an [`Outcome`].
     fn outcome_now(&self) -> Outcome<'_> {
         let m = &self.prog.m;
@@ -86,11 +101,12 @@ impl Run {
         }
     }
 
-    /// What the run waits for now: what the last [`Run::resume`] returned, read from the
-    /// run's state, so a host can pick up a run it did not resume itself (one restored
-    /// from a snapshot, or left by a host that stopped partway). `None` before the first
-    /// resume (with [`Input::Start`](crate::Input::Start)) and after the run failed;
-    /// [`Need::Calls`] while calls are outstanding.
+    /// What the run waits for now, read from the run's state, so a host can pick up a run
+    /// it did not resume itself (one restored from a snapshot, or left by a host that
+    /// stopped partway): [`Need::Calls`] whenever calls are outstanding (where the last
+    /// [`Run::resume`] may have said [`Need::Wait`]: answer any of [`Run::pending`]),
+    /// otherwise what the last resume returned. `None` before the first resume (with
+    /// [`Input::Start`](crate::Input::Start)) and after the run failed.
     pub fn waiting_for(&self) -> Option<Need> {
         match self.state.top {
             Top::NotStarted | Top::Failed => None,

@@ -68,7 +68,8 @@ fn internal(m: &str) -> RunError {
 
 impl Run {
     /// A new run of `program` against `target`. Host variables past the options' value
-    /// limits are a `limit_exceeded` error; a target outside the module a `protocol` one.
+    /// limits are a `limit_exceeded` error; a target outside the module an `invalid_target`
+    /// one.
     pub fn new(
         program: Arc<Program>,
         target: Target,

@@ -186,6 +186,24 @@ impl Wf {
         Ok((s, event_id(m, s, event)?))
     }
 
+    /// The events [`Wf::caller_event`] takes now: the `on_event` names of the current
+    /// state, when it is a state the caller drives (not terminal, not driven by the
+    /// model) of a workflow run; none otherwise.
+    pub fn caller_events<'m>(&self, m: &'m Module, workflow_run: bool) -> Vec<&'m str> {
+        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.current, workflow_run) else {
+            return Vec::new();
+        };
+        let state = &wf.states[s.index()];
+        let model_driven = matches!(
+            state.mode,
+            Orchestration::Internal | Orchestration::Composition
+        );
+        if state.terminal || model_driven {
+            return Vec::new();
+        }
+        state.on_event.iter().map(|(e, _)| m.event(*e)).collect()
+    }
+
     /// `transition(S, E)` (`workflow.md` §7) up to its clock reading: where the run
     /// goes. A budget past its limit is a run-wide failure, recorded in `io`.
     pub fn transition(

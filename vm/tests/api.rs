@@ -333,3 +333,53 @@ fn out(output: Value) -> Answer {
         event: None,
     }
 }
+
+/// `caller_events` lists what the caller may send while the run is idle in a state the
+/// caller drives (external or hybrid), in declaration order, and nothing otherwise: the
+/// event not listed is the one that ends the run.
+#[test]
+fn caller_events_are_those_of_the_idle_callers_state() {
+    let yaml = format!(
+        "{}{}workflow:\n  version: 1\n  entry: drafting\n  states:\n    \
+         drafting: {{prompt_task: draft, on_event: {{Submit: editor}}}}\n    \
+         editor: {{prompt_task: wait, orchestration: external, on_event: {{Reject: drafting, Approve: both}}}}\n    \
+         both: {{prompt_task: wait, orchestration: hybrid, on_event: {{Close: done}}}}\n    \
+         done: {{prompt_task: publish, terminal: true}}\n",
+        common::HEAD,
+        common::prompts(&["draft", "wait", "publish"], "")
+    );
+    let program = std::sync::Arc::new(packc_vm::Program::new(common::compile(&yaml)).unwrap());
+    let mut run = Run::new(program, Target::Workflow, RunOptions::default()).unwrap();
+    let none: Vec<&str> = Vec::new();
+    assert_eq!(run.caller_events(), none, "before the start");
+    assert_eq!(run.resume(Input::Start).unwrap(), Need::Caller);
+    // Idle in `drafting`, which the model drives.
+    assert_eq!(run.caller_events(), none);
+    assert_eq!(
+        run.resume(Input::Turn(json!("draft it"))).unwrap(),
+        Need::Calls
+    );
+    assert_eq!(run.caller_events(), none, "while a call is out");
+    let id = run.pending().next().unwrap().id();
+    let answer = Answer::Output {
+        output: json!("a draft"),
+        event: Some("Submit".into()),
+    };
+    assert_eq!(run.resume(Input::Answer(id, answer)).unwrap(), Need::Caller);
+    assert_eq!(run.idle().unwrap().state, Some("editor"));
+    assert_eq!(run.caller_events(), ["Reject", "Approve"]);
+    assert_eq!(
+        run.resume(Input::Event("Approve".into())).unwrap(),
+        Need::Caller
+    );
+    assert_eq!(run.idle().unwrap().state, Some("both"));
+    assert_eq!(run.caller_events(), ["Close"]);
+    assert_eq!(
+        run.resume(Input::Event("Close".into())).unwrap(),
+        Need::Caller
+    );
+    assert_eq!(run.idle().unwrap().state, Some("done"));
+    assert_eq!(run.caller_events(), none, "a terminal state takes no event");
+    let err = run.resume(Input::Event("Close".into())).unwrap_err();
+    assert_eq!(err.kind.as_str(), "terminal_state");
+}

@@ -5,10 +5,10 @@
 //! lower is a [`LowerError`] naming the JSON pointer of the node.
 //!
 //! One module per job:
-//! - [`prompts`]: prompts (templates, variables, offered tools, policy) and tools;
-//! - [`workflow`]: states, transitions, budget, artifacts, agents;
-//! - [`compositions`]: steps in walk order, bindings, predicates;
-//! - [`spec`]: the spec level, who holds the turn, providers, governance.
+//! - `prompts`: prompts (templates, variables, offered tools, policy) and tools;
+//! - `workflow`: states, transitions, budget, artifacts, agents;
+//! - `compositions`: steps in walk order, bindings, predicates;
+//! - `spec`: the spec level, who holds the turn, providers, governance.
 
 mod compositions;
 mod prompts;
@@ -51,7 +51,7 @@ impl LowerOptions {
 /// A pack shape lowering cannot handle. The checks reject every such pack first, so this
 /// only shows up when lowering is called on a pack with errors.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot lower {pointer}: {message}")]
+#[error("cannot lower {}: {message}", if pointer.is_empty() { "the pack" } else { pointer })]
 pub struct LowerError {
     /// The JSON pointer of the offending node.
     pub pointer: String,

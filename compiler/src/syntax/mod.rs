@@ -8,10 +8,10 @@
 //! - [`template`]: the expanded `system_template` is split into literal text and
 //!   `{{path}}` placeholders (`workflow.md` §14, syntax). Anything that is not a
 //!   placeholder is literal text, so parsing never fails.
-//! - [`reference`]: the `${input.path}` / `${step.output.path}` references inside
+//! - [`reference`](mod@reference): the `${input.path}` / `${step.output.path}` references inside
 //!   composition bindings and predicate paths (`compositions.md` §3.1, §3.5, §7.1). Here
 //!   a malformed `${` is an error, which the checker reports as `unresolved_binding`.
-//! - [`text_form`]: how a JSON value is written into text by either syntax
+//! - [`text_form`](mod@text_form): how a JSON value is written into text by either syntax
 //!   (`compositions.md` §3.6).
 //!
 //! Spans are byte ranges into the scanned string and always fall on `char` boundaries.

@@ -82,7 +82,7 @@ pub struct LiveConfig {
     /// `default`; `None`: every such call is a `host_error` saying so.
     pub model: Option<ModelEndpoint>,
     /// Per provider key (`requires.providers`, RFC 0017): where the calls routed to that
-    /// key go. [`provider_faults`] lists the keys a pack references that are unbound.
+    /// key go. [`provider_faults`](crate::live::preflight::provider_faults) lists the keys a pack references that are unbound.
     pub providers: std::collections::BTreeMap<String, ModelEndpoint>,
     /// The tool bindings.
     pub tools: ToolBindings,
@@ -98,7 +98,7 @@ pub struct LiveConfig {
     /// Host validators served by the embedder's own code, by validator type; they take
     /// precedence over `tools.guards` bindings.
     pub guard_handlers: BTreeMap<String, GuardHandler>,
-    /// Keep what a recording needs ([`LiveRun::recording`]: every answer keyed by its
+    /// Keep what a recording needs ([`LiveRun::recording`](crate::live::LiveRun::recording): every answer keyed by its
     /// call, and the clock readings); off (the default), the recording stays empty and no
     /// call is keyed.
     pub record: bool,

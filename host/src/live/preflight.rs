@@ -3,7 +3,7 @@
 
 /// The host validator types a module's prompts use (their guards that the host
 /// judges), in module order, without repeats. A live host must serve each one before it
-/// starts a run ([`LiveConfig::unbound_guards`]).
+/// starts a run ([`LiveConfig::unbound_guards`](crate::live::LiveConfig::unbound_guards)).
 pub fn host_guard_types(module: &ir_spec::Module) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in &module.prompts {

@@ -319,7 +319,7 @@ pub(crate) fn process(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io, call: Call, a
                         ctx,
                         lane,
                         io,
-                        format!("prompt step answered `{key}` with tool calls"),
+                        format!("model call `{key}` answered with tool calls, but a prompt step takes an output (tools run in agent steps)"),
                     );
                 }
             }
