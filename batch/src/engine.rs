@@ -483,6 +483,9 @@ async fn drive(
                 }
             },
             _ = tick.tick() => {
+                // A finished task's memory is held until it is joined: without this, a
+                // batch grows by a task's size (a few KB) for every row it ran.
+                while tasks.try_join_next().is_some() {}
                 sink.flush()?;
                 if shared.cancel.load(Ordering::SeqCst) {
                     summary.stopped = Some("cancelled".into());

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use packc_host::live::redact::shown_url;
-use packc_host::live::transport::{judge, retry_after, Attempt};
+use packc_host::live::transport::{judge, next_wait, retry_after, Attempt};
 use packc_host::live::TransportConfig;
 use serde_json::Value;
 use tokio::sync::{Mutex, Semaphore, SemaphorePermit};
@@ -204,10 +204,8 @@ impl Client {
             }
             let n = if rate_limited { limited } else { attempt };
             let backoff = self.config.backoff.saturating_mul(1 << n.min(16));
-            let wait = after
-                .unwrap_or(backoff)
-                .min(self.config.max_backoff)
-                .min(self.config.timeout);
+            let max = self.config.max_backoff.min(self.config.timeout);
+            let wait = next_wait(after, backoff, max);
             if rate_limited {
                 // Everyone waits, then this request goes through the gate again.
                 self.gate.pause(wait);

@@ -49,6 +49,30 @@ const COMMIT_EVERY: Duration = Duration::from_millis(50);
 /// How many changes make [`Journal::flush`] commit before [`COMMIT_EVERY`].
 const COMMIT_AT: usize = 2048;
 
+/// Why [`Journal::lock`] could not take the journal.
+#[derive(Debug)]
+enum Locked {
+    /// Another connection holds it: another batch is running on the same output.
+    Busy,
+    /// Anything else: not a SQLite file, not writable.
+    Other(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Locked {
+    fn from(e: rusqlite::Error) -> Locked {
+        Locked::Other(e)
+    }
+}
+
+impl std::fmt::Display for Locked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Locked::Busy => f.write_str("another process holds it"),
+            Locked::Other(e) => e.fmt(f),
+        }
+    }
+}
+
 /// The journal of a batch and the output file it guards; a [`Sink`].
 pub struct Journal {
     db: Connection,
@@ -69,6 +93,8 @@ pub struct Journal {
     last_commit: Instant,
     /// Rows written by this batch.
     written: u64,
+    /// The output was shorter than the journal records, and was rewritten from it.
+    rebuilt: bool,
 }
 
 impl Journal {
@@ -89,18 +115,6 @@ impl Journal {
         let io = |what: &str, p: &Path, e: &dyn std::fmt::Display| {
             BatchError::Io(format!("cannot {what} {}: {e}", p.display()))
         };
-        if fresh {
-            for suffix in ["", "-wal", "-shm"] {
-                let mut p = path.as_os_str().to_owned();
-                p.push(suffix);
-                match std::fs::remove_file(&p) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(io("remove", Path::new(&p), &e))
-                    }
-                    _ => {}
-                }
-            }
-        }
         let existed = path.exists();
         let out_size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
         if !existed && out_size > 0 && !fresh {
@@ -110,30 +124,44 @@ impl Journal {
                 path.display()
             )));
         }
+        // The journal is held for the whole batch before anything is changed: a second
+        // batch on the same output (`--fresh` included) is refused, not interleaved.
+        let db = match Journal::lock(&path) {
+            Ok(db) => db,
+            Err(Locked::Busy) => {
+                return Err(BatchError::Refused(format!(
+                    "another packc batch is writing {} (its journal {} is locked); wait for it to end, or give another --output",
+                    output.display(),
+                    path.display()
+                )))
+            }
+            // Not a journal at all: `--fresh` replaces it.
+            Err(Locked::Other(_)) if fresh => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.as_os_str().to_owned();
+                    p.push(suffix);
+                    match std::fs::remove_file(&p) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(io("remove", Path::new(&p), &e))
+                        }
+                        _ => {}
+                    }
+                }
+                Journal::lock(&path).map_err(|e| io("open the journal", &path, &e))?
+            }
+            Err(e) => return Err(io("open the journal", &path, &e)),
+        };
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{}: {e}", path.display()));
+        if fresh {
+            db.execute_batch("DELETE FROM rows; DELETE FROM meta;")
+                .map_err(sql)?;
+        }
         let out = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(output)
             .map_err(|e| io("open the output", output, &e))?;
-        let db = Connection::open(&path).map_err(|e| io("open the journal", &path, &e))?;
-        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{}: {e}", path.display()));
-        db.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
-             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS rows (
-                 idx INTEGER PRIMARY KEY,
-                 state INTEGER NOT NULL,
-                 line TEXT,
-                 snapshot BLOB,
-                 calls INTEGER NOT NULL,
-                 tokens INTEGER NOT NULL,
-                 wall_ms INTEGER NOT NULL,
-                 answered TEXT NOT NULL
-             );",
-        )
-        .map_err(sql)?;
         let wanted = [
             ("module", format!("{:016x}", identity.module)),
             ("target", identity.target.clone()),
@@ -183,14 +211,13 @@ impl Journal {
                 })?
             }
         };
-        if out_size < out_len {
-            return Err(BatchError::Refused(format!(
-                "{} is shorter ({out_size} bytes) than its journal records ({out_len}); it was changed by hand: pass --fresh to start over",
-                output.display()
-            )));
+        // An output cut short or deleted by hand is rewritten from the journal, which
+        // holds every finished line (below); else it is cut back to what was committed.
+        let short = out_size < out_len;
+        if !short {
+            out.set_len(out_len)
+                .map_err(|e| io("cut back the output", output, &e))?;
         }
-        out.set_len(out_len)
-            .map_err(|e| io("cut back the output", output, &e))?;
         let mut out = out;
         out.seek(SeekFrom::End(0))
             .map_err(|e| io("seek in the output", output, &e))?;
@@ -209,9 +236,52 @@ impl Journal {
             done: Vec::new(),
             last_commit: Instant::now(),
             written: 0,
+            rebuilt: false,
         };
         journal.load().map_err(sql)?;
+        if short {
+            journal.rewrite(&[])?;
+            journal.rebuilt = true;
+        }
         Ok(journal)
+    }
+
+    /// Opens the journal at `path` (creating it) and takes SQLite's write lock on it for
+    /// as long as the connection lives (`locking_mode = EXCLUSIVE`, in WAL mode): a
+    /// second process opening it gets [`Locked::Busy`] at once. The tables are made if
+    /// missing; `auto_vacuum = INCREMENTAL` (a new journal only) lets [`Sink::finish`]
+    /// hand back the pages of the snapshots it dropped.
+    fn lock(path: &Path) -> Result<Connection, Locked> {
+        let db = Connection::open(path)?;
+        // Refused at once, not after rusqlite's default wait of 5 s.
+        db.busy_timeout(Duration::ZERO)?;
+        let busy = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                Locked::Busy
+            }
+            _ => Locked::Other(e),
+        };
+        db.execute_batch(
+            "PRAGMA locking_mode = EXCLUSIVE;
+             PRAGMA auto_vacuum = INCREMENTAL;
+             PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS rows (
+                 idx INTEGER PRIMARY KEY,
+                 state INTEGER NOT NULL,
+                 line TEXT,
+                 snapshot BLOB,
+                 calls INTEGER NOT NULL,
+                 tokens INTEGER NOT NULL,
+                 wall_ms INTEGER NOT NULL,
+                 answered TEXT NOT NULL
+             );
+             COMMIT;",
+        )
+        .map_err(busy)?;
+        Ok(db)
     }
 
     fn load(&mut self) -> rusqlite::Result<()> {
@@ -378,7 +448,6 @@ impl Journal {
         let path = self.path.display().to_string();
         let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
         self.commit()?;
-        let mut kept = BTreeMap::new();
         let mut failed = Vec::new();
         {
             let mut stmt = self
@@ -391,18 +460,43 @@ impl Journal {
                 let line: String = r.get(1).map_err(sql)?;
                 if crate::result::is_failure_line(&line) {
                     failed.push(idx);
-                } else {
-                    kept.insert(idx, line);
                 }
             }
         }
-        if failed.is_empty() {
-            return Ok(0);
+        if !failed.is_empty() {
+            self.rewrite(&failed)?;
+        }
+        Ok(failed.len() as u64)
+    }
+
+    /// Rewrites the output from the journal, without the results of the rows `dropped`,
+    /// which are forgotten (they run again): every other finished row's line, in input
+    /// order, the held ones included. The journal commits first (those rows dropped,
+    /// every finished row held, the output's length 0); then the output is cut, and the
+    /// lines before the first row not finished (ordered), or all of them (unordered),
+    /// are written and committed at once.
+    fn rewrite(&mut self, dropped: &[u64]) -> Result<(), BatchError> {
+        let path = self.path.display().to_string();
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
+        let dropped_set: HashSet<u64> = dropped.iter().copied().collect();
+        let mut kept = BTreeMap::new();
+        {
+            let mut stmt = self
+                .db
+                .prepare("SELECT idx, line FROM rows WHERE state IN (?1, ?2) ORDER BY idx")
+                .map_err(sql)?;
+            let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
+            while let Some(r) = rows.next().map_err(sql)? {
+                let idx = r.get::<_, i64>(0).map_err(sql)? as u64;
+                if !dropped_set.contains(&idx) {
+                    kept.insert(idx, r.get::<_, String>(1).map_err(sql)?);
+                }
+            }
         }
         let tx = self.db.transaction().map_err(sql)?;
         {
             let mut drop_row = tx.prepare("DELETE FROM rows WHERE idx = ?1").map_err(sql)?;
-            for idx in &failed {
+            for idx in dropped {
                 drop_row.execute([*idx as i64]).map_err(sql)?;
             }
         }
@@ -419,14 +513,17 @@ impl Journal {
         self.out.seek(SeekFrom::Start(0)).map_err(output)?;
         self.out_len = 0;
         self.next = 0;
-        for idx in &failed {
+        for idx in dropped {
             self.finished.remove(idx);
         }
         self.held = kept;
-        // The kept lines before the first retried row (ordered), or all of them
-        // (unordered), are written now, before any new line.
-        self.commit()?;
-        Ok(failed.len() as u64)
+        self.commit()
+    }
+
+    /// Whether [`Journal::open`] found the output shorter than the journal records (cut
+    /// or deleted by hand) and rewrote it from the journal.
+    pub fn rebuilt(&self) -> bool {
+        self.rebuilt
     }
 
     /// Rows written to the output by this batch.
@@ -470,6 +567,11 @@ impl Sink for Journal {
 
     fn finish(&mut self) -> Result<(), BatchError> {
         self.commit()?;
+        // The pages of the snapshots dropped as rows finished go back to the file system.
+        let path = self.path.display().to_string();
+        self.db
+            .execute_batch("PRAGMA incremental_vacuum;")
+            .map_err(|e| BatchError::Journal(format!("{path}: {e}")))?;
         self.out
             .flush()
             .map_err(|e| BatchError::Io(format!("cannot write the output: {e}")))

@@ -42,7 +42,8 @@ impl RowError {
 pub struct RowResult {
     /// The row's position in the input, from 0 (malformed rows count).
     pub index: u64,
-    /// The row's id: its `id` member (or CSV column), else its line number.
+    /// The row's id: its `id` member (or CSV column), else its line number (JSON Lines)
+    /// or record number (CSV, from 1).
     pub id: Value,
     /// The run's output, or why the row failed.
     pub outcome: Result<Value, RowError>,

@@ -17,7 +17,9 @@ use crate::result::RowError;
 pub struct Row {
     /// The position in the input, from 0.
     pub index: u64,
-    /// The `id` member of an object row (a string or a number), else the line number.
+    /// The `id` member of an object row (a string or a number), else the line number
+    /// (JSON Lines) or the record number (CSV, from 1 after the header; blank lines and
+    /// line breaks inside quotes do not count).
     pub id: Value,
     /// The run's input: the whole row.
     pub input: Result<Value, RowError>,
@@ -25,11 +27,11 @@ pub struct Row {
 
 impl Row {
     /// A row from a value: its id is its `id` member when that is a string or a number,
-    /// else `line`.
-    pub fn new(index: u64, line: u64, input: Value) -> Row {
+    /// else `number` (its line or record number).
+    pub fn new(index: u64, number: u64, input: Value) -> Row {
         let id = match input.get("id") {
             Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-            _ => Value::from(line),
+            _ => Value::from(number),
         };
         Row {
             index,
@@ -213,13 +215,12 @@ fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
         let record = records.next()?;
         let row = match record {
             Ok(rec) => {
-                let line = rec.position().map_or(index + 2, |p| p.line());
                 let object: Map<String, Value> = headers
                     .iter()
                     .zip(rec.iter())
                     .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
                     .collect();
-                Row::new(index, line, Value::Object(object))
+                Row::new(index, index + 1, Value::Object(object))
             }
             Err(e) => {
                 let line = e.position().map_or(index + 2, |p| p.line());
@@ -232,7 +233,7 @@ fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
                 };
                 Row {
                     index,
-                    id: Value::from(line),
+                    id: Value::from(index + 1),
                     input: Err(RowError::new(
                         RowError::INVALID_ROW,
                         message,
@@ -318,6 +319,22 @@ mod tests {
         );
         assert_eq!(r[2].input, Ok(json!({"id": "3", "text": "quoted, text"})));
         assert_eq!(r[2].index, 2);
+    }
+
+    /// A CSV row without an `id` is numbered by its record, from 1 after the header,
+    /// whether it reads or not: blank lines and line breaks inside quotes do not count
+    /// (a bad record's `where` is its line).
+    #[test]
+    fn csv_ids_are_record_numbers() {
+        let r = rows(
+            "text\na\n\n\nb\nc,extra\n\"two\nlines\"\nd\n",
+            InputFormat::Csv,
+        );
+        let ids: Vec<Value> = r.iter().map(|r| r.id.clone()).collect();
+        assert_eq!(ids, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
+        let e = r[2].input.as_ref().unwrap_err();
+        assert_eq!(e.at.as_deref(), Some("line 6"));
+        assert_eq!(r[3].input, Ok(json!({"text": "two\nlines"})));
     }
 
     #[test]

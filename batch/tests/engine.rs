@@ -361,3 +361,52 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
         assert_eq!(lines(), second);
     }
 }
+
+/// One batch at a time on an output: a second journal on it is refused while the first is
+/// open, `--fresh` included, and taken once it is closed. An output deleted by hand is
+/// rewritten from the journal, which holds every finished line.
+#[test]
+fn a_journal_is_held_by_one_batch_and_rebuilds_a_lost_output() {
+    let mock = Mock::start(|_, body| answer(body));
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out.jsonl");
+    let text: String = (0..6)
+        .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
+        .collect();
+    let input = || Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
+    let identity = Identity {
+        module: program.fingerprint(),
+        target: "workflow".into(),
+        input_sha256: input().sha256.clone(),
+        ordered: true,
+    };
+    let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
+    let mut first = Journal::open(&out, &identity, false).unwrap();
+    for fresh in [false, true] {
+        let e = Journal::open(&out, &identity, fresh)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("another packc batch is writing"), "{e}");
+    }
+    engine.run(input().rows, &mut first).unwrap();
+    drop(first);
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(written.lines().count(), 6);
+
+    for cut in [0, written.len() / 2] {
+        std::fs::write(&out, &written[..cut]).unwrap();
+        let mut again = Journal::open(&out, &identity, false).unwrap();
+        assert!(again.rebuilt());
+        let asked = mock.seen().len();
+        let summary = engine.run(input().rows, &mut again).unwrap();
+        assert_eq!((summary.ran, summary.skipped), (0, 6));
+        assert_eq!(mock.seen().len(), asked);
+        drop(again);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), written);
+    }
+    let again = Journal::open(&out, &identity, false).unwrap();
+    assert!(!again.rebuilt());
+}

@@ -23,13 +23,15 @@ use crate::inputs::{load_module, LiveArgs};
 /// is one JSON line of `--output`, in input order (or as rows finish, with
 /// `--unordered`): `{"id", "output" | "error": {"kind", "message", "where"},
 /// "calls", "tokens", "wall_ms"}`; `id` is the row's `id` member (or CSV column)
-/// when that is a string or a number, else its line number. A row that is not JSON, is a bad CSV record or does not
+/// when that is a string or a number, else its line number (JSON Lines) or record
+/// number (CSV, 1 for the first record after the header). A row that is not JSON, is a bad CSV record or does not
 /// match the target's input_schema fails alone; the batch goes on.
 ///
 /// A journal beside the output (`<output>.journal.sqlite`) keeps every finished row
-/// and the last state of every row in flight: after a crash, a kill or Ctrl-C, the
-/// same command goes on where the batch was, without running a finished row again or
-/// asking an answered call again. `--fresh` starts over; `--retry-failed` runs the
+/// and the last state of every row in flight: after a crash, a kill, Ctrl-C or SIGTERM,
+/// the same command goes on where the batch was, without running a finished row again or
+/// asking an answered call again. One batch at a time writes an output (a second one is
+/// refused), and an output cut or deleted by hand is rewritten from the journal. `--fresh` starts over; `--retry-failed` runs the
 /// rows that failed again (a model that was down, a rate limit past the retries) and
 /// rewrites the output with their new lines. Limits shared by all rows:
 /// `--concurrency` model calls in flight (default 64), `--rpm`, `--tpm`; a 429 holds
@@ -37,7 +39,7 @@ use crate::inputs::{load_module, LiveArgs};
 ///
 /// Exit codes: 0 every row ran (failed rows included), 1 stopped by
 /// `--max-failures`, 2 refused before any call (unreadable input, unwritable output,
-/// a journal of another pack or input), 130 interrupted.
+/// a journal of another pack or input, or in use by another batch), 130 interrupted.
 ///
 /// Examples:
 ///   packc batch pack.yaml --input rows.jsonl --output results.jsonl \
@@ -223,6 +225,13 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             engine.cancel();
         });
     }
+    if journal.rebuilt() && !args.quiet {
+        eprintln!(
+            "note: {} was shorter than {} records; rewritten from it",
+            args.output.display(),
+            journal.path().display()
+        );
+    }
     let retried = if args.retry_failed {
         journal.retry_failed()?
     } else {
@@ -346,7 +355,12 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         text.push_str(&format!("; row latency p50 {p50} ms, p99 {p99} ms"));
     }
     text.push_str(&format!("; results in {}", output.display()));
-    if s.failed() > 0 {
+    // Rows that failed for their own sake (not JSON, not the input schema's) fail again.
+    let retryable = s
+        .failures
+        .iter()
+        .any(|(kind, _)| !matches!(kind.as_str(), "invalid_row" | "invalid_input"));
+    if retryable {
         text.push_str("; --retry-failed runs the failed rows again");
     }
     text

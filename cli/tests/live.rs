@@ -204,9 +204,17 @@ fn unbound_tools_are_named_before_the_run_and_fail_as_host_errors() {
     );
 }
 
+/// Ctrl-C, and SIGTERM (what `timeout`, Docker and Kubernetes send), alike.
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_the_run_and_says_where_it_was() {
+    for signal in ["-INT", "-TERM"] {
+        interrupted_by(signal);
+    }
+}
+
+#[cfg(unix)]
+fn interrupted_by(signal: &str) {
     use std::time::{Duration, Instant};
     let server = MockServer::start(|_, _| Reply::text("{}").after(Duration::from_secs(20)));
     let child = live(server.base_url())
@@ -222,14 +230,14 @@ fn ctrl_c_stops_the_run_and_says_where_it_was() {
     }
     let started = Instant::now();
     let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
     let stderr = stderr(&out);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(out.status.code(), Some(130), "{signal}: {stderr}");
     assert_contains(&stderr, "interrupted in state `main`, at step `classify`, after 1 model call, 0 tool calls (1 still in flight)");
 }
 

@@ -129,10 +129,8 @@ impl Transport {
                 return Err(format!("{what} failed: {error}{tries}"));
             }
             let backoff = self.config.backoff.saturating_mul(1 << attempt.min(16));
-            let wait = wait
-                .unwrap_or(backoff)
-                .min(self.config.max_backoff)
-                .min(self.config.timeout);
+            let max = self.config.max_backoff.min(self.config.timeout);
+            let wait = next_wait(wait, backoff, max);
             self.sleep(wait);
             attempt += 1;
         }
@@ -248,13 +246,26 @@ fn transport_error(url: &str, e: ureq::Error, timeout: Duration) -> Attempt {
     }
 }
 
-/// A `Retry-After` header's value in seconds (fractions allowed); `None` when absent,
-/// an HTTP date, negative or not finite.
+/// A `Retry-After` header's value: seconds (fractions allowed), or an HTTP date, the
+/// wait until then (nothing for a date past); `None` when absent, negative, not finite
+/// or neither ([`next_wait`] reads a wait of 0 as none).
 pub fn retry_after(value: Option<&str>) -> Option<Duration> {
-    value
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    let value = value?.trim();
+    if let Ok(s) = value.parse::<f64>() {
+        return (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The wait before the next attempt: `after` (the server's `Retry-After`), else
+/// `backoff`, at most `max`. A `Retry-After` of 0 counts as none: the back-off paces the
+/// retries, which would otherwise come as one burst.
+pub fn next_wait(after: Option<Duration>, backoff: Duration, max: Duration) -> Duration {
+    after.filter(|d| !d.is_zero()).unwrap_or(backoff).min(max)
 }
 
 /// What an answer read in full comes to: `shown` names the endpoint in messages,
@@ -330,6 +341,36 @@ fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        assert_eq!(
+            retry_after(Some(" 1.5 ")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(retry_after(Some("0")), Some(Duration::ZERO));
+        for bad in [None, Some("-1"), Some("NaN"), Some("soon"), Some("")] {
+            assert_eq!(retry_after(bad), None, "{bad:?}");
+        }
+        // A date past is no wait; one ahead is the time until then.
+        assert_eq!(
+            retry_after(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+            Some(Duration::ZERO)
+        );
+        let ahead = std::time::SystemTime::now() + Duration::from_secs(120);
+        let wait = retry_after(Some(&httpdate::fmt_http_date(ahead))).unwrap();
+        assert!(
+            (Duration::from_secs(100)..=Duration::from_secs(120)).contains(&wait),
+            "{wait:?}"
+        );
+        // A `Retry-After: 0` is paced by the back-off; any other by itself, up to the most.
+        let (backoff, max) = (Duration::from_millis(500), Duration::from_secs(60));
+        assert_eq!(next_wait(Some(Duration::ZERO), backoff, max), backoff);
+        assert_eq!(next_wait(None, backoff, max), backoff);
+        let short = Duration::from_millis(200);
+        assert_eq!(next_wait(Some(short), backoff, max), short);
+        assert_eq!(next_wait(Some(Duration::from_secs(600)), backoff, max), max);
+    }
 
     #[test]
     fn timeouts_are_checked() {
