@@ -38,6 +38,8 @@ pub struct Identity {
     pub input_sha256: String,
     /// Whether lines are written in input order.
     pub ordered: bool,
+    /// The model the calls go to (`--model`): one output holds one model's answers.
+    pub model: String,
 }
 
 const ROW_IN_FLIGHT: i64 = 0;
@@ -170,6 +172,7 @@ impl Journal {
                 "order",
                 if identity.ordered { "input" } else { "finish" }.to_owned(),
             ),
+            ("model", identity.model.clone()),
         ];
         let meta = |key: &str| -> Result<Option<String>, BatchError> {
             db.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
@@ -189,11 +192,17 @@ impl Journal {
             }
             Some(len) => {
                 for (k, v) in &wanted {
-                    let had = meta(k)?.unwrap_or_default();
+                    let Some(had) = meta(k)? else {
+                        // A journal written before this key existed: it takes it now.
+                        db.execute("INSERT INTO meta VALUES (?1, ?2)", params![k, v])
+                            .map_err(sql)?;
+                        continue;
+                    };
                     if &had != v {
                         let what = match *k {
                             "module" => "another pack or artifact (its module differs)".to_owned(),
                             "target" => format!("target `{had}`, not `{v}`"),
+                            "model" => format!("model `{had}`, not `{v}`"),
                             "input_sha256" => "another input (its bytes differ)".to_owned(),
                             _ => format!(
                                 "output in {had} order (pass {} --unordered as before)",

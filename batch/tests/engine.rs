@@ -161,6 +161,7 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
         target: "workflow".into(),
         input_sha256: input.sha256.clone(),
         ordered: true,
+        model: "m".into(),
     };
     let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
     let mut journal = Journal::open(&out, &identity, true).unwrap();
@@ -208,6 +209,18 @@ fn a_journal_skips_finished_rows_and_refuses_another_input() {
     .unwrap()
     .to_string();
     assert!(e.contains("target `workflow`"), "{e}");
+    let e = Journal::open(
+        &out,
+        &Identity {
+            model: "another".into(),
+            ..identity.clone()
+        },
+        false,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("model `m`, not `another`"), "{e}");
 }
 
 #[test]
@@ -287,6 +300,7 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
             target: "workflow".into(),
             input_sha256: input().sha256.clone(),
             ordered,
+            model: "m".into(),
         };
         let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
         let lines = || -> Vec<String> {
@@ -381,6 +395,7 @@ fn a_journal_is_held_by_one_batch_and_rebuilds_a_lost_output() {
         target: "workflow".into(),
         input_sha256: input().sha256.clone(),
         ordered: true,
+        model: "m".into(),
     };
     let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
     let mut first = Journal::open(&out, &identity, false).unwrap();

@@ -39,7 +39,7 @@ use crate::inputs::{load_module, LiveArgs};
 ///
 /// Exit codes: 0 every row ran (failed rows included), 1 stopped by
 /// `--max-failures`, 2 refused before any call (unreadable input, unwritable output,
-/// a journal of another pack or input, or in use by another batch), 130 interrupted.
+/// a journal of another pack, input or model, or in use by another batch), 130 interrupted.
 ///
 /// Examples:
 ///   packc batch pack.yaml --input rows.jsonl --output results.jsonl \
@@ -193,6 +193,7 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         target: target_text.clone(),
         input_sha256: input.sha256.clone(),
         ordered: !args.unordered,
+        model: args.live.model.clone().unwrap_or_default(),
     };
     let options = BatchOptions {
         concurrency: args.concurrency.max(1),

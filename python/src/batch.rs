@@ -323,7 +323,7 @@ fn row_of(py: Python<'_>, index: u64, row: &Bound<'_, PyAny>) -> PyResult<Row> {
                 input: Err(RowError::new(
                     RowError::INVALID_ROW,
                     e.value(py).to_string(),
-                    None,
+                    Some(format!("row {}", index + 1)),
                 )),
             })
         }

@@ -243,6 +243,8 @@ def test_a_row_that_is_not_json_fails_alone() -> None:
         assert "output" in results[1] and results[1]["calls"] == 2
         assert results[2]["error"]["kind"] == "invalid_row"
         assert 'rows[2]["text"]' in results[2]["error"]["message"]
+        # Where it failed, as `packc batch` says the line: the row's position from 1.
+        assert [results[0]["error"]["where"], results[2]["error"]["where"]] == ["row 1", "row 3"]
         assert len(mock.requests) == 2
 
 
