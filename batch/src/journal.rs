@@ -249,7 +249,8 @@ impl Journal {
         };
         journal.load().map_err(sql)?;
         if short {
-            journal.rewrite(&[])?;
+            let lines = journal.finished_lines()?;
+            journal.rewrite(lines, &[])?;
             journal.rebuilt = true;
         }
         Ok(journal)
@@ -454,53 +455,48 @@ impl Journal {
     /// killed at any point leaves the old output and journal, or the new journal, whose
     /// next open cuts the output and writes the kept lines again.
     pub fn retry_failed(&mut self) -> Result<u64, BatchError> {
-        let path = self.path.display().to_string();
-        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
         self.commit()?;
-        let mut failed = Vec::new();
-        {
-            let mut stmt = self
-                .db
-                .prepare("SELECT idx, line FROM rows WHERE state IN (?1, ?2) ORDER BY idx")
-                .map_err(sql)?;
-            let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
-            while let Some(r) = rows.next().map_err(sql)? {
-                let idx = r.get::<_, i64>(0).map_err(sql)? as u64;
-                let line: String = r.get(1).map_err(sql)?;
-                if crate::result::is_failure_line(&line) {
-                    failed.push(idx);
-                }
-            }
-        }
+        let lines = self.finished_lines()?;
+        let failed: Vec<u64> = lines
+            .iter()
+            .filter(|(_, line)| crate::result::is_failure_line(line))
+            .map(|(idx, _)| *idx)
+            .collect();
         if !failed.is_empty() {
-            self.rewrite(&failed)?;
+            self.rewrite(lines, &failed)?;
         }
         Ok(failed.len() as u64)
     }
 
-    /// Rewrites the output from the journal, without the results of the rows `dropped`,
-    /// which are forgotten (they run again): every other finished row's line, in input
-    /// order, the held ones included. The journal commits first (those rows dropped,
-    /// every finished row held, the output's length 0); then the output is cut, and the
-    /// lines before the first row not finished (ordered), or all of them (unordered),
-    /// are written and committed at once.
-    fn rewrite(&mut self, dropped: &[u64]) -> Result<(), BatchError> {
+    /// Every finished row's line (done or written), by row.
+    fn finished_lines(&self) -> Result<BTreeMap<u64, String>, BatchError> {
         let path = self.path.display().to_string();
         let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
-        let dropped_set: HashSet<u64> = dropped.iter().copied().collect();
-        let mut kept = BTreeMap::new();
-        {
-            let mut stmt = self
-                .db
-                .prepare("SELECT idx, line FROM rows WHERE state IN (?1, ?2) ORDER BY idx")
-                .map_err(sql)?;
-            let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
-            while let Some(r) = rows.next().map_err(sql)? {
-                let idx = r.get::<_, i64>(0).map_err(sql)? as u64;
-                if !dropped_set.contains(&idx) {
-                    kept.insert(idx, r.get::<_, String>(1).map_err(sql)?);
-                }
-            }
+        let mut stmt = self
+            .db
+            .prepare("SELECT idx, line FROM rows WHERE state IN (?1, ?2) ORDER BY idx")
+            .map_err(sql)?;
+        let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
+        let mut lines = BTreeMap::new();
+        while let Some(r) = rows.next().map_err(sql)? {
+            let idx = r.get::<_, i64>(0).map_err(sql)? as u64;
+            lines.insert(idx, r.get::<_, String>(1).map_err(sql)?);
+        }
+        Ok(lines)
+    }
+
+    /// Rewrites the output from the journal's finished `lines` ([`Journal::finished_lines`]),
+    /// without the results of the rows `dropped`, which are forgotten (they run again):
+    /// every other finished row's line, in input order, the held ones included. The
+    /// journal commits first (those rows dropped, every finished row held, the output's
+    /// length 0); then the output is cut, and the lines before the first row not finished
+    /// (ordered), or all of them (unordered), are written and committed at once.
+    fn rewrite(&mut self, lines: BTreeMap<u64, String>, dropped: &[u64]) -> Result<(), BatchError> {
+        let path = self.path.display().to_string();
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
+        let mut kept = lines;
+        for idx in dropped {
+            kept.remove(idx);
         }
         let tx = self.db.transaction().map_err(sql)?;
         {

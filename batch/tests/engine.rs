@@ -268,6 +268,51 @@ fn a_rate_limit_of_zero_is_refused_rather_than_read_as_none() {
     }
 }
 
+/// A journaled batch of example 2 over the rows `doc 0`, `doc 1`, … against a mock: the
+/// engine, the journal's identity (output in input order or not) and its output file in a
+/// folder of its own.
+struct Journaled {
+    engine: Engine,
+    text: String,
+    identity: Identity,
+    out: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Journaled {
+    fn new(mock: &Mock, rows: usize, ordered: bool) -> Journaled {
+        let program = ex2();
+        let target = Target::parse(program.module(), "workflow").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..rows)
+            .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
+            .collect();
+        let identity = Identity {
+            module: program.fingerprint(),
+            target: "workflow".into(),
+            input_sha256: Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl).sha256,
+            ordered,
+            model: "m".into(),
+        };
+        Journaled {
+            engine: Engine::new(program, target, live(mock), BatchOptions::default()).unwrap(),
+            text,
+            identity,
+            out: dir.path().join("out.jsonl"),
+            _dir: dir,
+        }
+    }
+
+    /// The rows, read again.
+    fn input(&self) -> Input {
+        Input::from_bytes(self.text.clone().into_bytes(), InputFormat::Jsonl)
+    }
+
+    fn open(&self, fresh: bool) -> Result<Journal, packc_batch::BatchError> {
+        Journal::open(&self.out, &self.identity, fresh)
+    }
+}
+
 /// The failed rows of a journal run again after `retry_failed`, each new line in its
 /// place (ordered) or after the kept ones (unordered); the kept lines are not asked again
 /// and come back byte for byte.
@@ -287,24 +332,10 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
                 }
             })
         };
-        let program = ex2();
-        let target = Target::parse(program.module(), "workflow").unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        let out = tmp.path().join("out.jsonl");
-        let text: String = (0..8)
-            .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
-            .collect();
-        let input = || Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
-        let identity = Identity {
-            module: program.fingerprint(),
-            target: "workflow".into(),
-            input_sha256: input().sha256.clone(),
-            ordered,
-            model: "m".into(),
-        };
-        let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
+        let batch = Journaled::new(&mock, 8, ordered);
+        let (engine, out, input) = (&batch.engine, &batch.out, || batch.input());
         let lines = || -> Vec<String> {
-            let text = std::fs::read_to_string(&out).unwrap();
+            let text = std::fs::read_to_string(out).unwrap();
             text.lines().map(str::to_owned).collect()
         };
         let by_id = |lines: &[String]| -> Vec<(i64, bool)> {
@@ -319,7 +350,7 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
             rows
         };
 
-        let mut journal = Journal::open(&out, &identity, true).unwrap();
+        let mut journal = batch.open(true).unwrap();
         let summary = engine.run(input().rows, &mut journal).unwrap();
         assert_eq!((summary.ran, summary.failed()), (8, 2));
         drop(journal);
@@ -334,7 +365,7 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
         // failed row is left as it is.
         healthy.store(true, Ordering::SeqCst);
         let asked = mock.seen().len();
-        let mut journal = Journal::open(&out, &identity, false).unwrap();
+        let mut journal = batch.open(false).unwrap();
         assert_eq!(journal.retry_failed().unwrap(), 2);
         let summary = engine.run(input().rows, &mut journal).unwrap();
         assert_eq!((summary.ran, summary.skipped, summary.failed()), (2, 6, 0));
@@ -367,7 +398,7 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
             assert!(second.contains(line), "{line} is kept as it was");
         }
 
-        let mut journal = Journal::open(&out, &identity, false).unwrap();
+        let mut journal = batch.open(false).unwrap();
         assert_eq!(journal.retry_failed().unwrap(), 0);
         let summary = engine.run(input().rows, &mut journal).unwrap();
         assert_eq!((summary.ran, summary.skipped), (0, 8));
@@ -382,46 +413,29 @@ fn retry_failed_runs_the_failed_rows_again_and_rewrites_the_output() {
 #[test]
 fn a_journal_is_held_by_one_batch_and_rebuilds_a_lost_output() {
     let mock = Mock::start(|_, body| answer(body));
-    let program = ex2();
-    let target = Target::parse(program.module(), "workflow").unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out.jsonl");
-    let text: String = (0..6)
-        .map(|i| format!("{{\"text\": \"doc {i}\"}}\n"))
-        .collect();
-    let input = || Input::from_bytes(text.clone().into_bytes(), InputFormat::Jsonl);
-    let identity = Identity {
-        module: program.fingerprint(),
-        target: "workflow".into(),
-        input_sha256: input().sha256.clone(),
-        ordered: true,
-        model: "m".into(),
-    };
-    let engine = Engine::new(program, target, live(&mock), BatchOptions::default()).unwrap();
-    let mut first = Journal::open(&out, &identity, false).unwrap();
+    let batch = Journaled::new(&mock, 6, true);
+    let (engine, out, input) = (&batch.engine, &batch.out, || batch.input());
+    let mut first = batch.open(false).unwrap();
     for fresh in [false, true] {
-        let e = Journal::open(&out, &identity, fresh)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = batch.open(fresh).err().unwrap().to_string();
         assert!(e.contains("another packc batch is writing"), "{e}");
     }
     engine.run(input().rows, &mut first).unwrap();
     drop(first);
-    let written = std::fs::read_to_string(&out).unwrap();
+    let written = std::fs::read_to_string(out).unwrap();
     assert_eq!(written.lines().count(), 6);
 
     for cut in [0, written.len() / 2] {
-        std::fs::write(&out, &written[..cut]).unwrap();
-        let mut again = Journal::open(&out, &identity, false).unwrap();
+        std::fs::write(out, &written[..cut]).unwrap();
+        let mut again = batch.open(false).unwrap();
         assert!(again.rebuilt());
         let asked = mock.seen().len();
         let summary = engine.run(input().rows, &mut again).unwrap();
         assert_eq!((summary.ran, summary.skipped), (0, 6));
         assert_eq!(mock.seen().len(), asked);
         drop(again);
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), written);
+        assert_eq!(std::fs::read_to_string(out).unwrap(), written);
     }
-    let again = Journal::open(&out, &identity, false).unwrap();
+    let again = batch.open(false).unwrap();
     assert!(!again.rebuilt());
 }

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 import pytest
 
 import packc
-from conftest import EX2, EXAMPLES, EXTRACTED, PAPER, ex2_model
+from conftest import EX2, EXAMPLES, EXTRACTED, PAPER, REPO, ex2_model
 
 TEXT = "Deep Residual Learning for Image Recognition. Abstract: residual nets."
 WORKFLOW = EXAMPLES / "guide-add-workflow.pack.yaml"
@@ -389,27 +389,13 @@ def test_reading_a_run_while_it_takes_an_answer_raises_runtime_error(ex2_program
     assert [c.id for c in run.pending] == [call.id]
 
 
-REVIEW = """
-id: review
-name: Review
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
-prompts:
-  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft."}
-  wait: {id: wait, name: Wait, version: 1.0.0, system_template: "Wait."}
-  publish: {id: publish, name: Publish, version: 1.0.0, system_template: "Publish."}
-workflow:
-  version: 1
-  entry: drafting
-  states:
-    drafting: {prompt_task: draft, on_event: {Submit: editor}}
-    editor: {prompt_task: wait, orchestration: external, on_event: {Approve: done, Reject: drafting}}
-    done: {prompt_task: publish, terminal: true}
-"""
+# A review: `drafting` submits to the external state `editor`, which waits for
+# `Approve` (to `done`) or `Reject`.
+REVIEW = REPO / "cli" / "tests" / "packs" / "review.yaml"
 
 
 def test_caller_events_name_what_the_idle_state_takes() -> None:
-    program = packc.Program(packc.compile(text=REVIEW))
+    program = packc.Program(packc.compile(REVIEW))
     run = program.start()
     assert run.caller_events == []
     assert run.resume() == packc.Need.CALLER
