@@ -351,6 +351,14 @@ fn summary_text(s: &Summary, output: &Path) -> String {
     if s.skipped > 0 {
         text.push_str(&format!(", {} done earlier", s.skipped));
     }
+    // Rows started and stopped before they finished (Ctrl-C, --max-failures): the
+    // journal keeps their last state.
+    let unfinished = s.rows.saturating_sub(s.ran.saturating_add(s.skipped));
+    if unfinished > 0 {
+        text.push_str(&format!(
+            ", {unfinished} stopped in flight (the next run goes on from their last answer)"
+        ));
+    }
     text.push_str(&format!("; {} calls, {} tokens", s.calls, s.tokens));
     if let (Some(p50), Some(p99)) = (s.percentile(50.0), s.percentile(99.0)) {
         text.push_str(&format!("; row latency p50 {p50} ms, p99 {p99} ms"));
@@ -365,4 +373,25 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         text.push_str("; --retry-failed runs the failed rows again");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_counts_rows_stopped_in_flight_apart() {
+        let mut s = Summary {
+            rows: 7679,
+            ran: 7423,
+            ..Summary::default()
+        };
+        let text = summary_text(&s, Path::new("o.jsonl"));
+        assert!(
+            text.starts_with("7679 row(s) in 0.0 s: 7423 ran, 0 failed, 256 stopped in flight (the next run goes on from their last answer);"),
+            "{text}"
+        );
+        s.ran = 7679;
+        assert!(!summary_text(&s, Path::new("o.jsonl")).contains("in flight"));
+    }
 }
