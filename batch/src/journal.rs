@@ -51,28 +51,13 @@ const COMMIT_EVERY: Duration = Duration::from_millis(50);
 /// How many changes make [`Journal::flush`] commit before [`COMMIT_EVERY`].
 const COMMIT_AT: usize = 2048;
 
-/// Why [`Journal::lock`] could not take the journal.
-#[derive(Debug)]
-enum Locked {
-    /// Another connection holds it: another batch is running on the same output.
-    Busy,
-    /// Anything else: not a SQLite file, not writable.
-    Other(rusqlite::Error),
-}
-
-impl From<rusqlite::Error> for Locked {
-    fn from(e: rusqlite::Error) -> Locked {
-        Locked::Other(e)
-    }
-}
-
-impl std::fmt::Display for Locked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Locked::Busy => f.write_str("another process holds it"),
-            Locked::Other(e) => e.fmt(f),
-        }
-    }
+/// Whether `e` says another connection holds the journal: another batch is running on
+/// the same output ([`Journal::lock`]).
+fn busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// The journal of a batch and the output file it guards; a [`Sink`].
@@ -130,7 +115,7 @@ impl Journal {
         // batch on the same output (`--fresh` included) is refused, not interleaved.
         let db = match Journal::lock(&path) {
             Ok(db) => db,
-            Err(Locked::Busy) => {
+            Err(e) if busy(&e) => {
                 return Err(BatchError::Refused(format!(
                     "another packc batch is writing {} (its journal {} is locked); wait for it to end, or give another --output",
                     output.display(),
@@ -138,7 +123,7 @@ impl Journal {
                 )))
             }
             // Not a journal at all: `--fresh` replaces it.
-            Err(Locked::Other(_)) if fresh => {
+            Err(_) if fresh => {
                 for suffix in ["", "-wal", "-shm"] {
                     let mut p = path.as_os_str().to_owned();
                     p.push(suffix);
@@ -258,19 +243,13 @@ impl Journal {
 
     /// Opens the journal at `path` (creating it) and takes SQLite's write lock on it for
     /// as long as the connection lives (`locking_mode = EXCLUSIVE`, in WAL mode): a
-    /// second process opening it gets [`Locked::Busy`] at once. The tables are made if
+    /// second process opening it fails at once, [`busy`]. The tables are made if
     /// missing; `auto_vacuum = INCREMENTAL` (a new journal only) lets [`Sink::finish`]
     /// hand back the pages of the snapshots it dropped.
-    fn lock(path: &Path) -> Result<Connection, Locked> {
+    fn lock(path: &Path) -> rusqlite::Result<Connection> {
         let db = Connection::open(path)?;
         // Refused at once, not after rusqlite's default wait of 5 s.
         db.busy_timeout(Duration::ZERO)?;
-        let busy = |e: rusqlite::Error| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                Locked::Busy
-            }
-            _ => Locked::Other(e),
-        };
         db.execute_batch(
             "PRAGMA locking_mode = EXCLUSIVE;
              PRAGMA auto_vacuum = INCREMENTAL;
@@ -289,8 +268,7 @@ impl Journal {
                  answered TEXT NOT NULL
              );
              COMMIT;",
-        )
-        .map_err(busy)?;
+        )?;
         Ok(db)
     }
 
@@ -412,13 +390,11 @@ impl Journal {
             }
             // Ordered: the rows held behind the next one may go now. Unordered output
             // holds rows only after `retry_failed`: they all go.
-            loop {
-                let first = self.held.first_key_value().map(|(&idx, _)| idx);
-                let idx = match first {
-                    Some(idx) if !self.ordered || idx == self.next => idx,
-                    _ => break,
-                };
-                let line = self.held.remove(&idx).unwrap_or_default();
+            while let Some(first) = self.held.first_entry() {
+                if self.ordered && *first.key() != self.next {
+                    break;
+                }
+                let (idx, line) = first.remove_entry();
                 mark.execute(params![idx as i64, ROW_WRITTEN])
                     .map_err(sql)?;
                 lines.push_str(&line);

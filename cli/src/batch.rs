@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, Summary};
+use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, RowError, Summary};
 use packc_vm::{Program, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -233,13 +233,11 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             journal.path().display()
         );
     }
-    let retried = if args.retry_failed {
-        journal.retry_failed()?
-    } else {
-        0
-    };
-    if !args.quiet && args.retry_failed {
-        eprintln!("retrying {retried} row(s) that failed earlier");
+    if args.retry_failed {
+        let retried = journal.retry_failed()?;
+        if !args.quiet {
+            eprintln!("retrying {retried} row(s) that failed earlier");
+        }
     }
     if !args.quiet && (journal.finished_earlier() > 0 || journal.in_flight_earlier() > 0) {
         eprintln!(
@@ -365,10 +363,9 @@ fn summary_text(s: &Summary, output: &Path) -> String {
     }
     text.push_str(&format!("; results in {}", output.display()));
     // Rows that failed for their own sake (not JSON, not the input schema's) fail again.
-    let retryable = s
-        .failures
-        .iter()
-        .any(|(kind, _)| !matches!(kind.as_str(), "invalid_row" | "invalid_input"));
+    let retryable = s.failures.iter().any(|(kind, _)| {
+        ![RowError::INVALID_ROW, RowError::INVALID_INPUT].contains(&kind.as_str())
+    });
     if retryable {
         text.push_str("; --retry-failed runs the failed rows again");
     }

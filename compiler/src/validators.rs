@@ -249,10 +249,10 @@ impl<'a> Reader<'a> {
                     }
                 };
                 let words = self.required_list("words")?;
-                Some(Check::banned_words(
-                    words.iter().map(String::as_str),
+                Some(Check::BannedWords {
+                    words: ir_spec::banned_word_list(words.iter().map(String::as_str)),
                     word_boundary,
-                ))
+                })
             }
             "max_length" => {
                 let chars = ["max_characters", "max", "max_chars"]

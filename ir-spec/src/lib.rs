@@ -49,9 +49,9 @@ pub use composition::{
 pub use ids::{AgentId, ArtifactId, CompId, EventId, PromptId, StateId, StepId, StrId, ToolId};
 pub use limits::DecodeLimits;
 pub use prompt::{
-    words_pattern, words_size_limit, Check, Direction, Guard, OutputSchema, PathSeg, Placeholder,
-    Prompt, Segment, ToolPolicy, ToolRef, Validation, VarRoot, VarType, Variable,
-    DEFAULT_BLOCKED_MESSAGE,
+    banned_word_list, words_pattern, words_size_limit, Check, Direction, Guard, OutputSchema,
+    PathSeg, Placeholder, Prompt, Segment, ToolPolicy, ToolRef, Validation, VarRoot, VarType,
+    Variable, DEFAULT_BLOCKED_MESSAGE,
 };
 pub use spec::{Provider, SpecInfo, SpecLevel};
 pub use validate::InvalidModule;

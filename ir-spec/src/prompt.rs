@@ -135,20 +135,12 @@ pub enum Check {
     },
 }
 
-impl Check {
-    /// A `banned_words` check of `words` as the pack lists them: each lowercased, a word
-    /// equal to the one before it dropped.
-    pub fn banned_words<'a>(
-        words: impl IntoIterator<Item = &'a str>,
-        word_boundary: bool,
-    ) -> Check {
-        let mut words: Vec<String> = words.into_iter().map(str::to_lowercase).collect();
-        words.dedup();
-        Check::BannedWords {
-            words,
-            word_boundary,
-        }
-    }
+/// The words of a [`Check::BannedWords`] from `words` as the pack lists them: each
+/// lowercased, a word equal to the one before it dropped.
+pub fn banned_word_list<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut words: Vec<String> = words.into_iter().map(str::to_lowercase).collect();
+    words.dedup();
+    words
 }
 
 /// The regular expression (Rust `regex` syntax) a [`Check::BannedWords`] of `words`

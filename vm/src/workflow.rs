@@ -81,7 +81,7 @@ pub(crate) fn event_id(m: &Module, s: StateId, name: &str) -> Result<EventId, Ru
         .find(|(e, _)| m.event(*e) == name)
         .map(|(e, _)| *e)
         .ok_or_else(|| {
-            let events = state.on_event.iter().map(|(e, _)| m.event(*e)).collect();
+            let events = event_names(m, s);
             RunError::new(
                 ErrorKind::InvalidEvent,
                 format!(
@@ -91,6 +91,25 @@ pub(crate) fn event_id(m: &Module, s: StateId, name: &str) -> Result<EventId, Ru
                 ),
             )
         })
+}
+
+/// The `on_event` names of state `s`, in declaration order.
+fn event_names(m: &Module, s: StateId) -> Vec<&str> {
+    m.workflow.as_ref().map_or_else(Vec::new, |wf| {
+        let state = &wf.states[s.index()];
+        state.on_event.iter().map(|(e, _)| m.event(*e)).collect()
+    })
+}
+
+/// Why the caller may send no event now ([`Wf::caller_state`]), with the current state's
+/// name.
+enum NoCallerEvent<'m> {
+    /// The run has no workflow, or is not a workflow run.
+    NoWorkflow,
+    /// The current state is terminal.
+    Terminal(&'m str),
+    /// The current state is driven by the model (`internal`, `composition`).
+    ModelDriven(&'m str),
 }
 
 fn no_workflow() -> RunError {
@@ -153,6 +172,29 @@ impl Wf {
         }
     }
 
+    /// The current state, when the caller may send it an event: a state of a workflow
+    /// run that is neither terminal nor driven by the model.
+    fn caller_state<'m>(
+        &self,
+        m: &'m Module,
+        workflow_run: bool,
+    ) -> Result<StateId, NoCallerEvent<'m>> {
+        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.current, workflow_run) else {
+            return Err(NoCallerEvent::NoWorkflow);
+        };
+        let state = &wf.states[s.index()];
+        if state.terminal {
+            return Err(NoCallerEvent::Terminal(m.str(state.key)));
+        }
+        if matches!(
+            state.mode,
+            Orchestration::Internal | Orchestration::Composition
+        ) {
+            return Err(NoCallerEvent::ModelDriven(m.str(state.key)));
+        }
+        Ok(s)
+    }
+
     /// A caller event (`workflow.md` §9): the state it leaves and the event, checked.
     pub fn caller_event(
         &self,
@@ -160,48 +202,29 @@ impl Wf {
         workflow_run: bool,
         event: &str,
     ) -> Result<(StateId, EventId), RunError> {
-        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.current, workflow_run) else {
-            return Err(RunError::new(
+        match self.caller_state(m, workflow_run) {
+            Ok(s) => Ok((s, event_id(m, s, event)?)),
+            Err(NoCallerEvent::NoWorkflow) => Err(RunError::new(
                 ErrorKind::InvalidEvent,
                 format!("event `{event}` sent to a run without a workflow"),
-            ));
-        };
-        let state = &wf.states[s.index()];
-        let name = m.str(state.key);
-        if state.terminal {
-            return Err(RunError::new(
+            )),
+            Err(NoCallerEvent::Terminal(name)) => Err(RunError::new(
                 ErrorKind::TerminalState,
                 format!("event `{event}` sent to terminal state `{name}`"),
-            ));
-        }
-        if matches!(
-            state.mode,
-            Orchestration::Internal | Orchestration::Composition
-        ) {
-            return Err(RunError::new(
+            )),
+            Err(NoCallerEvent::ModelDriven(name)) => Err(RunError::new(
                 ErrorKind::InvalidEvent,
                 format!("caller event `{event}` sent to state `{name}`, which the model drives"),
-            ));
+            )),
         }
-        Ok((s, event_id(m, s, event)?))
     }
 
     /// The events [`Wf::caller_event`] takes now: the `on_event` names of the current
     /// state, when it is a state the caller drives (not terminal, not driven by the
     /// model) of a workflow run; none otherwise.
     pub fn caller_events<'m>(&self, m: &'m Module, workflow_run: bool) -> Vec<&'m str> {
-        let (Some(wf), Some(s), true) = (m.workflow.as_ref(), self.current, workflow_run) else {
-            return Vec::new();
-        };
-        let state = &wf.states[s.index()];
-        let model_driven = matches!(
-            state.mode,
-            Orchestration::Internal | Orchestration::Composition
-        );
-        if state.terminal || model_driven {
-            return Vec::new();
-        }
-        state.on_event.iter().map(|(e, _)| m.event(*e)).collect()
+        self.caller_state(m, workflow_run)
+            .map_or_else(|_| Vec::new(), |s| event_names(m, s))
     }
 
     /// `transition(S, E)` (`workflow.md` §7) up to its clock reading: where the run

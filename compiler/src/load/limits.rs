@@ -340,14 +340,7 @@ fn banned_words(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     for (key, prompt) in prompts {
         let validators = prompt.get("validators").and_then(Node::as_array);
         for (i, v) in validators.unwrap_or(&[]).iter().enumerate() {
-            let Some(check) = banned_words_check(v) else {
-                continue;
-            };
-            let ir_spec::Check::BannedWords {
-                words,
-                word_boundary,
-            } = &check
-            else {
+            let Some((words, word_boundary)) = banned_word_list(v) else {
                 continue;
             };
             let at = || format!("/prompts/{}/validators/{i}/params/words", escape_token(key));
@@ -361,8 +354,8 @@ fn banned_words(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
                 ));
                 return;
             }
-            let size = ir_spec::words_size_limit(words);
-            let built = regex::RegexBuilder::new(&ir_spec::words_pattern(words, *word_boundary))
+            let size = ir_spec::words_size_limit(&words);
+            let built = regex::RegexBuilder::new(&ir_spec::words_pattern(&words, word_boundary))
                 .size_limit(size)
                 .build();
             if let Err(regex::Error::CompiledTooBig(max)) = built {
@@ -377,10 +370,10 @@ fn banned_words(root: &Obj, limits: &Limits, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// The check an enabled `banned_words` validator lowers to, as `validators` reads it;
-/// `None` for any other validator, a disabled one, or one without a non-empty `words`
-/// list of strings (inert or invalid, reported by the checks).
-fn banned_words_check(v: &Node) -> Option<ir_spec::Check> {
+/// The word list and `word_boundary` an enabled `banned_words` validator lowers to, as
+/// `validators` reads them; `None` for any other validator, a disabled one, or one
+/// without a non-empty `words` list of strings (inert or invalid, reported by the checks).
+fn banned_word_list(v: &Node) -> Option<(Vec<String>, bool)> {
     let ty = v.get("type")?.as_str()?;
     if crate::validators::built_in(ty)? != "banned_words"
         || v.get("enabled") == Some(&Node::Bool(false))
@@ -396,7 +389,7 @@ fn banned_words_check(v: &Node) -> Option<ir_spec::Check> {
         .filter(|w| w != &Some(""))
         .collect::<Option<Vec<&str>>>()?;
     let word_boundary = params.get("match_mode").and_then(Node::as_str) != Some("substring");
-    (!words.is_empty()).then(|| ir_spec::Check::banned_words(words, word_boundary))
+    (!words.is_empty()).then(|| (ir_spec::banned_word_list(words), word_boundary))
 }
 
 /// Steps of a `steps` list, with every parallel's `branches` (nested ones too, which

@@ -174,7 +174,10 @@ fn a_long_banned_word_list_compiles_and_judges() {
         .map(|_| (0..7).map(|_| letter()).collect())
         .collect();
     assert!(Regex::new(&ir_spec::words_pattern(&words, true)).is_err());
-    let check = Check::banned_words(words.iter().map(String::as_str), true);
+    let check = Check::BannedWords {
+        words: ir_spec::banned_word_list(words.iter().map(String::as_str)),
+        word_boundary: true,
+    };
     let last = words.last().unwrap().to_uppercase();
     // Non-ASCII text goes to the regex.
     assert_eq!(verdict(check.clone(), "héllo"), Verdict::Pass);
