@@ -244,7 +244,7 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                     )
                     .at(ptr);
                     let meant = misspelt.iter().find(|m| m.at == path && m.name == *name);
-                    d = match (later_level_defining(name, level), meant) {
+                    d = match (later_level_defining(path, name, level), meant) {
                         (Some(v), _) => d.help(format!(
                             "`{name}` is defined by PromptPack v{v}: declare `$schema` for v{v} or later (this pack is read at level {level})"
                         )),
@@ -343,7 +343,7 @@ fn misspellings<'e>(
             .collect();
         let required = missing(at);
         for name in unexpected {
-            if later_level_defining(name, level).is_some() {
+            if later_level_defining(at, name, level).is_some() {
                 continue;
             }
             let near_required = ir_spec::suggest::suggest(name, required.iter().copied());
@@ -397,14 +397,20 @@ fn schema_at(which: Which, schema_path: &str) -> Option<&'static Value> {
     at
 }
 
-/// The first spec version that defines a member named `name` above `level`, for the
-/// help line of an unknown member (`provider` → 1.9, `control` → 1.7, …).
-pub fn later_level_defining(name: &str, level: SpecLevel) -> Option<&'static str> {
+/// The first spec version that defines a member named `name` of the object at JSON
+/// pointer `at` above `level`, for the help line of an unknown member (`provider` → 1.9,
+/// `control` → 1.7, a validator's `id` → 1.8, …).
+pub fn later_level_defining(at: &str, name: &str, level: SpecLevel) -> Option<&'static str> {
+    let is_validator = || {
+        let segs: Vec<&str> = at.split('/').skip(1).collect();
+        matches!(segs.as_slice(), ["prompts", _, "validators", _])
+    };
     let (version, at) = match name {
         "provider" => ("1.9", SpecLevel::V1_9),
         "control" | "extensions" => ("1.7", SpecLevel::V1_8),
         "governance" => ("1.6", SpecLevel::V1_8),
         "requires" => ("1.5.1", SpecLevel::V1_5_1),
+        "id" if is_validator() => ("1.8", SpecLevel::V1_8),
         _ => return None,
     };
     (level < at).then_some(version)
@@ -527,6 +533,27 @@ mod tests {
         out.into_iter()
             .map(|d| (d.kind, d.pointer().unwrap_or("").to_string()))
             .collect()
+    }
+
+    /// An unknown member that a later version defines is named with that version, a
+    /// validator's `id` by where it stands (a prompt's `id` is defined at every level).
+    #[test]
+    fn members_of_later_versions_are_named_with_their_version() {
+        let l15 = SpecLevel::V1_5;
+        assert_eq!(
+            later_level_defining("/prompts/p/validators/0", "id", l15),
+            Some("1.8")
+        );
+        assert_eq!(
+            later_level_defining("/prompts/p/validators/0", "id", SpecLevel::V1_8),
+            None
+        );
+        assert_eq!(later_level_defining("/prompts/p", "id", l15), None);
+        assert_eq!(
+            later_level_defining("/prompts/p", "provider", l15),
+            Some("1.9")
+        );
+        assert_eq!(later_level_defining("", "requires", l15), Some("1.5.1"));
     }
 
     #[test]

@@ -30,6 +30,7 @@ fn unresolved_state(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>, what: &str) -> Di
 }
 
 fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
+    enums(cx, workflow);
     if let Some(entry) = workflow.get("entry").and_then(Node::as_str) {
         if !cx.names.states.contains(entry) {
             let d = unresolved_state(cx, entry, &At::Text("/workflow/entry"), "entry state");
@@ -43,6 +44,39 @@ fn check_workflow(cx: &mut Cx<'_, '_>, workflow: &Node) {
         }
     }
     graph_warnings(cx, workflow);
+}
+
+/// The values `workflow.md` §16 holds to an enum, `workflow.version` ∈ {1, 2} and a
+/// state's `persistence` ∈ {transient, persistent}, at the levels whose official schema
+/// leaves them open (1.5.1 and above; the v1.5 schema lists them itself).
+fn enums(cx: &mut Cx<'_, '_>, workflow: &Node) {
+    if cx.level < ir_spec::SpecLevel::V1_5_1 {
+        return;
+    }
+    let outside = |value: &Node, options: &str| {
+        Diagnostic::new(
+            DiagKind::SchemaViolation,
+            format!("{} is not one of {options}", value.to_value()),
+        )
+        .help(format!("use one of {options}"))
+    };
+    // Below 1 the schema's `minimum` reports it.
+    if let Some(v) = workflow.get("version") {
+        if v.as_u64().is_some_and(|n| n > 2) {
+            let d = outside(v, "[1,2]").at(At::Text("/workflow/version"));
+            cx.push(d);
+        }
+    }
+    let base = At::Text("/workflow/states");
+    for (name, state) in entries(workflow.get("states")) {
+        if let Some(p @ Node::String(text)) = state.get("persistence") {
+            if !matches!(text.as_str(), "transient" | "persistent") {
+                let d = outside(p, r#"["transient","persistent"]"#)
+                    .at(base.key(name).key("persistence"));
+                cx.push(d);
+            }
+        }
+    }
 }
 
 fn check_state(cx: &mut Cx<'_, '_>, name: &str, state: &Node, ptr: &At<'_>) {
