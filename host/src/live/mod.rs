@@ -207,6 +207,7 @@ impl LiveHost {
                     args,
                     &self.inner.config.transport,
                     self.inner.tool_clients.get(key),
+                    &self.inner.cancel,
                 ) {
                     Ok(output) => Answer::Output {
                         output,
@@ -222,17 +223,19 @@ impl LiveHost {
                 input,
             } => {
                 let config = &self.inner.config;
-                let answer =
-                    match config
-                        .tools
-                        .call_extension(kind, params, input, &config.transport)
-                    {
-                        Ok(output) => Answer::Output {
-                            output,
-                            event: None,
-                        },
-                        Err(e) => Answer::Error(e),
-                    };
+                let answer = match config.tools.call_extension(
+                    kind,
+                    params,
+                    input,
+                    &config.transport,
+                    &self.inner.cancel,
+                ) {
+                    Ok(output) => Answer::Output {
+                        output,
+                        event: None,
+                    },
+                    Err(e) => Answer::Error(e),
+                };
                 (answer, 0)
             }
             Job::Guard {
@@ -243,9 +246,13 @@ impl LiveHost {
                 let config = &self.inner.config;
                 let result = match config.guard_handlers.get(validator) {
                     Some(handler) => (handler.0)(params, text).map(|pass| json!({"pass": pass})),
-                    None => config
-                        .tools
-                        .call_guard(validator, params, text, &config.transport),
+                    None => config.tools.call_guard(
+                        validator,
+                        params,
+                        text,
+                        &config.transport,
+                        &self.inner.cancel,
+                    ),
                 };
                 let answer = match result {
                     Ok(output) => Answer::Output {

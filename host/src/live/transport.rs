@@ -292,10 +292,13 @@ pub fn judge(
         Ok(v) => super::openai::error_message(v).unwrap_or_else(|| snippet(text)),
         Err(_) => snippet(text),
     };
+    // The hints name the model API's settings: a tool, validator or extension endpoint
+    // (bound in a --tools file) gets none.
+    let model_api = shown.ends_with("/chat/completions");
     let reason = match status {
-        401 => " (check the API key)",
-        403 => " (the key may not be allowed this model or endpoint)",
-        404 => " (check the model name and --base-url)",
+        401 if model_api => " (check the API key)",
+        403 if model_api => " (the key may not be allowed this model or endpoint)",
+        404 if model_api => " (check the model name and --base-url)",
         _ => "",
     };
     if (300..400).contains(&status) {
@@ -370,6 +373,31 @@ mod tests {
         let short = Duration::from_millis(200);
         assert_eq!(next_wait(Some(short), backoff, max), short);
         assert_eq!(next_wait(Some(Duration::from_secs(600)), backoff, max), max);
+    }
+
+    /// The hints of a refused model request name the model API's settings; a tool's
+    /// endpoint refusing gets the status and its message alone.
+    #[test]
+    fn only_the_model_api_gets_model_hints() {
+        let fatal = |url: &str, status: u16| match judge(
+            url,
+            status,
+            None,
+            None,
+            "{\"error\": {\"message\": \"no\"}}",
+        ) {
+            Attempt::Fatal(e) => e,
+            other => panic!("{other:?}"),
+        };
+        let model = "http://127.0.0.1:9/v1/chat/completions";
+        assert_eq!(
+            fatal(model, 404),
+            format!("{model} answered 404 (check the model name and --base-url): no")
+        );
+        assert!(fatal(model, 401).contains("401 (check the API key)"));
+        let tool = "http://127.0.0.1:9/search";
+        assert_eq!(fatal(tool, 404), format!("{tool} answered 404: no"));
+        assert_eq!(fatal(tool, 401), format!("{tool} answered 401: no"));
     }
 
     #[test]

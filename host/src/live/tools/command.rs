@@ -4,6 +4,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,8 @@ use super::{EnvVar, BASE_ENV, MAX_OUTPUT_BYTES};
 /// How much of a command's stderr is kept (its end).
 const STDERR_TAIL_BYTES: usize = 64 << 10;
 
-/// How long to wait for a command's pipes to close once its group was killed.
+/// How long to wait for a command's pipes to close once it exited and its group was
+/// killed.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// Kills the process group a command leads (Unix), else the command alone.
@@ -67,6 +69,9 @@ fn drain(r: Option<impl Read + Send + 'static>, tail: bool) -> mpsc::Receiver<Dr
     rx
 }
 
+/// Runs the command `argv` of binding `key` on `args`. Once the command exits, what it
+/// left running in its group is killed and its output read; at `timeout`, or as soon as
+/// `cancel` is set (Ctrl-C), the whole group is killed and the call fails.
 pub(super) fn run_command(
     key: &str,
     argv: &[String],
@@ -74,6 +79,7 @@ pub(super) fn run_command(
     env: &[EnvVar],
     timeout: Duration,
     args: &Value,
+    cancel: &AtomicBool,
 ) -> Result<Value, String> {
     let program = {
         let p = Path::new(&argv[0]);
@@ -134,7 +140,7 @@ pub(super) fn run_command(
     let started = Instant::now();
     let (mut status, mut out, mut err): (Option<ExitStatus>, Option<Drained>, Option<Drained>) =
         (None, None, None);
-    let timed_out = loop {
+    let stopped = loop {
         if out.is_none() {
             out = out_rx.try_recv().ok();
         }
@@ -152,38 +158,39 @@ pub(super) fn run_command(
         if status.is_none() {
             status = child.try_wait().map_err(|e| format!("tool `{key}`: {e}"))?;
         }
-        if status.is_some() && out.is_some() && err.is_some() {
-            break false;
+        if status.is_some() {
+            break None;
+        }
+        if cancel.load(Ordering::Relaxed) {
+            break Some(format!("tool `{key}` was stopped: the run was interrupted"));
         }
         if started.elapsed() >= timeout {
-            break true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    // Whatever the command left running in its group goes now: at the deadline, or once
-    // it exited and closed its output.
-    kill_group(&mut child);
-    if timed_out {
-        if status.is_none() {
-            let _ = child.wait();
-            return Err(format!(
+            break Some(format!(
                 "tool `{key}` timed out after {timeout:?} and was stopped"
             ));
         }
-        // The command exited, but something it started held its output open: with the
-        // group killed the pipes close, unless that process left the group.
-        let wait = |rx: &mpsc::Receiver<Drained>, got: &mut Option<Drained>| {
-            if got.is_none() {
-                *got = rx.recv_timeout(PIPE_GRACE).ok();
-            }
-        };
-        wait(&out_rx, &mut out);
-        wait(&err_rx, &mut err);
-        if out.is_none() {
-            return Err(format!(
-                "tool `{key}` exited, but a process it started kept its output open past the timeout of {timeout:?}"
-            ));
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    // Whatever the command left running in its group goes now: once it exited, at the
+    // deadline, or when the run is interrupted.
+    kill_group(&mut child);
+    if let Some(why) = stopped {
+        let _ = child.wait();
+        return Err(why);
+    }
+    // With the group killed the pipes close (what the command wrote before it exited is
+    // still read), unless a process it started left the group and holds them.
+    let wait = |rx: &mpsc::Receiver<Drained>, got: &mut Option<Drained>| {
+        if got.is_none() {
+            *got = rx.recv_timeout(PIPE_GRACE).ok();
         }
+    };
+    wait(&out_rx, &mut out);
+    wait(&err_rx, &mut err);
+    if out.is_none() {
+        return Err(format!(
+            "tool `{key}` exited, but a process it started outside its process group kept its output open"
+        ));
     }
     let status = status.unwrap_or_else(|| child.wait().unwrap_or_default());
     let (stdout, _) = out.unwrap_or_default();
@@ -263,40 +270,10 @@ mod tests {
         );
     }
 
-    #[cfg(unix)]
-    #[test]
-    fn a_background_child_holding_stdout_does_not_outlast_the_timeout() {
-        let b = bindings(
-            "tools:\n  bg: {command: [sh, -c, \"sleep 30 & echo '{}'\"], timeout_sec: 1}\n",
-        );
-        let started = Instant::now();
-        let r = b.call("bg", &json!({}), &TransportConfig::default());
-        let took = started.elapsed();
-        assert!(took < Duration::from_secs(3), "{took:?}");
-        assert!(took >= Duration::from_millis(900), "{took:?}");
-        // The tool itself answered and exited 0; its straggler was killed at the deadline.
-        assert_eq!(r, Ok(json!({})));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn the_deadline_kills_the_whole_process_group() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        let b = ToolBindings::parse(
-            "tools:\n  t: {command: [sh, -c, 'sleep 30 & echo $! > child.pid; sleep 60'], timeout_sec: 0.5}\n",
-            dir,
-        )
-        .unwrap();
-        let started = Instant::now();
-        let e = b
-            .call("t", &json!({}), &TransportConfig::default())
-            .unwrap_err();
-        assert!(e.contains("timed out"), "{e}");
-        assert!(started.elapsed() < Duration::from_secs(3));
-        let pid = std::fs::read_to_string(dir.join("child.pid")).unwrap();
+    /// Whether process `pid` (a number in text) still runs: gone, or a zombie waiting
+    /// for its reaper, is not running; waits up to five seconds for it to go.
+    fn outlives_its_kill(pid: &str) -> bool {
         let stat = format!("/proc/{}/stat", pid.trim());
-        // Killed: gone, or a zombie waiting for its reaper.
         let deadline = Instant::now() + Duration::from_secs(5);
         let alive = || {
             std::fs::read_to_string(&stat).is_ok_and(|s| {
@@ -308,11 +285,74 @@ mod tests {
         while alive() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(
-            !alive(),
-            "the grandchild {} survived the deadline",
-            pid.trim()
+        alive()
+    }
+
+    /// Calls tool `t`, bound to `sh -c SCRIPT` with `timeout_sec`, in a scratch folder,
+    /// `cancel` set after `cancel_after`; returns the result, how long the call took, and
+    /// whether the process whose pid the script wrote to `child.pid` outlived the call.
+    #[cfg(unix)]
+    fn group_call(
+        script: &str,
+        timeout_sec: f64,
+        cancel_after: Option<Duration>,
+    ) -> (Result<Value, String>, Duration, bool) {
+        let tmp = tempfile::tempdir().unwrap();
+        let yaml = format!(
+            "tools:\n  t: {{command: [sh, -c, {}], timeout_sec: {timeout_sec}}}\n",
+            json!(script)
         );
+        let b = ToolBindings::parse(&yaml, tmp.path()).unwrap();
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        if let Some(after) = cancel_after {
+            let flag = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        let started = Instant::now();
+        let r = b.call_via("t", &json!({}), &TransportConfig::default(), None, &cancel);
+        let took = started.elapsed();
+        let pid = std::fs::read_to_string(tmp.path().join("child.pid")).unwrap();
+        (r, took, outlives_its_kill(&pid))
+    }
+
+    /// A command that answered and exited is done: what it left running (here holding
+    /// its stdout open) is killed then, not waited for until the timeout.
+    #[cfg(unix)]
+    #[test]
+    fn a_background_child_holding_stdout_does_not_hold_up_the_call() {
+        let (r, took, survived) =
+            group_call("sleep 30 & echo $! > child.pid; echo '{}'", 20.0, None);
+        assert_eq!(r, Ok(json!({})));
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(!survived, "the child survived");
+    }
+
+    /// Setting the cancel flag (Ctrl-C) stops a running command and its whole group at
+    /// once.
+    #[cfg(unix)]
+    #[test]
+    fn cancelling_kills_the_whole_process_group() {
+        let script = "sleep 30 & echo $! > child.pid; sleep 60";
+        let (r, took, survived) = group_call(script, 60.0, Some(Duration::from_millis(300)));
+        assert_eq!(
+            r,
+            Err("tool `t` was stopped: the run was interrupted".into())
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(!survived, "the grandchild survived");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_deadline_kills_the_whole_process_group() {
+        let (r, took, survived) = group_call("sleep 30 & echo $! > child.pid; sleep 60", 0.5, None);
+        let e = r.unwrap_err();
+        assert!(e.contains("timed out"), "{e}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(!survived, "the grandchild survived the deadline");
     }
 
     #[cfg(unix)]

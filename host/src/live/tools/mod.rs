@@ -223,6 +223,13 @@ fn parse_section(
         let binding = match (b.get("command"), b.get("http")) {
             (Some(cmd), None) => {
                 let argv: Vec<String> = match cmd {
+                    // A string is split at white space, with no shell's quoting: a quote
+                    // or a backslash would be taken literally, so it asks for the list.
+                    Value::String(s) if s.contains(['"', '\'', '\\']) => {
+                        return Err(at(
+                            "`command` as a string is split at spaces, without quoting: write it as a list, e.g. [python3, -c, \"print(1)\"]",
+                        ))
+                    }
                     Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
                     Value::Array(a) => a
                         .iter()
@@ -307,7 +314,7 @@ impl ToolBindings {
         args: &Value,
         transport: &TransportConfig,
     ) -> Result<Value, String> {
-        self.call_via(key, args, transport, None)
+        self.call_via(key, args, transport, None, &AtomicBool::new(false))
     }
 
     /// The clients of the HTTP bindings, one per binding (its timeout, no retries), made
@@ -338,6 +345,7 @@ impl ToolBindings {
         params: &Value,
         text: &str,
         transport: &TransportConfig,
+        cancel: &AtomicBool,
     ) -> Result<Value, String> {
         let request = serde_json::json!({"type": ty, "params": params, "text": text});
         match self.guards.get(ty) {
@@ -349,6 +357,7 @@ impl ToolBindings {
                 &format!("validator `{ty}`"),
                 &request,
                 transport,
+                cancel,
             ),
         }
     }
@@ -361,6 +370,7 @@ impl ToolBindings {
         params: &Value,
         input: &Value,
         transport: &TransportConfig,
+        cancel: &AtomicBool,
     ) -> Result<Value, String> {
         let request = serde_json::json!({"kind": kind, "params": params, "input": input});
         match self.extensions.get(kind) {
@@ -372,6 +382,7 @@ impl ToolBindings {
                 &format!("extension `{kind}`"),
                 &request,
                 transport,
+                cancel,
             ),
         }
     }
@@ -384,8 +395,9 @@ impl ToolBindings {
         args: &Value,
         transport: &TransportConfig,
         client: Option<&Transport>,
+        cancel: &AtomicBool,
     ) -> Result<Value, String> {
-        self.call_unredacted(key, args, transport, client)
+        self.call_unredacted(key, args, transport, client, cancel)
             .map_err(|e| Redactor::new(self.secrets()).text(&e))
     }
 
@@ -395,6 +407,7 @@ impl ToolBindings {
         args: &Value,
         transport: &TransportConfig,
         client: Option<&Transport>,
+        cancel: &AtomicBool,
     ) -> Result<Value, String> {
         match self.tools.get(key) {
             None => Err(format!(
@@ -405,7 +418,7 @@ impl ToolBindings {
                 dir,
                 timeout,
                 env,
-            }) => run_command(key, argv, dir, env, *timeout, args),
+            }) => run_command(key, argv, dir, env, *timeout, args, cancel),
             Some(Binding::Http {
                 url,
                 headers,
@@ -478,6 +491,7 @@ impl Binding {
         http_what: &str,
         request: &Value,
         transport: &TransportConfig,
+        cancel: &AtomicBool,
     ) -> Result<Value, String> {
         match self {
             Binding::Command {
@@ -485,7 +499,7 @@ impl Binding {
                 dir,
                 timeout,
                 env,
-            } => run_command(command_what, argv, dir, env, *timeout, request),
+            } => run_command(command_what, argv, dir, env, *timeout, request, cancel),
             Binding::Http {
                 url,
                 headers,
@@ -523,9 +537,16 @@ mod tests {
             "tools: {a: {command: [x], env: 3}}",
             "tools: {a: {http: 'http://x', env: [A]}}",
             "nothing: 1",
+            r#"tools: {a: {command: "python3 -c 'print(1)'"}}"#,
         ] {
             assert!(ToolBindings::parse(bad, Path::new(".")).is_err(), "{bad}");
         }
+        // A string without quotes is split at white space.
+        let b =
+            ToolBindings::parse("tools: {a: {command: python3  t.py -v}}", Path::new(".")).unwrap();
+        assert!(
+            matches!(&b.tools["a"], Binding::Command { argv, .. } if argv == &["python3", "t.py", "-v"])
+        );
     }
 
     #[test]
