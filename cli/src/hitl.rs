@@ -21,6 +21,7 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,8 +31,9 @@ use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{drive_from, Host, ScriptItem};
 use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError, RunOptions};
 
-use crate::result::{error_line, print_trace, why, AnsweredCall};
+use crate::result::{error_line, print_trace, why};
 use packc_compiler::render::escape_control;
+use packc_host::calls::AnsweredCall;
 use serde_json::Value;
 
 const HEADER: &str = "packc-run-save 1";
@@ -279,6 +281,10 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let first = match (&args.turn, &args.event) {
         (Some(turn), _) => Input::Turn(crate::inputs::parse_input("--turn", turn)?),
         (None, Some(event)) => Input::Event(event.clone()),
+        // `--event` only where the state takes caller events (`workflow.md` §7).
+        (None, None) if run.caller_events().is_empty() => {
+            bail!("give --turn JSON: the saved run is {}", why(&run))
+        }
         (None, None) => bail!(
             "give --turn JSON or --event NAME: the saved run is {}",
             why(&run)
@@ -289,12 +295,16 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let before = run.calls().len();
     let program = run.program().clone();
     let mut host = resume_host(args, program.module())?;
-    let mut recorder = crate::result::Recorder {
+    let mut recorder = packc_host::calls::Recorder {
         inner: &mut host,
         calls: Vec::new(),
     };
     let stop = drive(&mut run, &mut recorder, first, &[], true);
     let answered = recorder.calls;
+    if host.interrupted() {
+        let unchanged = format!("({} is unchanged)", args.saved.display());
+        return Ok(CallerHost::stop_interrupted(&run, &unchanged));
+    }
     let calls = Calls {
         answered,
         before,
@@ -318,6 +328,7 @@ fn resume_host(args: &ResumeArgs, module: &ir_spec::Module) -> Result<CallerHost
             args.api_key_env.as_deref(),
             args.tools.as_deref(),
             args.timeout,
+            args.quiet,
         )?;
         return Ok(CallerHost::Live(Blocking::new(host)));
     }
@@ -344,6 +355,25 @@ impl CallerHost {
             CallerHost::Live(b) => b.tokens,
             CallerHost::Scripted(_) => 0,
         }
+    }
+
+    /// Whether Ctrl-C stopped the live host's calls: the run is not what it would have
+    /// been, so it is neither saved nor reported as ended.
+    pub fn interrupted(&self) -> bool {
+        match self {
+            CallerHost::Live(b) => b.host.cancel_flag().load(Ordering::SeqCst),
+            CallerHost::Scripted(_) => false,
+        }
+    }
+
+    /// Says where the run was when Ctrl-C stopped it, and that nothing was saved
+    /// (`saved`: what is left as it was); exit code 130.
+    pub fn stop_interrupted(run: &Run, saved: &str) -> ExitCode {
+        eprintln!(
+            "interrupted {} {saved}",
+            escape_control(crate::live::whereabouts(run).trim_end_matches(','))
+        );
+        ExitCode::from(130)
     }
 
     fn host(&mut self) -> &mut dyn Host {
@@ -377,22 +407,75 @@ pub struct Blocking {
     pub started: Instant,
     /// The tokens used so far, as the model API reported them.
     pub tokens: u64,
+    /// Whether a call is being answered now (what Ctrl-C stops).
+    busy: Arc<AtomicBool>,
 }
 
 impl Blocking {
-    /// `host`, its clock starting now.
+    /// `host`, its clock starting now. Ctrl-C (or SIGTERM) during a call sets the host's
+    /// cancel flag, which stops that call (a running tool's whole process group
+    /// included) and the run after it ([`CallerHost::interrupted`]); between calls (at
+    /// the `--interactive` prompt), or a second time, it ends the process with 130.
     pub fn new(host: LiveHost) -> Blocking {
+        let busy = Arc::new(AtomicBool::new(false));
+        let (cancel, in_call) = (host.cancel_flag(), busy.clone());
+        let _ = ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::SeqCst) || !in_call.load(Ordering::SeqCst) {
+                eprintln!();
+                std::process::exit(130);
+            }
+        });
         Blocking {
             host,
             started: Instant::now(),
             tokens: 0,
+            busy,
+        }
+    }
+}
+
+impl Blocking {
+    /// Carries out `job` on a thread of its own, waiting for it until the cancel flag is
+    /// set (Ctrl-C): a request in flight is then left to the thread, which the process
+    /// outlives no longer than it takes to report where the run stopped; a tool command
+    /// stops itself, its process group killed.
+    fn answer_interruptibly(&self, job: Job) -> (packc_vm::Answer, u64) {
+        let host = self.host.clone();
+        let cancel = self.host.cancel_flag();
+        let interrupted = || (packc_vm::Answer::Error("interrupted".into()), 0);
+        if cancel.load(Ordering::SeqCst) {
+            return interrupted();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(host.answer(&job));
+        });
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(answered) => return answered,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if cancel.load(Ordering::SeqCst) {
+                        return interrupted();
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let failed = "the call failed: the thread carrying it out stopped";
+                    return (packc_vm::Answer::Error(failed.into()), 0);
+                }
+            }
         }
     }
 }
 
 impl Host for Blocking {
     fn call(&mut self, call: &CallView<'_>) -> packc_vm::Answer {
-        let (answer, tokens) = self.host.answer(&Job::of(call));
+        self.busy.store(true, Ordering::SeqCst);
+        let (answer, tokens) = self.answer_interruptibly(Job::of(call));
+        self.busy.store(false, Ordering::SeqCst);
+        if self.host.cancel_flag().load(Ordering::SeqCst) {
+            // The run stops here; where is said once, by the command.
+            return answer;
+        }
         self.tokens = self.tokens.saturating_add(tokens);
         // The error quotes the tool's stderr, the failure a validator's answer.
         if let (Some(key), packc_vm::Answer::Error(e)) = (call.tool(), &answer) {
@@ -467,7 +550,7 @@ pub fn finish(
         };
         let log = run.calls();
         let log = log.get(calls.before..).unwrap_or_default();
-        let list = crate::result::calls_json(log, calls.answered);
+        let list = packc_host::calls::calls_json(log, calls.answered);
         let value = crate::result::to_json(run, ended, None, list, calls.tokens);
         crate::out::json(&value);
     }
@@ -489,8 +572,9 @@ pub fn finish(
             match save {
                 _ if printed.quiet => {}
                 Some((file, _, _)) => {
-                    // A terminal state takes turns only: an event there is `terminal_state`.
-                    let or_event = if why.contains("terminal state") {
+                    // Only a state the caller drives takes events: elsewhere an event is
+                    // `invalid_event` (a state the model drives) or `terminal_state`.
+                    let or_event = if run.caller_events().is_empty() {
                         ""
                     } else {
                         " or `--event NAME`"
@@ -519,7 +603,7 @@ pub fn finish(
 /// the run stopped are printed.
 pub fn interactive(
     run: &mut Run,
-    host: &mut dyn Host,
+    host: &mut CallerHost,
     input: &mut dyn BufRead,
     printed: Printed,
 ) -> Result<ExitCode> {
@@ -527,6 +611,9 @@ pub fn interactive(
     let mut turns = 0;
     loop {
         let stop = drive(run, host, next, &[], true);
+        if host.interrupted() {
+            return Ok(CallerHost::stop_interrupted(run, "(the session ends)"));
+        }
         match stop {
             Ok(Stop::Caller) => {
                 if let Some(idle) = run.idle().filter(|_| turns > 0) {

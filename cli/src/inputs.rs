@@ -35,7 +35,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "JSON")]
     pub input: Option<String>,
     /// A host script: a YAML/JSON file shaped like a case's `run` member (`script`,
-    /// `input`, `host.prompts`, `host.tools`, `host.clock`, `host.variables`).
+    /// `input`, `host.prompts`, `host.tools`, `host.guards`, `host.extensions`,
+    /// `host.clock`, `host.variables`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["provider", "tools", "bind_provider"])]
     pub host: Option<PathBuf>,
     /// What to run: `workflow`, `agent:<member>` or `composition:<name>`.
@@ -193,17 +194,18 @@ pub struct LiveArgs {
     /// llama.cpp server, vLLM, Ollama, LM Studio...).
     #[arg(long, value_enum, requires = "model")]
     pub provider: Option<Provider>,
-    /// The model name sent with every request.
-    #[arg(long, value_name = "NAME")]
+    /// The model name sent with every request (with --provider).
+    #[arg(long, value_name = "NAME", requires = "provider")]
     pub model: Option<String>,
-    /// The API base URL [default: <https://api.openai.com/v1>]; requests go to
-    /// `<URL>/chat/completions`. For a local server, e.g. <http://127.0.0.1:8080/v1>.
-    #[arg(long, value_name = "URL")]
+    /// The API base URL (by default `https://api.openai.com/v1`); requests go to
+    /// `<URL>/chat/completions`. For a local server, e.g. `http://127.0.0.1:8080/v1`.
+    /// With --provider.
+    #[arg(long, value_name = "URL", requires = "provider")]
     pub base_url: Option<String>,
     /// The environment variable holding the API key (never printed). Without it, the
     /// key in OPENAI_API_KEY is sent to api.openai.com only; naming a variable (even
-    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host.
-    #[arg(long, value_name = "VAR")]
+    /// OPENAI_API_KEY) sends its key to --base-url, whatever the host. With --provider.
+    #[arg(long, value_name = "VAR", requires = "provider")]
     pub api_key_env: Option<String>,
     /// Bind the pack's tools to commands or HTTP endpoints: a YAML/JSON file
     ///
@@ -211,7 +213,7 @@ pub struct LiveArgs {
     ///     lookup_order:                     # a key of the pack's `tools` (or an agent member)
     ///       command: [python3, tools/lookup_order.py]   # relative to this file's folder
     ///       timeout_sec: 10                 # default 60, at most 86400
-    ///       env: \[DATABASE_URL\]           # passed through; or {NAME: value}
+    ///       env: ["DATABASE_URL"]         # passed through; or {NAME: value}
     ///     web_search:
     ///       http: http://127.0.0.1:8080/search          # JSON POST of the arguments
     ///       headers: {x-team: docs}
@@ -475,4 +477,43 @@ pub(crate) fn host_script(
             .to_string(),
         )
     })
+}
+
+/// Checks the turns of `script` against the `input_schema` of the composition
+/// `target_text` runs, as `packc batch` checks its rows, before any call of a scripted or
+/// a live run; an artifact does not carry it (not said on every run).
+pub(crate) fn check_turns(
+    args: &RunArgs,
+    target_text: &str,
+    script: &[packc_vm::driver::ScriptItem],
+) -> Result<()> {
+    if let Some((composition, schema)) = target_input_schema(
+        &args.pack,
+        &args.allow_paths,
+        target_text,
+        true,
+        "the input is",
+    )? {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            anyhow::anyhow!("the input_schema of composition `{composition}` cannot be used: {e}")
+        })?;
+        for (i, item) in script.iter().enumerate() {
+            let packc_vm::driver::ScriptItem::Turn(value) = item else {
+                continue;
+            };
+            if let Some(e) = validator.iter_errors(value).next() {
+                let path = e.instance_path().as_str();
+                let path = if path.is_empty() { "/" } else { path };
+                let which = if script.len() == 1 {
+                    "the input".to_owned()
+                } else {
+                    format!("the input of turn {}", i + 1)
+                };
+                bail!(
+                    "{which} does not match the input_schema of composition `{composition}` at `{path}`: {e}"
+                );
+            }
+        }
+    }
+    Ok(())
 }

@@ -23,8 +23,8 @@ use packc_vm::{Answer, CallId, CallView, Program, Run, RunOptions, Target};
 use serde_json::Value;
 
 use crate::inputs::{read_input, read_vars, LiveArgs, RunArgs};
-use crate::result::AnsweredCall;
 use packc_compiler::render::escape_control;
+use packc_host::calls::AnsweredCall;
 
 /// Runs `module` live. Exit codes: 0 done, 1 a run-time error, 130 interrupted.
 pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
@@ -81,6 +81,8 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     let script = vec![ScriptItem::Turn(input)];
     let variables: serde_json::Map<String, Value> = read_vars(args)?.into_iter().collect();
     let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());
+    // Before any request: a paid model never sees an input its composition refuses.
+    crate::inputs::check_turns(args, &target_text, &script)?;
     let program = Arc::new(Program::new(module)?);
     let target = Target::parse(program.module(), &target_text)?;
     let mut run = Run::new(
@@ -112,7 +114,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
             Ended::Interrupted => unreachable!("handled below"),
         };
         let answered = std::mem::take(&mut status.answered);
-        let calls = crate::result::calls_json(&run.calls(), answered);
+        let calls = packc_host::calls::calls_json(&run.calls(), answered);
         let value = crate::result::to_json(&run, Some(ended), None, calls, stats.tokens);
         crate::out::json(&value);
     }
@@ -152,7 +154,10 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         let live = match &result.ended {
             Ended::Done(o) => Ok(&o.output),
             Ended::Failed(e) => Err(e.kind.as_str()),
-            Ended::Interrupted => bail!("the run was interrupted: nothing recorded"),
+            Ended::Interrupted => {
+                eprintln!("note: the run was interrupted: nothing recorded");
+                return Ok(code);
+            }
         };
         let spec = CaseSpec {
             about: format!(
@@ -221,6 +226,25 @@ pub(crate) fn config(
         };
         if providers.insert(b.key.clone(), endpoint).is_some() {
             bail!("--bind-provider binds `{}` twice", b.key);
+        }
+        // A key the pack does not declare routes no call: most likely a misspelling.
+        let declared = &module.spec.providers;
+        if b.key != "default" && !declared.iter().any(|p| p.key == b.key) {
+            let keys = declared
+                .iter()
+                .map(|p| p.key.as_str())
+                .filter(|k| *k != "default");
+            let hint = match ir_spec::suggest::suggest(&b.key, keys) {
+                Some(near) => format!(" (did you mean `{near}`?)"),
+                None => String::new(),
+            };
+            eprintln!(
+                "{}",
+                escape_control(&format!(
+                    "warning: --bind-provider `{}` names no provider of the pack's `requires.providers`{hint}: no call goes there",
+                    b.key
+                ))
+            );
         }
     }
     // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
@@ -337,6 +361,15 @@ pub(crate) fn endpoint_of(
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         bail!("--base-url {shown} is neither http:// nor https://");
     }
+    if let Some(base) = base_url
+        .trim_end_matches('/')
+        .strip_suffix("/chat/completions")
+    {
+        bail!(
+            "--base-url {shown} ends with /chat/completions, which packc adds to it: give --base-url {}",
+            shown_url(base)
+        );
+    }
     let read = |var: &str| std::env::var(var).ok().filter(|k| !k.is_empty());
     const DEFAULT_VAR: &str = "OPENAI_API_KEY";
     let api_key = match api_key_env {
@@ -371,7 +404,8 @@ pub(crate) fn endpoint_of(
 }
 
 /// A live host for a run driven one call at a time (`packc resume`, `--save`,
-/// `--interactive`): the model when `provider`, the tool bindings of `tools`.
+/// `--interactive`): the model when `provider`, the tool bindings of `tools`; `quiet`:
+/// no notes.
 pub(crate) fn host_for(
     provider: bool,
     base_url: Option<String>,
@@ -379,10 +413,11 @@ pub(crate) fn host_for(
     api_key_env: Option<&str>,
     tools: Option<&Path>,
     timeout: f64,
+    quiet: bool,
 ) -> Result<LiveHost> {
     let timeout = timeout_secs(timeout, "--timeout").map_err(anyhow::Error::msg)?;
     let model = match provider {
-        true => Some(endpoint_of(base_url, model, api_key_env, false)?),
+        true => Some(endpoint_of(base_url, model, api_key_env, quiet)?),
         false => None,
     };
     let tools = match tools {
@@ -445,7 +480,7 @@ fn calls_text(stats: &Stats) -> String {
 }
 
 /// Where the run is, from its trace: "in state `s`, step `x`".
-fn whereabouts(run: &Run) -> String {
+pub(crate) fn whereabouts(run: &Run) -> String {
     let lines = run.trace_lines();
     let state = lines
         .iter()
@@ -528,7 +563,7 @@ impl Observer for Status {
             self.answered.push(AnsweredCall {
                 id,
                 record,
-                answer: packc_host::record::answer_json(answer),
+                answer: packc_host::calls::answer_json(answer),
             });
         }
     }

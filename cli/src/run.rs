@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use ir_spec::Module;
 use packc_host::{RunSpec, ScriptedHost};
 use packc_vm::driver::ScriptItem;
@@ -49,7 +49,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     let (spec, _, mut run) = prepare(args, module, Some(args.live.max_host_calls))?;
     let mut scripted = ScriptedHost::new(&spec);
-    let mut host = crate::result::Recorder {
+    let mut host = packc_host::calls::Recorder {
         inner: &mut scripted,
         calls: Vec::new(),
     };
@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Err(e) => Err(e),
             Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         };
-        let calls = crate::result::calls_json(&run.calls(), host.calls);
+        let calls = packc_host::calls::calls_json(&run.calls(), host.calls);
         let value = crate::result::to_json(&run, Some(ended), waiting, calls, 0);
         crate::out::json(&value);
         return Ok(match result {
@@ -140,36 +140,7 @@ fn prepare(
             spec.target.clone()
         }
     });
-    // The turns are checked against the target's input_schema, as `packc batch` checks
-    // its rows, before any call; an artifact does not carry it (not said on every run).
-    if let Some((composition, schema)) = crate::inputs::target_input_schema(
-        &args.pack,
-        &args.allow_paths,
-        &target_text,
-        true,
-        "the input is",
-    )? {
-        let validator = jsonschema::validator_for(&schema).map_err(|e| {
-            anyhow::anyhow!("the input_schema of composition `{composition}` cannot be used: {e}")
-        })?;
-        for (i, item) in spec.script.iter().enumerate() {
-            let ScriptItem::Turn(value) = item else {
-                continue;
-            };
-            if let Some(e) = validator.iter_errors(value).next() {
-                let path = e.instance_path().as_str();
-                let path = if path.is_empty() { "/" } else { path };
-                let which = if spec.script.len() == 1 {
-                    "the input".to_owned()
-                } else {
-                    format!("the input of turn {}", i + 1)
-                };
-                bail!(
-                    "{which} does not match the input_schema of composition `{composition}` at `{path}`: {e}"
-                );
-            }
-        }
-    }
+    crate::inputs::check_turns(args, &target_text, &spec.script)?;
     let program = Arc::new(Program::new(module)?);
     let target = Target::parse(program.module(), &target_text)?;
     let run = Run::new(
@@ -198,6 +169,7 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
             args.live.api_key_env.as_deref(),
             args.live.tools.as_deref(),
             args.live.timeout,
+            args.quiet,
         )?;
         hitl::CallerHost::Live(hitl::Blocking::new(host))
     } else {
@@ -212,12 +184,15 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
         let stdin = std::io::stdin();
         return hitl::interactive(&mut run, &mut host, &mut stdin.lock(), printed);
     }
-    let mut recorder = crate::result::Recorder {
+    let mut recorder = packc_host::calls::Recorder {
         inner: &mut host,
         calls: Vec::new(),
     };
     let stop = hitl::drive(&mut run, &mut recorder, Input::Start, &spec.script, true);
     let answered = recorder.calls;
+    if host.interrupted() {
+        return Ok(hitl::CallerHost::stop_interrupted(&run, "(nothing saved)"));
+    }
     let calls = hitl::Calls {
         answered,
         before: 0,

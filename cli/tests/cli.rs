@@ -535,9 +535,43 @@ fn run_format_json_prints_the_whole_result() {
     );
 }
 
+/// A workflow run that fails reports the state it failed in (a composition state's too);
+/// a run of a composition alone has none.
+#[test]
+fn run_format_json_names_the_state_a_run_failed_in() {
+    let host = write_temp(
+        "json-wf-fail.json",
+        br#"{"input": "hi", "host": {"prompts": {"triage": [{"output": "x", "event": "billing"}], "billing": [{"error": "boom"}]}}}"#,
+    );
+    let out = packc_output!(
+        "run",
+        repo().join("examples/guide-add-workflow.pack.yaml"),
+        ["--format", "json", "--host"],
+        &host
+    );
+    assert_code(&out, 1);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["kind"], "host_error", "{r}");
+    assert_eq!(r["state"], "billing_state", "{r}");
+    let out = packc_output!(
+        "run",
+        repo().join("examples/rfc0010-ex2.pack.yaml"),
+        ["--input", r#"{"text": "a memo"}"#, "--format", "json"],
+        ["--target", "composition:analyze_document"]
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&r["status"], &r["state"]),
+        (&serde_json::json!("failed"), &serde_json::Value::Null),
+        "{r}"
+    );
+}
+
 /// The `calls` of `--format json` are what `packc test` compares: a case whose
-/// `expect.calls` are the printed calls, answers left out, passes, built-in validator
-/// firings and a parallel step's calls included.
+/// `expect.calls` are the printed calls, each with its `answer`, passes, built-in
+/// validator firings and a parallel step's calls included; the same case expecting
+/// another answer for one call fails, naming the call.
 #[test]
 fn run_format_json_calls_replay_as_a_case() {
     let dir = scratch("json-calls-case");
@@ -559,23 +593,30 @@ fn run_format_json_calls_replay_as_a_case() {
     );
     assert_eq!(calls[3]["answer"], serde_json::json!({"output": "darn it"}));
     assert_eq!(calls[4]["guardrail"], "banned_words", "{r}");
-    let expected: Vec<serde_json::Value> = calls
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            c.as_object_mut().unwrap().remove("answer");
-            c
+    let case = |calls: &serde_json::Value| {
+        serde_json::json!({
+            "about": "copied from packc run --format json",
+            "pack_file": "guarded.pack.yaml",
+            "run": serde_json::from_str::<serde_json::Value>(script).unwrap(),
+            "expect": {"output": r["output"], "trace": r["trace"], "calls": calls},
         })
-        .collect();
-    let case = serde_json::json!({
-        "about": "copied from packc run --format json",
-        "pack_file": "guarded.pack.yaml",
-        "run": serde_json::from_str::<serde_json::Value>(script).unwrap(),
-        "expect": {"output": r["output"], "trace": r["trace"], "calls": expected},
-    });
-    let case = write(&dir, "copied.case.yaml", case.to_string());
-    let out = packc_output!("test", &case);
+        .to_string()
+    };
+    let copied = write(&dir, "copied.case.yaml", case(&r["calls"]));
+    let out = packc_output!("test", &copied);
     assert_code(&out, 0);
+    // The right branch expected to get the left one's answer.
+    let mut other = r["calls"].clone();
+    other[3]["answer"] = serde_json::json!({"output": "fine"});
+    let other = write(&dir, "other.case.yaml", case(&other));
+    let out = packc_output!("test", &other);
+    assert_code(&out, 1);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("calls differ: call 3: expected"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("darn it"), "{stdout}");
 }
 
 /// `--filter` runs the matching cases only; `--junit` writes what CI reads; failures are

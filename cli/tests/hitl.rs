@@ -187,6 +187,45 @@ fn resume_without_a_turn_or_event_says_what_the_run_waits_for() {
     );
 }
 
+/// A run saved in a state the model drives (`control: user`: it waits for the user's
+/// turn, then the model names the event) is continued with a turn only: neither the
+/// save line nor `packc resume` offers `--event`, which that state refuses.
+#[test]
+fn a_state_the_model_drives_is_resumed_with_a_turn_only() {
+    let dir = scratch("resume-model-driven");
+    let pack = write(&dir, "user.pack.yaml", include_str!("packs/user_turn.yaml"));
+    let host = write(
+        &dir,
+        "host.yaml",
+        "host:\n  prompts:\n    greet: [{output: hi, event: Greeted}]\n    collect: [{output: noted, event: Collected}]\n    finish: [{output: bye}]\n",
+    );
+    let snap = dir.join("run.snap");
+    let out = packc_output!(
+        ["run", "--input", "\"hello\"", "--host"],
+        &host,
+        &pack,
+        "--save",
+        &snap
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("stopped: waiting for a turn in state collecting; saved to"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--turn JSON`)"), "{stderr}");
+    assert!(!stderr.contains("--event"), "{stderr}");
+    let out = packc_output!("resume", &snap);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(
+        &out,
+        "give --turn JSON: the saved run is waiting for a turn in state collecting",
+    );
+    let out = packc_output!(["resume", "--turn", "\"team a\"", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_contains(text(&out.stdout), "bye");
+}
+
 #[test]
 fn a_save_file_naming_another_file_never_shows_that_file() {
     let dir = scratch("secret");

@@ -213,13 +213,50 @@ fn ctrl_c_stops_the_run_and_says_where_it_was() {
     }
 }
 
+/// Ctrl-C stops a run saved with `--save` or recorded with `--record` the same way,
+/// saving and recording nothing.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_a_saved_or_recorded_run_and_writes_nothing() {
+    let dir = scratch("interrupted-save");
+    for (flag, file, said) in [
+        (
+            "--save",
+            dir.join("run.snap"),
+            "interrupted in state `main`, at step `classify` (nothing saved)",
+        ),
+        (
+            "--record",
+            dir.join("run.case.yaml"),
+            "note: the run was interrupted: nothing recorded",
+        ),
+    ] {
+        let out = interrupted_with("-INT", &[flag, file.to_str().unwrap()]);
+        let stderr = stderr(&out);
+        assert_eq!(out.status.code(), Some(130), "{flag}: {stderr}");
+        assert_contains(&stderr, said);
+        assert!(!file.exists(), "{flag} wrote {}", file.display());
+    }
+}
+
 #[cfg(unix)]
 fn interrupted_by(signal: &str) {
+    let out = interrupted_with(signal, &[]);
+    let stderr = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{signal}: {stderr}");
+    assert_contains(&stderr, "interrupted in state `main`, at step `classify`, after 1 model call, 0 tool calls (1 still in flight)");
+}
+
+/// A live run of example 2 with `args`, sent `signal` once its first call reached a
+/// server that takes 20 s to answer; it must end within 5 s of the signal.
+#[cfg(unix)]
+fn interrupted_with(signal: &str, args: &[&str]) -> std::process::Output {
     use std::time::{Duration, Instant};
     let server = MockServer::start(|_, _| Reply::text("{}").after(Duration::from_secs(20)));
     let child = live(server.base_url())
         .arg(repo().join("examples/rfc0010-ex2.pack.yaml"))
         .args(["--input", r#"{"text": "x"}"#])
+        .args(args)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -235,10 +272,43 @@ fn interrupted_by(signal: &str) {
         .unwrap();
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let stderr = stderr(&out);
-    assert_eq!(out.status.code(), Some(130), "{signal}: {stderr}");
-    assert_contains(&stderr, "interrupted in state `main`, at step `classify`, after 1 model call, 0 tool calls (1 still in flight)");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{signal} {args:?}"
+    );
+    out
+}
+
+/// What `--provider` needs is checked before any request: the flags that only it reads,
+/// a base URL given with the path packc adds, and the input against the composition's
+/// `input_schema` (a paid model never sees an input its pack refuses).
+#[test]
+fn live_flags_and_the_input_are_checked_before_any_request() {
+    let server = MockServer::start(|_, _| Reply::text("{}"));
+    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let out = packc_output!("run", &ex2, ["--model", "m", "--input", r#"{"text": "x"}"#]);
+    assert_code(&out, 2);
+    assert_contains(stderr(&out), "--provider");
+    let out = live_output!(
+        format!("{}/chat/completions", server.base_url()),
+        &ex2,
+        ["--input", r#"{"text": "x"}"#]
+    );
+    assert_code(&out, 2);
+    assert_contains(
+        stderr(&out),
+        &format!(
+            "ends with /chat/completions, which packc adds to it: give --base-url {}",
+            server.base_url()
+        ),
+    );
+    let out = live_output!(server.base_url(), &ex2, ["--input", r#"{"text": ""}"#]);
+    assert_code(&out, 2);
+    assert_contains(
+        stderr(&out),
+        "the input does not match the input_schema of composition `analyze_document` at `/text`",
+    );
+    assert!(server.received().is_empty(), "a request went out");
 }
 
 #[test]

@@ -55,6 +55,21 @@ fn an_unbound_provider_is_refused_before_any_request() {
     assert_contains(&stderr, "declared but unbound");
     assert_contains(&stderr, "step `draft`");
     assert!(primary.received().is_empty(), "a request went out");
+    // A misspelt key binds nothing: it is named, with the key it was likely meant to be.
+    let out = packc_output!(
+        with big_model(&primary);
+        "--bind-provider",
+        format!("drafer={},model=small", primary.base_url()),
+        &pack,
+        ["--target", "composition:two_pass", "--input", "\"text\""]
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert_contains(
+        &stderr,
+        "warning: --bind-provider `drafer` names no provider of the pack's `requires.providers` (did you mean `drafter`?)",
+    );
+    assert!(primary.received().is_empty(), "a request went out");
 }
 
 #[test]

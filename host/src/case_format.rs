@@ -118,6 +118,7 @@ const MEMBERS: &[(Section, &str, Shape)] = &[
     (Section::Call, "params", Shape::Any),
     (Section::Call, "text", Shape::Any),
     (Section::Call, "extension", Shape::String),
+    (Section::Call, "answer", Shape::Any),
 ];
 
 /// Finds the problems of a document that should be a `root` (a case file, or a host

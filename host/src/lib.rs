@@ -9,6 +9,8 @@
 //!   pack (a queue no call consumes).
 //! - [`runner`]: compiles a case's pack, runs it with the scripted host, and compares
 //!   the result with `expect`, describing every difference it finds.
+//! - [`calls`]: the calls a host answered, each with its answer (`packc run --format
+//!   json`'s `calls`, and what `packc test` compares an `answer` in `expect.calls` with).
 //! - [`yaml`]: a small YAML writer for the case files packc writes.
 //! - [`governance`]: admission by environment (RFC 0013).
 //!
@@ -19,6 +21,7 @@
 //! - `mock` (feature `mock`): a mock OpenAI-compatible server for tests.
 #![forbid(unsafe_code)]
 
+pub mod calls;
 pub mod case;
 mod case_format;
 pub mod governance;

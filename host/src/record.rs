@@ -40,24 +40,7 @@ pub fn record_key(view: &CallView<'_>) -> String {
     json!({"call": view.record().to_json(), "history": view.history()}).to_string()
 }
 
-/// An answer in the case format: `{output, event?}`, `{tool_calls}` or `{error}`.
-pub fn answer_json(a: &Answer) -> Value {
-    match a {
-        Answer::Output { output, event } => {
-            let mut m = Map::new();
-            m.insert("output".into(), output.clone());
-            if let Some(e) = event {
-                m.insert("event".into(), json!(e));
-            }
-            Value::Object(m)
-        }
-        Answer::ToolCalls(calls) => json!({"tool_calls": calls
-            .iter()
-            .map(|c| json!({"name": c.name, "args": c.args}))
-            .collect::<Vec<_>>()}),
-        Answer::Error(e) => json!({"error": e}),
-    }
-}
+pub use crate::calls::answer_json;
 
 /// What a case needs besides the recording.
 #[derive(Clone, Debug)]

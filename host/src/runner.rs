@@ -12,6 +12,7 @@ use packc_vm::value::json_eq;
 use packc_vm::{OwnedOutcome, Program, Run, RunError, RunOptions, Target};
 use serde_json::Value;
 
+use crate::calls::{calls_json, Recorder};
 use crate::case::{Case, PackSource};
 use crate::scripted::ScriptedHost;
 
@@ -22,7 +23,8 @@ pub struct Actual {
     pub result: Result<OwnedOutcome, RunError>,
     /// The trace lines.
     pub trace: Vec<String>,
-    /// The calls, in the case format (`{prompt, input, system}` / `{tool, args}`).
+    /// The calls, in the case format (`{prompt, input, system}` / `{tool, args}` / ...),
+    /// each host call with the `answer` it got.
     pub calls: Vec<Value>,
 }
 
@@ -250,7 +252,12 @@ fn execute_program(
         ..RunOptions::default()
     };
     let mut run = Run::new(program.clone(), target, options.clone()).map_err(|e| e.to_string())?;
-    let mut host = ScriptedHost::new(spec);
+    let mut scripted = ScriptedHost::new(spec);
+    // Each call is kept with its answer: an `expect.calls` item may give the `answer`.
+    let mut host = Recorder {
+        inner: &mut scripted,
+        calls: Vec::new(),
+    };
     let mut script = spec.script.iter();
     let result = drive_with(
         &mut run,
@@ -268,11 +275,7 @@ fn execute_program(
     Ok(Actual {
         result,
         trace: run.trace_lines(),
-        calls: run
-            .calls()
-            .iter()
-            .map(packc_vm::CallRecord::to_json)
-            .collect(),
+        calls: calls_json(&run.calls(), host.calls),
     })
 }
 
@@ -294,7 +297,10 @@ fn compare(case: &Case, actual: &Actual, diffs: &mut Vec<String>) {
             }
             if let Some(state) = &e.state {
                 if o.state.as_deref() != Some(state) {
-                    diffs.push(format!("state: expected {state}, got {:?}", o.state));
+                    diffs.push(match &o.state {
+                        Some(got) => format!("state: expected {state}, got {got}"),
+                        None => format!("state: expected {state}, the run has no workflow state"),
+                    });
                 }
             }
             if let Some(reply) = &e.reply {

@@ -84,13 +84,21 @@ impl Run {
             .caller_events(&self.prog.m, self.state.workflow_run)
     }
 
-    /// The output so far and the workflow state the run is in, as an [`Outcome`].
-    fn outcome_now(&self) -> Outcome<'_> {
+    /// The key of the workflow state the run is in: the state it waits in, ended in, or
+    /// failed in (where [`Run::outcome`] of a failed run has none). `None` when the run
+    /// is not a workflow run (a composition, or an agent that is not a state) and before
+    /// it enters its first state.
+    pub fn workflow_state(&self) -> Option<&str> {
         let m = &self.prog.m;
-        let state = match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
+        match (self.state.workflow_run, &m.workflow, self.state.wf.current) {
             (true, Some(w), Some(s)) => Some(m.str(w.states[s.index()].key)),
             _ => None,
-        };
+        }
+    }
+
+    /// The output so far and the workflow state the run is in, as an [`Outcome`].
+    fn outcome_now(&self) -> Outcome<'_> {
+        let state = self.workflow_state();
         Outcome {
             output: self
                 .state_output()
