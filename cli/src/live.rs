@@ -99,12 +99,20 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
     // On a terminal: a status line and a closing summary. Otherwise (or with --quiet)
     // only the result, warnings and errors.
     let chatty = !args.quiet && std::io::stderr().is_terminal();
-    let mut status = Status::new(chatty, args.format == crate::Format::Json);
+    // `--trace` on a terminal lists each call with its input and answer, as a scripted
+    // run does; `--format json` lists them all.
+    let call_lines = args.trace && std::io::stderr().is_terminal();
+    let mut status = Status::new(chatty, args.format == crate::Format::Json || call_lines);
     let result = host.drive(&mut run, &script, &mut status);
     status.clear();
 
     if args.trace {
         crate::result::print_trace(&run);
+        if call_lines {
+            for call in &status.answered {
+                eprintln!("{}", crate::result::call_line(&call.to_json(), 100));
+            }
+        }
     }
     let stats = result.stats;
     if args.format == crate::Format::Json && !matches!(result.ended, Ended::Interrupted) {
@@ -506,7 +514,7 @@ struct Status {
     shown: bool,
     last: Option<Instant>,
     frame: usize,
-    /// Whether the calls are kept (`--format json`).
+    /// Whether the calls are kept (`--format json`, or `--trace` on a terminal).
     keep_calls: bool,
     /// The records of the calls out, not answered yet.
     out: HashMap<CallId, Value>,

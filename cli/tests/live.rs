@@ -371,6 +371,16 @@ fn a_terminal_gets_a_status_line_and_a_summary() {
         "the status line is cleared: {shown:?}"
     );
     assert_contains(&shown, "1 model call, 0 tool calls, 15 tokens");
+    // `--trace` on a terminal lists each call with its input and answer.
+    let Some(shown) = on_a_terminal(&format!(
+        "run --provider openai --model m --base-url {} {} --input '{{\"text\": \"x\"}}' --trace",
+        server.base_url(),
+        pack.display()
+    )) else {
+        return;
+    };
+    assert_contains(&shown, "step classify");
+    assert_contains(&shown, r#"prompt doc_classifier: "x" -> {"type":"manual"}"#);
 }
 
 /// A pack whose composition `c` calls tool `dump` (a tool step), then stops.

@@ -64,9 +64,10 @@ impl Host for Recorder<'_> {
     }
 }
 
-/// The `calls` of the JSON result: the run's call log `log` ([`Run::calls`], kept with
-/// `RunOptions::record_calls`), which is what `packc test` compares with a case's
-/// `expect.calls`, each host call with the answer `answered` holds for it. A built-in
+/// The `calls` of the JSON result: the run's call log `log`
+/// ([`Run::calls`](packc_vm::Run::calls), kept with `RunOptions::record_calls`), which
+/// is what `packc test` compares with a case's `expect.calls`, each host call with the
+/// answer `answered` holds for it. A built-in
 /// validator's firing (`{guardrail, at, action, length}`) is no host call and has no
 /// answer; nor has a call the run issued and never got the answer to (it failed first).
 pub fn calls_json(log: &[CallRecord], answered: Vec<AnsweredCall>) -> Vec<Value> {
