@@ -188,13 +188,13 @@ pub struct ResumeArgs {
     #[arg(long, value_enum, requires = "model")]
     pub provider: Option<crate::inputs::Provider>,
     /// The model name (as `packc run --model`).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", requires = "provider", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub model: Option<String>,
     /// The API base URL (as `packc run --base-url`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", requires = "provider")]
     pub base_url: Option<String>,
     /// The environment variable holding the API key (as `packc run --api-key-env`).
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", requires = "provider")]
     pub api_key_env: Option<String>,
     /// Tool bindings (as `packc run --tools`).
     #[arg(long, value_name = "FILE", conflicts_with = "host")]

@@ -195,7 +195,7 @@ pub struct LiveArgs {
     #[arg(long, value_enum, requires = "model")]
     pub provider: Option<Provider>,
     /// The model name sent with every request (with --provider).
-    #[arg(long, value_name = "NAME", requires = "provider")]
+    #[arg(long, value_name = "NAME", requires = "provider", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub model: Option<String>,
     /// The API base URL (by default `https://api.openai.com/v1`); requests go to
     /// `<URL>/chat/completions`. For a local server, e.g. `http://127.0.0.1:8080/v1`.

@@ -289,6 +289,20 @@ fn live_flags_and_the_input_are_checked_before_any_request() {
     let out = packc_output!("run", &ex2, ["--model", "m", "--input", r#"{"text": "x"}"#]);
     assert_code(&out, 2);
     assert_contains(stderr(&out), "--provider");
+    let out = packc_output!(
+        "run",
+        &ex2,
+        [
+            "--provider",
+            "openai",
+            "--model",
+            "",
+            "--input",
+            r#"{"text": "x"}"#
+        ]
+    );
+    assert_code(&out, 2);
+    assert_contains(stderr(&out), "a value is required for '--model <NAME>'");
     let out = live_output!(
         format!("{}/chat/completions", server.base_url()),
         &ex2,

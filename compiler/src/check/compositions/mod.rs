@@ -531,6 +531,25 @@ mod tests {
         assert_eq!(at("5/inptu"), "did you mean `input`?");
     }
 
+    /// A branch target is suggested among the later steps only, a `depends_on` among the
+    /// earlier ones: the nearest name elsewhere would be a cycle.
+    #[test]
+    fn step_names_are_suggested_where_they_may_stand() {
+        let all = diagnostics(json!([
+            {"id": "classify", "kind": "prompt", "prompt_task": "p"},
+            {"id": "route", "kind": "branch",
+             "predicate": {"path": "${input.k}", "op": "equals", "value": 1},
+             "then": "answer", "else": "clasify"},
+            {"id": "answer", "kind": "prompt", "prompt_task": "p", "depends_on": ["answr"]},
+        ]));
+        let at = |p: &str| help_at(&all, &format!("/compositions/c/steps/{p}"));
+        assert_eq!(at("1/else"), "the later steps defined are: `answer`");
+        assert_eq!(
+            at("2/depends_on/0"),
+            "the earlier steps defined are: `classify`, `route`"
+        );
+    }
+
     #[test]
     fn a_misspelt_required_member_is_linked_to_the_missing_one() {
         let all = diagnostics(json!([

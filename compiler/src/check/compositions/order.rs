@@ -123,16 +123,29 @@ impl<'p> Comp<'p> {
     }
 }
 
-/// `unresolved_step` for `name`, which `what` (at `ptr`) names but is no top-level step.
-fn unresolved_step(c: &Comp<'_>, name: &str, ptr: &At<'_>, what: &str) -> Diagnostic {
+/// `unresolved_step` for `name`, which `what` (at `ptr`) names but is no top-level step;
+/// "did you mean" offers the top-level steps whose index `fits`, `among` (those that
+/// may stand there: a branch's "later steps", a step's "earlier steps").
+fn unresolved_step(
+    c: &Comp<'_>,
+    name: &str,
+    ptr: &At<'_>,
+    what: &str,
+    (among, fits): (&str, impl Fn(usize) -> bool),
+) -> Diagnostic {
     let message = if c.nested.contains_key(&Name(name)) {
         format!("{what} `{name}` is a step nested in a parallel; only top-level steps can be named here")
     } else {
         format!("{what} `{name}` names no step of the composition")
     };
+    let candidates = c
+        .top
+        .iter()
+        .filter(|(_, t)| fits(t.index))
+        .map(|(k, _)| k.0);
     Diagnostic::new(DiagKind::UnresolvedStep, message)
         .at(ptr)
-        .help(did_you_mean("steps", name, c.top.keys().map(|k| k.0)))
+        .help(did_you_mean(among, name, candidates))
 }
 
 /// The composition's `output` (a string, at `optr`): a top-level step with an output.
@@ -151,7 +164,7 @@ pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr
         ),
         Some(_) => {}
         None => {
-            let d = unresolved_step(c, output, optr, "output");
+            let d = unresolved_step(c, output, optr, "output", ("steps", |_| true));
             cx.push(d);
         }
     }
@@ -176,7 +189,7 @@ pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_
         };
         match c.top.get(&Name(name)) {
             None => {
-                let d = unresolved_step(c, name, &tptr, key);
+                let d = unresolved_step(c, name, &tptr, key, ("later steps", |i| i > index));
                 cx.push(d);
             }
             Some(t) if t.index <= index => {
@@ -219,7 +232,13 @@ pub(super) fn check_depends_on(
         };
         match c.top.get(&Name(name)) {
             None => {
-                let d = unresolved_step(c, name, &kptr, "depends_on");
+                let d = unresolved_step(
+                    c,
+                    name,
+                    &kptr,
+                    "depends_on",
+                    ("earlier steps", |i| i < index),
+                );
                 cx.push(d);
             }
             Some(t) if t.index >= index => {
