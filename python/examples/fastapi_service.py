@@ -175,21 +175,27 @@ def create_app(pack: str | Path = DEFAULT_PACK, db_path: str = "runs.sqlite3", a
             store.save(run_id, run.snapshot(), version)
         return {"id": run_id, "reply": reply, "state": state_of(run.trace), "waiting": need == packc.Need.CALLER}
 
+    def turn(run: packc.Run, message: str) -> packc.Need:
+        """Hands the run the caller's message. One past the run's value limits (16 MiB by
+        default) is refused with 413; the stored run is left as it was."""
+        try:
+            return run.resume(turn=message)
+        except packc.LimitExceeded as e:
+            raise HTTPException(status_code=413, detail=e.message) from e
+        except packc.ProtocolError as e:
+            raise HTTPException(status_code=409, detail=e.message) from e
+
     @app.post("/runs")
     def start(body: Message) -> Dict[str, Any]:
         run = program.start()
         run.resume()
-        return step(uuid.uuid4().hex, run, run.resume(turn=body.message), None)
+        return step(uuid.uuid4().hex, run, turn(run, body.message), None)
 
     @app.post("/runs/{run_id}")
     def message(run_id: str, body: Message) -> Dict[str, Any]:
         snapshot, version = store.load(run_id)
         run = program.restore(snapshot)
-        try:
-            need = run.resume(turn=body.message)
-        except packc.ProtocolError as e:
-            raise HTTPException(status_code=409, detail=e.message) from e
-        return step(run_id, run, need, version)
+        return step(run_id, run, turn(run, body.message), version)
 
     @app.post("/runs/{run_id}/finish")
     def finish(run_id: str) -> Dict[str, Any]:

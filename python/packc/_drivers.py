@@ -125,8 +125,14 @@ def _clock(clock: Optional[Callable[[], int]], started: float) -> int:
 
 
 def _first_need(run: Run) -> Need:
-    """Starts ``run``, or picks it up where it waits (restored, or left partway)."""
+    """Starts ``run``, or picks it up where it waits (restored, or left partway). A run
+    that has ended is refused: its input would be dropped, and its old outcome returned
+    as if it were the new one's."""
     need = run.waiting_for
+    if need == Need.DONE:
+        raise ProtocolError(
+            "the run has already ended (its outcome is run.outcome): start a new run to drive"
+        )
     return run.resume() if need is None else need
 
 
@@ -151,7 +157,8 @@ def drive(
     :class:`packc.RunError`. A run already started (restored from a snapshot, or left
     by a drive whose host function raised) is picked up where it waits
     (:attr:`packc.Run.waiting_for`): a turn under way ends first, then the caller does
-    ``input`` or ``script`` (``script=[]``: finish once the turn ends).
+    ``input`` or ``script`` (``script=[]``: finish once the turn ends). A run that has
+    ended raises :class:`packc.ProtocolError`.
     """
     handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
     items = _script(input, script)

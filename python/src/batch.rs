@@ -134,6 +134,8 @@ impl Batch {
             },
         };
         let live = crate::hosts::live_config(
+            py,
+            &artifact.inner.module,
             model,
             base_url,
             api_key,

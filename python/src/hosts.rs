@@ -156,8 +156,16 @@ pub(crate) fn host_variables(
 }
 
 /// The live host's configuration from the keyword arguments `run_live` and `Batch`
-/// share; the key comes from `api_key`, else from the variable `api_key_env`.
+/// share, for a run of `module`; the key comes from `api_key`, else from the variable
+/// `api_key_env`. What `packc run` refuses before its first call is refused here too
+/// (`ValueError`): a base URL that is not one, or that ends in the `/chat/completions`
+/// the host adds; api.openai.com without a key; a tool binding that cannot work (a
+/// command that does not exist, a URL that does not parse). A binding key that names no
+/// tool of the pack is a `UserWarning`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn live_config(
+    py: Python<'_>,
+    module: &ir_spec::Module,
     model: String,
     base_url: Option<String>,
     api_key: Option<String>,
@@ -178,6 +186,31 @@ pub(crate) fn live_config(
                  /chat/completions)"
             )));
         }
+        if let Some(base) = url.trim_end_matches('/').strip_suffix("/chat/completions") {
+            return Err(PyValueError::new_err(format!(
+                "base_url={url:?} ends with /chat/completions, which the host adds to it: \
+                 give base_url={base:?}"
+            )));
+        }
+    } else if api_key.is_none() {
+        return Err(PyValueError::new_err(format!(
+            "no API key for {}: pass api_key=, or set {api_key_env} (or name another \
+             variable with api_key_env=)",
+            ModelEndpoint::OPENAI_HOST
+        )));
+    }
+    let tools = bindings(tools)?;
+    let report = tools.check(module);
+    if !report.errors.is_empty() {
+        return Err(PyValueError::new_err(report.errors.join("; ")));
+    }
+    for warning in &report.warnings {
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &std::ffi::CString::new(warning.as_str()).unwrap_or_default(),
+            1,
+        )?;
     }
     Ok(LiveConfig {
         model: Some(ModelEndpoint {
@@ -185,7 +218,7 @@ pub(crate) fn live_config(
             model,
             api_key,
         }),
-        tools: bindings(tools)?,
+        tools,
         transport: TransportConfig {
             timeout: Duration::from_secs_f64(timeout),
             retries,
@@ -263,6 +296,8 @@ fn run_live(
     let host = LiveHost::new(LiveConfig {
         concurrency,
         ..live_config(
+            py,
+            &artifact.inner.module,
             model,
             base_url,
             api_key,

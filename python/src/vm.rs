@@ -156,9 +156,11 @@ impl Program {
     ///
     /// Continues a run from `Run.snapshot()` bytes, in this process or another: the same
     /// trace, call log and outstanding calls, under the same ids. The snapshot holds the
-    /// run's state only: the options (`variables`, `record_calls` and the limits, as for
-    /// `start`) are this call's, never the snapshot's. Damaged bytes, or a snapshot of
-    /// another module, raise `packc.SnapshotError`.
+    /// run's state, its host variables included (so a snapshot is as secret as they
+    /// are): `variables` other than `None` raise `ValueError`, as the run keeps the ones
+    /// it started with. The other options (`record_calls` and the limits, as for `start`)
+    /// are this call's, never the snapshot's. Damaged bytes, or a snapshot of another
+    /// module, raise `packc.SnapshotError`.
     #[pyo3(signature = (data, *, variables=None, record_calls=false,
         max_host_calls=None, max_value_bytes=None, max_value_depth=None,
         max_snapshot_bytes=None, max_built_bytes=None))]
@@ -175,8 +177,13 @@ impl Program {
         #[pyo3(from_py_with = crate::args::max_snapshot_bytes)] max_snapshot_bytes: Option<usize>,
         #[pyo3(from_py_with = crate::args::max_built_bytes)] max_built_bytes: Option<usize>,
     ) -> PyResult<Run> {
+        if variables.is_some_and(|v| !v.is_none()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a restored run keeps the host variables it started with (they are in the snapshot): leave out `variables`",
+            ));
+        }
         let options = run_options(
-            variables,
+            None,
             record_calls,
             Limits {
                 max_host_calls,

@@ -19,6 +19,9 @@ from mock_openai import MockOpenAI, documents, system_of
 
 DOCUMENT_SCHEMA: Dict[str, Any] = json.loads((EX2.parent / "schemas" / "document.json").read_text())
 
+# A local server: no API key is needed (api.openai.com, the default, needs one).
+LOCAL = "http://127.0.0.1:9/v1"
+
 
 def rows(n: int) -> List[Dict[str, Any]]:
     return [{"id": f"r{i}", "text": f"Paper {i}. Abstract: a result."} for i in range(n)]
@@ -93,25 +96,25 @@ def test_a_call_cap_of_one_sends_one_request_at_a_time() -> None:
 def test_bad_options_are_refused_when_the_engine_is_built() -> None:
     artifact = packc.compile(EX2)
     with pytest.raises(ValueError, match="provider"):
-        packc.Batch(artifact, model="m", provider="anthropic")  # type: ignore[arg-type]
+        packc.Batch(artifact, model="m", base_url=LOCAL, provider="anthropic")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout"):
-        packc.Batch(artifact, model="m", timeout=0)
+        packc.Batch(artifact, model="m", base_url=LOCAL, timeout=0)
     with pytest.raises(ValueError, match="concurrency"):
-        packc.Batch(artifact, model="m", concurrency=0)
+        packc.Batch(artifact, model="m", base_url=LOCAL, concurrency=0)
     # More worker threads than the engine starts: refused before any thread starts.
     with pytest.raises(ValueError, match="threads is 100000"):
-        packc.Batch(artifact, model="m", threads=100_000)
+        packc.Batch(artifact, model="m", base_url=LOCAL, threads=100_000)
     with pytest.raises(ValueError, match="base_url"):
         packc.Batch(artifact, model="m", base_url="not a url")
     # run_live refuses the same options, before any call.
     with pytest.raises(ValueError, match="concurrency"):
-        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=0)
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url=LOCAL, concurrency=0)
     with pytest.raises(ValueError, match="base_url"):
         packc.run_live(artifact, {"text": "t"}, model="m", base_url="localhost:8000/v1")
     with pytest.raises(TypeError, match="input_schema"):
-        packc.Batch(artifact, model="m", input_schema=[1, 2])  # type: ignore[arg-type]
+        packc.Batch(artifact, model="m", base_url=LOCAL, input_schema=[1, 2])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="input_schema"):
-        packc.Batch(artifact, model="m", input_schema={"type": 12})
+        packc.Batch(artifact, model="m", base_url=LOCAL, input_schema={"type": 12})
 
 
 def test_a_cancelled_block_still_has_one_result_per_row_in_order() -> None:
@@ -148,19 +151,19 @@ def test_a_cancelled_block_still_has_one_result_per_row_in_order() -> None:
 def test_timeouts_and_concurrency_past_their_maximum_are_value_errors() -> None:
     artifact = packc.compile(EX2)
     with pytest.raises(ValueError, match="timeout .* maximum of 86400"):
-        packc.Batch(artifact, model="m", timeout=1e20)
+        packc.Batch(artifact, model="m", base_url=LOCAL, timeout=1e20)
     with pytest.raises(ValueError, match="timeout .* maximum of 86400"):
         packc.run_live(artifact, {"text": "t"}, model="m", base_url="http://127.0.0.1:9/v1", timeout=1e20)
-    packc.Batch(artifact, model="m", timeout=86400)
+    packc.Batch(artifact, model="m", base_url=LOCAL, timeout=86400)
     with pytest.raises(ValueError, match=r"concurrency is 4611686018427387904, .*\(100000\)"):
-        packc.Batch(artifact, model="m", concurrency=2**62)
+        packc.Batch(artifact, model="m", base_url=LOCAL, concurrency=2**62)
     with pytest.raises(ValueError, match=r"tool_concurrency is 4611686018427387904, .*\(100000\)"):
-        packc.Batch(artifact, model="m", tool_concurrency=2**62)
-    packc.Batch(artifact, model="m", concurrency=100_000, tool_concurrency=100_000)
+        packc.Batch(artifact, model="m", base_url=LOCAL, tool_concurrency=2**62)
+    packc.Batch(artifact, model="m", base_url=LOCAL, concurrency=100_000, tool_concurrency=100_000)
     with pytest.raises(ValueError, match=r"concurrency is 257, .*threads.*\(256\)"):
-        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=257)
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url=LOCAL, concurrency=257)
     with pytest.raises(ValueError, match=r"concurrency is 4611686018427387904"):
-        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=2**62)
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url=LOCAL, concurrency=2**62)
 
 
 def threads_now() -> int:
@@ -252,27 +255,27 @@ def test_a_negative_or_oversized_int_is_a_value_error_naming_it() -> None:
     artifact = packc.compile(EX2)
     u32, u64, usize = 2**32 - 1, 2**64 - 1, 2 * sys.maxsize + 1
     with pytest.raises(ValueError, match=f"^rows_in_flight must be an int from 0 to {usize}, not -1"):
-        packc.Batch(artifact, model="m", rows_in_flight=-1)
+        packc.Batch(artifact, model="m", base_url=LOCAL, rows_in_flight=-1)
     with pytest.raises(ValueError, match=f"^threads must be an int from 0 to {usize}, not -1"):
-        packc.Batch(artifact, model="m", threads=-1)
+        packc.Batch(artifact, model="m", base_url=LOCAL, threads=-1)
     with pytest.raises(ValueError, match=f"^concurrency must be an int from 0 to {usize}, not -1"):
-        packc.Batch(artifact, model="m", concurrency=-1)
+        packc.Batch(artifact, model="m", base_url=LOCAL, concurrency=-1)
     with pytest.raises(ValueError, match=f"^tool_concurrency must be an int from 0 to {usize}, not -5"):
-        packc.Batch(artifact, model="m", tool_concurrency=-5)
+        packc.Batch(artifact, model="m", base_url=LOCAL, tool_concurrency=-5)
     with pytest.raises(ValueError, match=f"^retries must be an int from 0 to {u32}, not -1"):
-        packc.Batch(artifact, model="m", retries=-1)
+        packc.Batch(artifact, model="m", base_url=LOCAL, retries=-1)
     with pytest.raises(ValueError, match=f"^rpm must be an int from 0 to {u32}, not {u64}"):
-        packc.Batch(artifact, model="m", rpm=u64)
+        packc.Batch(artifact, model="m", base_url=LOCAL, rpm=u64)
     with pytest.raises(ValueError, match=f"^tpm must be an int from 0 to {u64}, not {u64 + 1}"):
-        packc.Batch(artifact, model="m", tpm=u64 + 1)
+        packc.Batch(artifact, model="m", base_url=LOCAL, tpm=u64 + 1)
     with pytest.raises(TypeError, match="^retries must be an int, not float"):
-        packc.Batch(artifact, model="m", retries=1.5)  # type: ignore[arg-type]
+        packc.Batch(artifact, model="m", base_url=LOCAL, retries=1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=f"^retries must be an int from 0 to {u32}, not -1"):
-        packc.run_live(artifact, {"text": "t"}, model="m", retries=-1)
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url=LOCAL, retries=-1)
     with pytest.raises(ValueError, match=f"^concurrency must be an int from 0 to {usize}, not -1"):
-        packc.run_live(artifact, {"text": "t"}, model="m", concurrency=-1)
+        packc.run_live(artifact, {"text": "t"}, model="m", base_url=LOCAL, concurrency=-1)
     # In range, they are taken as before (None for no limit).
-    packc.Batch(artifact, model="m", retries=0, rpm=None, tpm=u64, rows_in_flight=1)
+    packc.Batch(artifact, model="m", base_url=LOCAL, retries=0, rpm=None, tpm=u64, rows_in_flight=1)
 
 
 def test_rows_must_be_an_iterable_of_rows_not_one_row() -> None:

@@ -81,6 +81,30 @@ def test_run_live_binds_tools_and_fails_with_run_errors(tmp_path: Path) -> None:
         packc.run_live(packc.compile(EX2), model="m", provider="anthropic")  # type: ignore[arg-type]
 
 
+def test_run_live_and_batch_refuse_settings_that_cannot_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ex2, ex3 = packc.compile(EX2), packc.compile(EX3)
+    url = "http://127.0.0.1:9/v1"
+    # What the CLI refuses before its first call is refused here too, before any request.
+    with pytest.raises(ValueError, match=r'ends with /chat/completions.*base_url="http://127.0.0.1:9/v1"'):
+        packc.run_live(ex2, {"text": "t"}, model="m", base_url=url + "/chat/completions")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="no API key for api.openai.com"):
+        packc.run_live(ex2, {"text": "t"}, model="m")
+    with pytest.raises(ValueError, match="no API key for api.openai.com"):
+        packc.Batch(ex2, model="m")
+    missing = {"doc.parse_structure": {"command": [str(tmp_path / "nope")]}}
+    with pytest.raises(ValueError, match="tool `doc.parse_structure`: .*nope"):
+        packc.run_live(ex3, {}, model="m", base_url=url, tools=missing)
+    with pytest.raises(ValueError, match="tool `doc.parse_structure`: .*nope"):
+        packc.Batch(ex3, model="m", base_url=url, tools=missing)
+    # A key that names no tool is most likely misspelt: a warning, with the nearest key.
+    tool = tmp_path / "tool.py"
+    tool.write_text("print('{}')\n")
+    typo = {"doc.parse_structur": {"command": [sys.executable, str(tool)]}}
+    with pytest.warns(UserWarning, match="did you mean `doc.parse_structure`"):
+        packc.Batch(ex3, model="m", base_url=url, tools=typo)
+
+
 def import_fastapi_service() -> Any:
     sys.path.insert(0, str(EXAMPLES_PY))
     try:
@@ -112,6 +136,12 @@ def test_fastapi_service_parks_runs_in_sqlite_and_resumes_them(tmp_path: Path) -
     assert third["reply"].startswith("Summary")
     trace = client.get(f"/runs/{run_id}").json()["trace"]
     assert trace[:2] == ["enter triage", "transition triage -> tech_state on technical"]
+
+    # A message past the run's value limit is refused, and the parked run goes on.
+    huge = client.post(f"/runs/{run_id}", json={"message": "x" * (17 << 20)})
+    assert huge.status_code == 413 and "max_value_bytes" in huge.json()["detail"]
+    assert client.post("/runs", json={"message": "x" * (17 << 20)}).status_code == 413
+    assert client.get(f"/runs/{run_id}").json()["trace"] == trace
 
     done = client.post(f"/runs/{run_id}/finish").json()
     assert done["state"] == "closing_state" and done["output"].startswith("Summary")

@@ -179,3 +179,32 @@ def test_drive_picks_up_a_started_or_restored_run(ex3_program: packc.Program) ->
         assert run.waiting_for == packc.Need.DONE
         assert out.output == expected["output"], drive
         assert run.trace == expected["trace"], drive
+
+
+DRAFT_PACK = """
+id: drafts
+name: Drafts
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  draft: {id: draft, name: Draft, version: 1.0.0, system_template: "Draft for {{audience}}."}
+workflow:
+  version: 1
+  entry: drafting
+  states:
+    drafting: {prompt_task: draft, terminal: true}
+"""
+
+
+def test_a_restored_run_keeps_the_host_variables_it_started_with() -> None:
+    program = packc.Program(packc.compile(text=DRAFT_PACK))
+    run = program.start(variables={"audience": "kids"})
+    run.resume()
+    saved = run.snapshot()
+    # Variables given to restore would be silently unused: refused.
+    with pytest.raises(ValueError, match="keeps the host variables it started with"):
+        program.restore(saved, variables={"audience": "adults"})
+    restored = program.restore(saved)
+    restored.resume(turn="write it")
+    call = restored.next_call
+    assert call is not None and call.system == "Draft for kids."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import OrderedDict, UserDict, UserList
 from types import MappingProxyType
@@ -75,6 +76,15 @@ def test_drive_runs_ex2_on_both_branches(ex2_program: packc.Program) -> None:
         "entities": [],
     }
     assert run.trace[-1] == "step extract_general"
+    # A run that ended is not driven again: its old outcome would pass for the new input's.
+    with pytest.raises(packc.ProtocolError, match="the run has already ended"):
+        packc.drive(run, model=general, input={"text": "another document"})
+
+    async def drive_again() -> packc.Outcome:
+        return await packc.drive_async(run, model=general, input={"text": "another"})
+
+    with pytest.raises(packc.ProtocolError, match="the run has already ended"):
+        asyncio.run(drive_again())
 
 
 def test_drive_with_events_and_turns() -> None:

@@ -9,10 +9,12 @@
 //! name and arguments, or its error message. The nesting counts arrays and objects, as a
 //! JSON text's does: `[[1]]` is 2.
 //!
-//! Past a limit, the run fails with `limit_exceeded` naming the limit, as a run-wide
-//! failure (like `max_host_calls`), not a `host_error` of the step: the limit is the
-//! embedder's, not the pack's, so retry modifiers and tool loops must not spend more
-//! calls on it, and the value is never stored.
+//! Past a limit, an answer fails the run with `limit_exceeded` naming the limit, as a
+//! run-wide failure (like `max_host_calls`), not a `host_error` of the step: the limit is
+//! the embedder's, not the pack's, so retry modifiers and tool loops must not spend more
+//! calls on it, and the value is never stored. A caller's turn or event past a limit is
+//! refused with the same error before anything changes: the run still waits for the
+//! caller, who may send another.
 
 use serde_json::{Map, Value};
 

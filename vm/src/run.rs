@@ -147,7 +147,9 @@ impl Run {
     /// exactly as it was: the same pending and issued calls, the same snapshot.
     ///
     /// A value past the embedder's limits ([`RunOptions::max_value_bytes`],
-    /// [`RunOptions::max_value_depth`]) ends the run with `limit_exceeded`.
+    /// [`RunOptions::max_value_depth`]) is `limit_exceeded`: in an answer it ends the
+    /// run; a turn or an event past them is refused and leaves the run as it was,
+    /// waiting for the caller.
     ///
     /// [`RunOptions::max_value_bytes`]: crate::RunOptions::max_value_bytes
     /// [`RunOptions::max_value_depth`]: crate::RunOptions::max_value_depth
@@ -227,20 +229,18 @@ impl Run {
                         "a turn, event or finish while the run is busy (calls are outstanding)",
                     ));
                 }
+                // A turn or event past the embedder's limits is refused before anything
+                // changes: the run waits on for the caller, as it was (a service keeps
+                // its conversation when one message is too large).
+                match &caller {
+                    Input::Turn(v) => self.config.limits.value(v, "the turn input")?,
+                    Input::Event(e) => self.config.limits.string(e, "the event name")?,
+                    _ => {}
+                }
                 self.state.io.issued = 0;
                 match caller {
-                    Input::Turn(v) => self
-                        .config
-                        .limits
-                        .value(&v, "the turn input")
-                        .and_then(|()| self.begin_turn(v))
-                        .and_then(|()| self.advance()),
-                    Input::Event(e) => self
-                        .config
-                        .limits
-                        .string(&e, "the event name")
-                        .and_then(|()| self.caller_event(&e))
-                        .and_then(|()| self.advance()),
+                    Input::Turn(v) => self.begin_turn(v).and_then(|()| self.advance()),
+                    Input::Event(e) => self.caller_event(&e).and_then(|()| self.advance()),
                     _ => {
                         self.finish();
                         Ok(Need::Done)

@@ -97,12 +97,23 @@ fn turn_input_bytes() {
         assert_eq!(run.resume(Input::Turn(input.clone())).unwrap(), Need::Calls);
     }
     let mut run = start(&pack(), bytes(n - 1));
+    let before = run.snapshot();
     let r = run.resume(Input::Turn(input));
-    assert_limit(&run, r, "max_value_bytes");
+    assert_refused(&run, r, "max_value_bytes");
     assert!(run.trace_lines().is_empty());
-    // Over is over.
-    let again = run.resume(Input::Turn(json!(1))).unwrap_err();
-    assert_eq!(again.kind, ErrorKind::Protocol);
+    assert_eq!(run.snapshot(), before, "the refused turn changed the run");
+    // The run waits on: a turn within the limit goes ahead.
+    assert_eq!(run.resume(Input::Turn(json!(1))).unwrap(), Need::Calls);
+}
+
+/// A caller's input past a limit is refused: the error names the limit, and the run
+/// still waits for the caller.
+fn assert_refused(run: &Run, r: Result<Need, RunError>, limit: &str) {
+    let e = r.expect_err("past the limit");
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+    assert!(e.message.contains(&format!("`{limit}`")), "{e}");
+    assert!(!run.is_finished());
+    assert_eq!(run.waiting_for(), Some(Need::Caller));
 }
 
 #[test]
@@ -114,7 +125,7 @@ fn turn_input_depth() {
     }
     let mut run = start(&pack(), depth(4));
     let r = run.resume(Input::Turn(input));
-    assert_limit(&run, r, "max_value_depth");
+    assert_refused(&run, r, "max_value_depth");
     // Scalars have no depth.
     let mut run = start(&pack(), depth(0));
     assert_eq!(run.resume(Input::Turn(json!("flat"))).unwrap(), Need::Calls);
@@ -243,9 +254,11 @@ fn caller_event_bytes() {
             ["enter one", "transition one -> two on Go", "enter two"]
         );
     }
-    let (run, r) = run_with(2);
-    assert_limit(&run, r, "max_value_bytes");
+    let (mut run, r) = run_with(2);
+    assert_refused(&run, r, "max_value_bytes");
     assert_eq!(run.trace_lines(), ["enter one"]);
+    assert_eq!(run.caller_events(), ["Go"]);
+    assert_eq!(run.resume(Input::Finish).unwrap(), Need::Done);
 }
 
 #[test]
@@ -563,7 +576,7 @@ fn both_value_limits_at_usize_max_walk_nothing() {
     // With the defaults the same value is refused.
     let mut run = start(&pack(), RunOptions::default());
     let r = run.resume(Input::Turn(deep));
-    assert_limit(&run, r, "max_value_depth");
+    assert_refused(&run, r, "max_value_depth");
 }
 
 fn built(max: usize) -> RunOptions {

@@ -180,15 +180,22 @@ fn check_step(
 /// The kind a step's `kind` string `k` names, or `unsupported_step_kind` and `None` (an
 /// unknown kind, or a branch or parallel step as the branch of a parallel step).
 fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &At<'_>, nested: bool) -> Option<Kind> {
-    match Kind::parse_at(k, cx.level >= ir_spec::SpecLevel::V1_8) {
+    // From level 1.8 on, extension steps (`vendor.name`) stand beside the v1 kinds.
+    let extensions = cx.level >= ir_spec::SpecLevel::V1_8;
+    match Kind::parse_at(k, extensions) {
         Some(Kind::Branch | Kind::Parallel) if nested => {
+            let kinds = if extensions {
+                "prompt, agent, tool or extension (`vendor.name`)"
+            } else {
+                "prompt, agent or tool"
+            };
             cx.push(
                 Diagnostic::new(
                     DiagKind::UnsupportedStepKind,
                     format!("a `{k}` step cannot be a branch of a parallel step"),
                 )
                 .at(ptr.key("kind"))
-                .help("branches of a parallel step are prompt, agent or tool steps"),
+                .help(format!("branches of a parallel step are {kinds} steps")),
             );
             None
         }
@@ -198,6 +205,8 @@ fn step_kind(cx: &mut Cx<'_, '_>, k: &str, ptr: &At<'_>, nested: bool) -> Option
                 "vendor step kinds (`vendor.name`) need spec level 1.8: declare `$schema` v1.8 or later".to_owned()
             } else if let Some(near) = super::suggest(k, Kind::V1.map(Kind::as_str)) {
                 format!("did you mean `{near}`?")
+            } else if extensions {
+                "step kinds are prompt, agent, tool, branch and parallel, and extension kinds named `vendor.name`".to_owned()
             } else {
                 "v1 step kinds are prompt, agent, tool, branch and parallel".to_owned()
             };
@@ -479,13 +488,21 @@ mod tests {
     /// Each diagnostic of a pack whose composition `c` has `steps`: its pointer, its help
     /// and the pointers of its other labels.
     fn diagnostics(steps: Value) -> Vec<(String, String, Vec<String>)> {
-        let pack = json!({
+        diagnostics_at(None, steps)
+    }
+
+    /// [`diagnostics`] of the pack claiming `$schema` `claim`.
+    fn diagnostics_at(claim: Option<&str>, steps: Value) -> Vec<(String, String, Vec<String>)> {
+        let mut pack = json!({
             "id": "d", "name": "D", "version": "1.0.0",
             "template_engine": {"version": "v1", "syntax": "{{variable}}"},
             "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
             "tools": {"t": {"name": "t", "description": "T", "parameters": {"type": "object"}}},
             "compositions": {"c": {"version": 1, "steps": steps}},
         });
+        if let Some(claim) = claim {
+            pack["$schema"] = json!(claim);
+        }
         crate::check_bytes(
             &serde_json::to_vec(&pack).unwrap(),
             &crate::Options::default(),
@@ -529,6 +546,29 @@ mod tests {
         assert_eq!(at("3/predicate"), "did you mean `value`?");
         assert_eq!(at("4/termination/max_step"), "did you mean `max_steps`?");
         assert_eq!(at("5/inptu"), "did you mean `input`?");
+    }
+
+    /// From level 1.8 on, the help on a step kind names the extension kinds too.
+    #[test]
+    fn the_kinds_named_follow_the_level() {
+        let steps = json!([
+            {"id": "a", "kind": "rerank"},
+            {"id": "b", "kind": "parallel",
+             "branches": [{"id": "x", "kind": "prompt", "prompt_task": "p"},
+                          {"id": "y", "kind": "branch",
+                           "predicate": {"path": "${input.k}", "op": "exists"}, "then": "a"}],
+             "reduce": {"strategy": "barrier", "into": "both"}},
+        ]);
+        let v19 = "https://promptpack.org/schema/v1.9.0/promptpack.schema.json";
+        for (claim, kinds, branches) in [
+            (None, "v1 step kinds are prompt, agent, tool, branch and parallel", "prompt, agent or tool"),
+            (Some(v19), "step kinds are prompt, agent, tool, branch and parallel, and extension kinds named `vendor.name`", "prompt, agent, tool or extension (`vendor.name`)"),
+        ] {
+            let all = diagnostics_at(claim, steps.clone());
+            let at = |p: &str| help_at(&all, &format!("/compositions/c/steps/{p}"));
+            assert_eq!(at("0/kind"), kinds);
+            assert_eq!(at("1/branches/1/kind"), format!("branches of a parallel step are {branches} steps"));
+        }
     }
 
     /// A branch target is suggested among the later steps only, a `depends_on` among the

@@ -411,7 +411,7 @@ impl ToolBindings {
     ) -> Result<Value, String> {
         match self.tools.get(key) {
             None => Err(format!(
-                "tool `{key}` is not bound to anything: bind it in a --tools file"
+                "tool `{key}` is not bound to anything: bind it in a --tools file (in Python, `tools=`)"
             )),
             Some(Binding::Command {
                 argv,
