@@ -65,7 +65,13 @@ class PackRunner:
         count = len(next(iter(columns.values()), []))
         rows = [{name: values[i] for name, values in columns.items()} for i in range(count)]
         results = self.batch.run(rows)
-        out = dict(block)
+        # The input's columns go back out with each object cell plain too: a cell that is
+        # a NumPy array (a list column, ragged) can crash Ray 2.60's `write_json` (pandas'
+        # `to_json` on such a block dies with SIGSEGV, and Ray retries it forever).
+        out = {
+            name: _objects(columns[name]) if values.dtype == object else values
+            for name, values in block.items()
+        }
         out["output"] = _objects([json.dumps(r["output"]) if "output" in r else None for r in results])
         out["error"] = _objects([_error(r.get("error")) for r in results])
         for name in ("calls", "tokens", "wall_ms"):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
@@ -82,6 +84,28 @@ def test_failed_rows_carry_their_error_and_the_dataset_goes_on(local_ray: None) 
         assert rows[4]["calls"] == 0
         assert all(rows[i]["error"] is None for i in range(4))
         assert len(mock.requests) == 8
+
+
+def test_rows_with_ragged_list_columns_are_written_as_json_lines(local_ray: None, tmp_path: Path) -> None:
+    # A list column whose lengths vary comes to the runner as arrays in an object array;
+    # passed back as they came, Ray's `write_json` crashed its worker (pandas' `to_json`).
+    with MockOpenAI(by_abstract) as mock:
+        items = [dict(row, tags=["a", "b"][: row["id"] % 3]) for row in dataset_rows(30)]
+        out = packc.ray.run_dataset(
+            ray.data.from_items(items), packc.compile(EX2), model="m", base_url=mock.base_url, batch_size=8
+        )
+        # A crashed write is retried by Ray without end: fail after two minutes instead.
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        try:
+            pool.submit(out.write_json, str(tmp_path / "out")).result(timeout=120)
+        finally:
+            pool.shutdown(wait=False)
+    lines = [json.loads(line) for f in sorted((tmp_path / "out").iterdir()) for line in f.read_text().splitlines()]
+    rows = {int(r["id"]): r for r in lines}
+    assert sorted(rows) == list(range(30))
+    for i, r in rows.items():
+        assert r["tags"] == ["a", "b"][: i % 3]
+        assert json.loads(r["output"]) == (PAPER_OUTPUT if i % 2 == 0 else GENERAL_OUTPUT)
 
 
 def test_a_bad_option_fails_before_ray_starts_anything(local_ray: None) -> None:
