@@ -224,6 +224,17 @@ pub struct ResumeArgs {
     pub format: crate::Format,
 }
 
+/// `offer` (how to send an event) when the run's state takes caller events now, else
+/// nothing: elsewhere an event is `invalid_event` (a state the model drives) or
+/// `terminal_state` (`workflow.md` §7).
+fn or_event<'a>(run: &Run, offer: &'a str) -> &'a str {
+    if run.caller_events().is_empty() {
+        ""
+    } else {
+        offer
+    }
+}
+
 /// Continues a saved run with one turn or event, then as far as it goes.
 pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let saved = Saved::read(&args.saved)?;
@@ -281,12 +292,9 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let first = match (&args.turn, &args.event) {
         (Some(turn), _) => Input::Turn(crate::inputs::parse_input("--turn", turn)?),
         (None, Some(event)) => Input::Event(event.clone()),
-        // `--event` only where the state takes caller events (`workflow.md` §7).
-        (None, None) if run.caller_events().is_empty() => {
-            bail!("give --turn JSON: the saved run is {}", why(&run))
-        }
         (None, None) => bail!(
-            "give --turn JSON or --event NAME: the saved run is {}",
+            "give --turn JSON{}: the saved run is {}",
+            or_event(&run, " or --event NAME"),
             why(&run)
         ),
     };
@@ -361,7 +369,7 @@ impl CallerHost {
     /// been, so it is neither saved nor reported as ended.
     pub fn interrupted(&self) -> bool {
         match self {
-            CallerHost::Live(b) => b.host.cancel_flag().load(Ordering::SeqCst),
+            CallerHost::Live(b) => b.cancelled(),
             CallerHost::Scripted(_) => false,
         }
     }
@@ -409,6 +417,8 @@ pub struct Blocking {
     pub tokens: u64,
     /// Whether a call is being answered now (what Ctrl-C stops).
     busy: Arc<AtomicBool>,
+    /// The host's cancel flag, set by Ctrl-C.
+    cancel: Arc<AtomicBool>,
 }
 
 impl Blocking {
@@ -418,9 +428,10 @@ impl Blocking {
     /// the `--interactive` prompt), or a second time, it ends the process with 130.
     pub fn new(host: LiveHost) -> Blocking {
         let busy = Arc::new(AtomicBool::new(false));
-        let (cancel, in_call) = (host.cancel_flag(), busy.clone());
+        let cancel = host.cancel_flag();
+        let (flag, in_call) = (cancel.clone(), busy.clone());
         let _ = ctrlc::set_handler(move || {
-            if cancel.swap(true, Ordering::SeqCst) || !in_call.load(Ordering::SeqCst) {
+            if flag.swap(true, Ordering::SeqCst) || !in_call.load(Ordering::SeqCst) {
                 eprintln!();
                 std::process::exit(130);
             }
@@ -430,20 +441,23 @@ impl Blocking {
             started: Instant::now(),
             tokens: 0,
             busy,
+            cancel,
         }
     }
-}
 
-impl Blocking {
+    /// Whether Ctrl-C has set the cancel flag.
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
     /// Carries out `job` on a thread of its own, waiting for it until the cancel flag is
     /// set (Ctrl-C): a request in flight is then left to the thread, which the process
     /// outlives no longer than it takes to report where the run stopped; a tool command
     /// stops itself, its process group killed.
     fn answer_interruptibly(&self, job: Job) -> (packc_vm::Answer, u64) {
         let host = self.host.clone();
-        let cancel = self.host.cancel_flag();
         let interrupted = || (packc_vm::Answer::Error("interrupted".into()), 0);
-        if cancel.load(Ordering::SeqCst) {
+        if self.cancelled() {
             return interrupted();
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -454,7 +468,7 @@ impl Blocking {
             match rx.recv_timeout(std::time::Duration::from_millis(20)) {
                 Ok(answered) => return answered,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if cancel.load(Ordering::SeqCst) {
+                    if self.cancelled() {
                         return interrupted();
                     }
                 }
@@ -472,7 +486,7 @@ impl Host for Blocking {
         self.busy.store(true, Ordering::SeqCst);
         let (answer, tokens) = self.answer_interruptibly(Job::of(call));
         self.busy.store(false, Ordering::SeqCst);
-        if self.host.cancel_flag().load(Ordering::SeqCst) {
+        if self.cancelled() {
             // The run stops here; where is said once, by the command.
             return answer;
         }
@@ -572,13 +586,7 @@ pub fn finish(
             match save {
                 _ if printed.quiet => {}
                 Some((file, _, _)) => {
-                    // Only a state the caller drives takes events: elsewhere an event is
-                    // `invalid_event` (a state the model drives) or `terminal_state`.
-                    let or_event = if run.caller_events().is_empty() {
-                        ""
-                    } else {
-                        " or `--event NAME`"
-                    };
+                    let or_event = or_event(run, " or `--event NAME`");
                     let word = escape_control(&crate::shell::path(file)).into_owned();
                     let file = escape_control(&file.display().to_string()).into_owned();
                     eprintln!(

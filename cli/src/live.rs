@@ -369,10 +369,7 @@ pub(crate) fn endpoint_of(
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         bail!("--base-url {shown} is neither http:// nor https://");
     }
-    if let Some(base) = base_url
-        .trim_end_matches('/')
-        .strip_suffix("/chat/completions")
-    {
+    if let Some(base) = ModelEndpoint::base_of(&base_url) {
         bail!(
             "--base-url {shown} ends with /chat/completions, which packc adds to it: give --base-url {}",
             shown_url(base)

@@ -186,7 +186,7 @@ pub(crate) fn live_config(
                  /chat/completions)"
             )));
         }
-        if let Some(base) = url.trim_end_matches('/').strip_suffix("/chat/completions") {
+        if let Some(base) = ModelEndpoint::base_of(url) {
             return Err(PyValueError::new_err(format!(
                 "base_url={url:?} ends with /chat/completions, which the host adds to it: \
                  give base_url={base:?}"

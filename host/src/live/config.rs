@@ -31,9 +31,25 @@ impl ModelEndpoint {
     /// The host OpenAI's own API is served from.
     pub const OPENAI_HOST: &'static str = "api.openai.com";
 
+    /// The path every model call adds to the base URL.
+    pub const PATH: &'static str = "/chat/completions";
+
     /// Where model calls go: `<base_url>/chat/completions`.
     pub fn url(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        format!("{}{}", self.base_url.trim_end_matches('/'), Self::PATH)
+    }
+
+    /// The base to give instead of `base_url` when it already ends with the path the
+    /// host adds ([`ModelEndpoint::PATH`]), which would be doubled; `None` otherwise.
+    ///
+    /// ```
+    /// use packc_host::live::ModelEndpoint;
+    /// let given = "http://127.0.0.1:8080/v1/chat/completions/";
+    /// assert_eq!(ModelEndpoint::base_of(given), Some("http://127.0.0.1:8080/v1"));
+    /// assert_eq!(ModelEndpoint::base_of("http://127.0.0.1:8080/v1"), None);
+    /// ```
+    pub fn base_of(base_url: &str) -> Option<&str> {
+        base_url.trim_end_matches('/').strip_suffix(Self::PATH)
     }
 
     /// Whether this is OpenAI's own API (which refuses parameters such as `top_k`): the

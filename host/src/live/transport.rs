@@ -294,7 +294,7 @@ pub fn judge(
     };
     // The hints name the model API's settings: a tool, validator or extension endpoint
     // (bound in a --tools file) gets none.
-    let model_api = shown.ends_with("/chat/completions");
+    let model_api = shown.ends_with(super::ModelEndpoint::PATH);
     let reason = match status {
         401 if model_api => " (check the API key)",
         403 if model_api => " (the key may not be allowed this model or endpoint)",
