@@ -21,6 +21,8 @@ from typing import (
     overload,
 )
 
+from packc._errors import RunError
+
 __all__ = [
     "__version__",
     "COMPILER_VERSION",
@@ -220,6 +222,10 @@ class Run:
         event ends the run (``InvalidEvent``, or ``TerminalState``)."""
     @property
     def finished(self) -> bool: ...
+    @property
+    def error(self) -> Optional[RunError]:
+        """The error that ended the run, as ``resume`` or ``answer`` raised it; ``None``
+        while it runs and when it finished with an output."""
     @property
     def trace(self) -> List[str]: ...
     @property

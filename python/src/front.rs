@@ -371,11 +371,55 @@ fn compile(
             ),
             Vec::new(),
         )),
-        Ok((_, Some(artifact))) => Ok(Artifact {
-            inner: Arc::new(artifact),
-            minor: ir_spec::container::FORMAT_MINOR,
-        }),
+        Ok((_, Some(artifact))) => {
+            if src.base.is_none() {
+                warn_unread_schemas(py, &artifact.module)?;
+            }
+            Ok(Artifact {
+                inner: Arc::new(artifact),
+                minor: ir_spec::container::FORMAT_MINOR,
+            })
+        }
     }
+}
+
+/// A `UserWarning` naming the `output_schema` files of a pack compiled from `text=`
+/// without `base_dir=`: they are not read, so the artifact embeds none of them (the steps
+/// still parse JSON answers, `compositions.md` 2.25, but a live model is sent no schema).
+fn warn_unread_schemas(py: Python<'_>, module: &ir_spec::Module) -> PyResult<()> {
+    let mut names: Vec<&str> = module
+        .compositions
+        .iter()
+        .flat_map(|c| &c.steps)
+        .filter_map(|step| match &step.kind {
+            ir_spec::StepKind::Prompt { output_schema, .. }
+            | ir_spec::StepKind::Agent { output_schema, .. } => output_schema.as_ref(),
+            _ => None,
+        })
+        .filter(|s| s.schema.is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let list = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let message = format!(
+        "compile(text=...): the schema file(s) {list} the pack names were not read, so the \
+         artifact embeds no schema for them; pass base_dir= (the folder they are relative to) \
+         to read them, or compile the pack file"
+    );
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+        &std::ffi::CString::new(message).unwrap_or_default(),
+        1,
+    )
 }
 
 /// A compiled pack: the lowered module with its provenance, what a `.ppk` file holds.

@@ -148,7 +148,7 @@ impl Program {
             },
         )?;
         packc_vm::Run::new(self.inner.clone(), target, options)
-            .map(|inner| Run { inner })
+            .map(|inner| Run { inner, error: None })
             .map_err(|e| errors::run_error(py, &e))
     }
 
@@ -196,7 +196,7 @@ impl Program {
         let program = self.inner.clone();
         let data = data.to_vec();
         match py.detach(move || packc_vm::Run::restore_with(program, &data, &options)) {
-            Ok(inner) => Ok(Run { inner }),
+            Ok(inner) => Ok(Run { inner, error: None }),
             Err(e) => Err(errors::snapshot_error(py, format!("cannot restore: {e}"))),
         }
     }
@@ -221,14 +221,21 @@ impl Program {
 #[pyclass(module = "packc")]
 pub struct Run {
     inner: packc_vm::Run,
+    /// The error that ended the run, for `Run.error`.
+    error: Option<packc_vm::RunError>,
 }
 
 impl Run {
     fn step(&mut self, py: Python<'_>, input: Input) -> PyResult<Need> {
-        self.inner
-            .resume(input)
-            .map(Need::from)
-            .map_err(|e| errors::run_error(py, &e))
+        let was_finished = self.inner.is_finished();
+        self.inner.resume(input).map(Need::from).map_err(|e| {
+            // Misuse leaves the run as it was, and a refused turn leaves it waiting:
+            // only an error that ended a running run is the run's own.
+            if !was_finished && self.inner.is_finished() {
+                self.error = Some(e.clone());
+            }
+            errors::run_error(py, &e)
+        })
     }
 
     fn calls_of(
@@ -431,6 +438,15 @@ impl Run {
             .into_iter()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The error that ended the run (a `packc.RunError` subclass, as `resume` or
+    /// `answer` raised it); `None` while it runs and when it finished with an output.
+    #[getter]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.error
+            .as_ref()
+            .map(|e| errors::run_error(py, e).into_value(py).into_any())
     }
 
     /// Whether the run has ended (done or failed).

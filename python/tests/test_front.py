@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import errno
 import pickle
+import warnings
 from pathlib import Path
 
 import pytest
@@ -193,7 +194,16 @@ def test_text_reads_its_schema_files_from_base_dir(tmp_path: Path) -> None:
     unresolved = packc.check(text=text, base_dir=tmp_path)
     assert [d.kind for d in unresolved] == ["unresolved_schema"] * 3
     # The same artifact as from the file itself.
-    assert packc.compile(text=text, base_dir=EX2.parent).to_bytes() == packc.compile(EX2).to_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from_text = packc.compile(text=text, base_dir=EX2.parent)
+    assert from_text.to_bytes() == packc.compile(EX2).to_bytes()
+    # Without base_dir, compiling says which schema files it left out.
+    with pytest.warns(UserWarning, match="schemas/document-type.json") as caught:
+        unread = packc.compile(text=text)
+    assert len(caught) == 1
+    assert "base_dir=" in str(caught[0].message)
+    assert unread.to_bytes() != from_text.to_bytes()
 
 
 def test_errors_artifacts_and_needs_pickle_whole() -> None:

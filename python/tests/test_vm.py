@@ -295,6 +295,26 @@ def test_run_errors_are_subclasses_by_kind() -> None:
     assert type(err) is packc.RUN_ERRORS[err.kind]
     assert str(err).startswith(err.kind + ": ")
     assert run.finished
+    # The run keeps the error that ended it; misuse afterwards does not replace it.
+    kept = run.error
+    assert isinstance(kept, packc.InvalidEvent)
+    assert (kept.kind, kept.message) == (err.kind, err.message)
+    with pytest.raises(packc.ProtocolError):
+        run.resume(turn="again")
+    assert isinstance(run.error, packc.InvalidEvent)
+
+
+def test_run_error_is_none_unless_the_run_failed(ex2_program: packc.Program) -> None:
+    run = ex2_program.start()
+    run.resume()
+    assert run.error is None
+    # Misuse of a running run is not the run's error.
+    with pytest.raises(packc.ProtocolError):
+        run.answer(7, output=1)
+    assert run.error is None and not run.finished
+    outcome = packc.drive(run, model=lambda c: {"type": "other"}, input={"text": TEXT})
+    assert outcome is not None
+    assert run.finished and run.error is None
 
 
 def test_a_limit_out_of_range_is_a_value_error_naming_it(ex2_program: packc.Program) -> None:
