@@ -133,6 +133,11 @@ diag_kinds! {
     /// A `{{name}}` placeholder names no declared variable, `input`, `artifacts` or fragment.
     /// Triggered by: cases/tpl-undeclared-variable.case.yaml
     UndeclaredVariable = "undeclared_variable", Warning;
+    /// (note) A `system_template` holds `{{ name }}`: a placeholder's path with spaces or
+    /// tabs inside the braces, which is literal text and sent as written (`workflow.md`
+    /// §14). The fix is `{{name}}`.
+    /// Triggered by: tests/cases/tpl-note-spaced-placeholder.case.yaml
+    SpacedPlaceholder = "spaced_placeholder", Note;
     /// Two steps of one composition share an id.
     /// Triggered by: cases/comp-err-duplicate-step-id-nested.case.yaml
     DuplicateStepId = "duplicate_step_id", Error;

@@ -1,5 +1,6 @@
 //! Prompt checks: the `tools` list (warning `unresolved_tool`) and `{{placeholders}}`
-//! (warning `undeclared_variable`), `shared/semantics/workflow.md` §14 and §16.
+//! (warning `undeclared_variable`; the note `spaced_placeholder` for a `{{ name }}` that
+//! is literal text), `shared/semantics/workflow.md` §14 and §16.
 
 use std::collections::BTreeSet;
 
@@ -9,7 +10,7 @@ use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
-use crate::syntax::{expanded_text, placeholder_roots};
+use crate::syntax::{expanded_text, placeholder_roots, spaced_placeholders};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/prompts");
@@ -78,6 +79,18 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
                 .collect()
         })
         .unwrap_or_default();
+    for (whole, path) in spaced_placeholders(template) {
+        let d = Diagnostic::new(
+            DiagKind::SpacedPlaceholder,
+            format!(
+                "`{whole}` has spaces inside its braces, so it is sent as written, not filled in"
+            ),
+        )
+        .at(ptr.key("system_template"))
+        .within(whole)
+        .help(format!("write `{{{{{path}}}}}` to insert the value"));
+        cx.push(d);
+    }
     let fragments = crate::members::fragments(cx.root.get("fragments"));
     let expanded = expanded_text(template, fragments, |name| declared.contains(name));
     let mut undeclared = BTreeSet::new();

@@ -29,4 +29,6 @@ pub use reference::{
     binding_roots, parse_binding, parse_whole_reference, Binding, BindingPart, RefError, RefRoot,
     Reference,
 };
-pub use template::{parse_template, placeholder_roots, PathSeg, Placeholder, Segment, Template};
+pub use template::{
+    parse_template, placeholder_roots, spaced_placeholders, PathSeg, Placeholder, Segment, Template,
+};

@@ -147,6 +147,28 @@ pub fn placeholder_roots(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The `{{ path }}`s of `text` that would be placeholders but for the spaces or tabs
+/// inside their braces, which makes them literal text (`workflow.md` §14): each as the
+/// whole `{{ ... }}` and the path inside it. Only a well-formed path counts, so `{{ }}`
+/// and `{{ a b }}` are not listed.
+pub fn spaced_placeholders(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    let blank = |b: u8| b == b' ' || b == b'\t';
+    scan(text, move |open| {
+        let close = find_from(text, open + 2, "}}")?;
+        let inner = &text[open + 2..close];
+        let path = inner.trim_matches(|c: char| c == ' ' || c == '\t');
+        let bytes = inner.as_bytes();
+        let spaced =
+            bytes.first().is_some_and(|&b| blank(b)) || bytes.last().is_some_and(|&b| blank(b));
+        let whole = &text[open..close + 2];
+        let well_formed = || {
+            let bare = format!("{{{{{path}}}}}");
+            read_placeholder(&bare, 0, |_| {}).is_some_and(|(_, end)| end == bare.len())
+        };
+        (spaced && !path.is_empty() && well_formed()).then_some((close + 2, (whole, path)))
+    })
+}
+
 /// A step of a placeholder's path, borrowed from the text.
 enum Step<'t> {
     Field(&'t str),
@@ -224,6 +246,21 @@ mod tests {
             segs("Hello {{name}}!"),
             [text("Hello "), var("name", vec![], 6..14), text("!")]
         );
+    }
+
+    #[test]
+    fn spaced_placeholders_are_found() {
+        let s = "Hi {{ name }}, {{topic}} {{\tuser.id[0] }} {{ a b }} {{ }} {{ fragments.x}} {{x";
+        let found: Vec<_> = spaced_placeholders(s).collect();
+        assert_eq!(
+            found,
+            [
+                ("{{ name }}", "name"),
+                ("{{\tuser.id[0] }}", "user.id[0]"),
+                ("{{ fragments.x}}", "fragments.x"),
+            ]
+        );
+        assert_eq!(spaced_placeholders("{{name}} {{ 1x }}").count(), 0);
     }
 
     #[test]
