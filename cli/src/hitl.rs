@@ -31,7 +31,7 @@ use packc_host::live::{Job, LiveHost};
 use packc_vm::driver::{drive_from, Host, ScriptItem};
 use packc_vm::{CallView, Input, OwnedOutcome, Program, Run, RunError, RunOptions};
 
-use crate::result::{error_line, print_trace, why};
+use crate::result::{error_line, print_trace, print_trace_from, why};
 use packc_compiler::render::escape_control;
 use packc_host::calls::AnsweredCall;
 use serde_json::Value;
@@ -608,7 +608,7 @@ pub fn finish(
 /// `packc run --interactive`: the run's turns come from `input`, one line each (a JSON
 /// object or array as such, any other line as a string); `/event NAME` sends an event,
 /// `/quit` or the end of input finishes the run. After each turn the output and where
-/// the run stopped are printed.
+/// the run stopped are printed (with `--trace`, after the turn's trace lines).
 pub fn interactive(
     run: &mut Run,
     host: &mut CallerHost,
@@ -617,10 +617,14 @@ pub fn interactive(
 ) -> Result<ExitCode> {
     let mut next = Input::Start;
     let mut turns = 0;
+    let mut traced = 0;
     loop {
         let stop = drive(run, host, next, &[], true);
         if host.interrupted() {
             return Ok(CallerHost::stop_interrupted(run, "(the session ends)"));
+        }
+        if printed.trace {
+            traced = print_trace_from(run, traced);
         }
         match stop {
             Ok(Stop::Caller) => {
@@ -632,7 +636,14 @@ pub fn interactive(
                 eprint!("> ");
                 let _ = std::io::stderr().flush();
             }
-            other => return finish(run, other, None, printed, Calls::default()),
+            other => {
+                // The trace is printed up to here.
+                let printed = Printed {
+                    trace: false,
+                    ..printed
+                };
+                return finish(run, other, None, printed, Calls::default());
+            }
         }
         next = loop {
             let mut line = String::new();

@@ -130,9 +130,17 @@ pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {
 
 /// The run's trace lines on stderr, one a line (`--trace`).
 pub(crate) fn print_trace(run: &Run) {
-    for line in run.trace_lines() {
-        eprintln!("{}", escape_control(&line));
+    print_trace_from(run, 0);
+}
+
+/// Prints the trace lines after the first `printed` (those already printed) to stderr,
+/// and returns how many lines the trace has now.
+pub(crate) fn print_trace_from(run: &Run, printed: usize) -> usize {
+    let lines = run.trace_lines();
+    for line in lines.iter().skip(printed) {
+        eprintln!("{}", escape_control(line));
     }
+    lines.len()
 }
 
 /// Why a run stopped, in words: `done`, `waiting for a turn in state X`, `waiting for an

@@ -23,10 +23,17 @@ fn review(dir: &Path) -> (PathBuf, PathBuf) {
 /// `packc run --interactive` of the review pack in a scratch folder `name`, with `lines`
 /// typed on its standard input.
 fn interactive(name: &str, lines: &[u8]) -> std::process::Output {
+    interactive_with(name, &[], lines)
+}
+
+/// [`interactive`] with further arguments to `packc run`.
+fn interactive_with(name: &str, args: &[&str], lines: &[u8]) -> std::process::Output {
     let dir = scratch(name);
     let (pack, host) = review(&dir);
     let mut child = packc()
-        .args(["run", "--interactive", "--host"])
+        .args(["run", "--interactive"])
+        .args(args)
+        .arg("--host")
         .arg(&host)
         .arg(&pack)
         .stdin(Stdio::piped())
@@ -324,6 +331,33 @@ fn interactive_reads_turns_and_events_from_stdin() {
     );
     assert!(stdout.starts_with("\"draft 1\"\n"), "{stdout}");
     assert_contains(&stdout, "\"published\"");
+}
+
+/// `--interactive --trace` prints each turn's trace lines as the turn ends, before saying
+/// where the run stopped, and each line once.
+#[test]
+fn interactive_trace_follows_each_turn() {
+    let out = interactive_with(
+        "interactive-trace",
+        &["--trace"],
+        b"write it\n/event Approve\nship it\n",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|l| l.trim_start_matches("> "))
+        .filter(|l| !l.starts_with("note:"))
+        .collect();
+    let at = |line: &str| {
+        let found: Vec<usize> = (0..lines.len()).filter(|&i| lines[i] == line).collect();
+        assert_eq!(found.len(), 1, "`{line}` once in:\n{stderr}");
+        found[0]
+    };
+    let to_editor = at("transition drafting -> editor on Submit");
+    let waiting = at("stopped: waiting for an event in state editor: Approve | Reject");
+    let to_done = at("transition editor -> done on Approve");
+    assert!(to_editor < waiting && waiting < to_done, "{stderr}");
 }
 
 /// In an interactive session a wrong event is refused and the run keeps waiting for a
