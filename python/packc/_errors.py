@@ -44,7 +44,9 @@ class SnapshotError(PackcError, ValueError):
 class RunError(PackcError):
     """A run-time error. ``kind`` is its conformance kind, ``message`` what happened.
 
-    Except for :class:`ProtocolError`, the run has ended.
+    The run has ended, except after a :class:`ProtocolError` (the run is as it was) and
+    a :class:`LimitExceeded` refusing a caller's turn or event (the run still waits for
+    the caller); :attr:`Run.finished` says which.
     """
 
     kind: str = "run_error"
@@ -123,9 +125,19 @@ class NoOutput(RunError):
 
 
 class LimitExceeded(RunError):
-    """An embedder's limit was passed (``limit_exceeded``); the message names it."""
+    """An embedder's limit was passed (``limit_exceeded``); the message names it. A turn
+    or event past the value limits is refused and the run keeps waiting for the caller;
+    past any other limit, the run has ended."""
 
     kind = "limit_exceeded"
+
+
+class GuardrailBlocked(RunError):
+    """A validator fired on a structured answer (one with an ``output_schema``, or JSON),
+    where no text can be substituted (``guardrail_blocked``); a ``retry`` modifier retries
+    it like a host error."""
+
+    kind = "guardrail_blocked"
 
 
 class ProtocolError(RunError):
@@ -168,6 +180,7 @@ RUN_ERRORS: Dict[str, Type[RunError]] = {
         InvalidVariable,
         NoOutput,
         LimitExceeded,
+        GuardrailBlocked,
         ProtocolError,
         InvalidTarget,
         InvalidModule,

@@ -108,7 +108,10 @@ def compile(
     spec_level: Optional[str] = None,
     base_dir: Optional[_StrPath] = None,
 ) -> Artifact:
-    """Checks and lowers a pack; raises :class:`CompileError` when it has errors."""
+    """Checks and lowers a pack; raises :class:`CompileError` when it has errors. Each
+    warning of a pack that compiles is a ``UserWarning``
+    (``file:line:column: warning[kind]: message``); ``compile(text=...)`` without
+    ``base_dir=`` also warns naming the ``output_schema`` files it did not read."""
 
 @final
 class Artifact:

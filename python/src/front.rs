@@ -341,7 +341,8 @@ fn check(
 /// Checks and lowers a pack into an `Artifact`, reading it as `check` does (a JSON pack is
 /// parsed once, checked and lowered from one document). A pack with errors raises
 /// `packc.CompileError`, whose `diagnostics` lists them and whose `str()` is the
-/// rendered report.
+/// rendered report. Each warning of a pack that compiles is a `UserWarning`
+/// (`file:line:column: warning[kind]: message`), as `packc build` prints it.
 #[pyfunction]
 #[pyo3(signature = (path=None, *, text=None, format=None, spec_level=None, base_dir=None))]
 fn compile(
@@ -371,7 +372,8 @@ fn compile(
             ),
             Vec::new(),
         )),
-        Ok((_, Some(artifact))) => {
+        Ok((checked, Some(artifact))) => {
+            warn_of(py, &src, &checked)?;
             if src.base.is_none() {
                 warn_unread_schemas(py, &artifact.module)?;
             }
@@ -381,6 +383,34 @@ fn compile(
             })
         }
     }
+}
+
+/// A `UserWarning` for each warning of a pack that compiled (as `packc build` prints
+/// them): `file:line:column: warning[kind]: message`, and its help.
+fn warn_of(py: Python<'_>, src: &Source, checked: &Checked) -> PyResult<()> {
+    for d in diagnostics(py, src, checked)? {
+        let d = d.borrow(py);
+        if d.severity != "warning" {
+            continue;
+        }
+        let at = match (d.line, d.column) {
+            (Some(line), Some(column)) => format!("{}:{line}:{column}", d.file),
+            _ => d.file.clone(),
+        };
+        let help = d
+            .help
+            .as_deref()
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
+        let message = format!("{at}: warning[{}]: {}{help}", d.kind, d.message);
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            &std::ffi::CString::new(message).unwrap_or_default(),
+            1,
+        )?;
+    }
+    Ok(())
 }
 
 /// A `UserWarning` naming the `output_schema` files of a pack compiled from `text=`

@@ -172,7 +172,9 @@ def test_spec_level_overrides_the_claim() -> None:
     for level in ["1.8", "1.9", "v1.7"]:
         kinds = {d.kind for d in packc.check(text=CONTROL_PACK, spec_level=level)}
         assert "schema_violation" not in kinds, (level, kinds)
-    assert packc.compile(text=CONTROL_PACK, spec_level="1.9").inspect()
+    # It compiles there, with the pack's one warning as a UserWarning.
+    with pytest.warns(UserWarning, match=r"warning\[inert_control\]"):
+        assert packc.compile(text=CONTROL_PACK, spec_level="1.9").inspect()
 
 
 def test_an_unreadable_file_raises_the_os_error_open_raises(tmp_path: Path) -> None:
@@ -198,6 +200,10 @@ def test_text_reads_its_schema_files_from_base_dir(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         from_text = packc.compile(text=text, base_dir=EX2.parent)
     assert from_text.to_bytes() == packc.compile(EX2).to_bytes()
+    # A schema file missing from base_dir is a warning of compile too.
+    with pytest.warns(UserWarning, match=r"<text>:\d+:\d+: warning\[unresolved_schema\]") as missing:
+        packc.compile(text=text, base_dir=tmp_path)
+    assert len(missing) == 3
     # Without base_dir, compiling says which schema files it left out.
     with pytest.warns(UserWarning, match="schemas/document-type.json") as caught:
         unread = packc.compile(text=text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections import OrderedDict, UserDict, UserList
 from types import MappingProxyType
@@ -367,6 +368,11 @@ def test_every_error_kind_has_its_class() -> None:
         assert type(err) is cls and err.kind == kind and err.message == "m"
     unknown = packc._errors.run_error("new_kind", "m")
     assert type(unknown) is packc.RunError and unknown.kind == "new_kind"
+    # Every kind the VM can raise (`vm/src/error.rs`) has a class of its own.
+    source = (REPO / "vm" / "src" / "error.rs").read_text()
+    vm_kinds = set(re.findall(r'^\s+[A-Z][A-Za-z]+ = "([a-z_]+)",', source, re.MULTILINE))
+    assert "guardrail_blocked" in vm_kinds and len(vm_kinds) > 10
+    assert vm_kinds == set(packc.RUN_ERRORS)
 
 
 def test_an_unknown_target_is_its_own_kind() -> None:
