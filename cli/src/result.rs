@@ -105,10 +105,14 @@ pub fn call_line(call: &Value, width: usize) -> String {
     escape_control(&line).into_owned()
 }
 
-/// The error line of a failed run; past `max_host_calls`, with the flag that raises it.
+/// The error line of a failed run; past `max_host_calls`, with the flag that raises it;
+/// for a call the host script had no answer for, where the answers come from.
 pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     let hint = if e.message.contains("`max_host_calls`") {
         " (raise it with --max-host-calls N)"
+    } else if e.message.contains("no scripted answer for ") {
+        " (calls are answered from the --host script, which has no answer left for this \
+         one: add it under `host:` there, or run live with --provider)"
     } else {
         ""
     };

@@ -260,3 +260,64 @@ fn a_run_without_input_says_its_input_is_null() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains(note), "{}", stderr(&out));
 }
+
+/// A pack whose one prompt declares the required variable `customer` and names a
+/// fragment that does not exist (`{{fragments.intor}}`, for `intro`).
+const GREETER: &str = "id: g\nname: G\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nfragments:\n  intro: Be kind.\nprompts:\n  greet:\n    id: greet\n    name: Greet\n    version: 1.0.0\n    system_template: \"{{fragments.intor}} Greet {{customer}}.\"\n    variables:\n      - {name: customer, type: string, required: true}\nworkflow:\n  version: 1\n  entry: hi\n  states:\n    hi: {prompt_task: greet, terminal: true}\n";
+
+#[test]
+fn an_unknown_fragment_is_named_with_did_you_mean() {
+    let dir = scratch("unknown-fragment");
+    let pack = write(&dir, "g.pack.yaml", GREETER);
+    let out = packc_output!("check", &pack);
+    assert_stderr_contains(
+        &out,
+        "`{{fragments.intor}}` names no fragment: the pack's `fragments` has no `intor`",
+    );
+    assert_stderr_contains(&out, "did you mean `intro`?");
+    assert!(
+        !stderr(&out).contains("`{{fragments}}`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A required variable that is missing says where a declared variable comes from; a
+/// call with no answer says where answers come from.
+#[test]
+fn missing_variables_and_answers_say_where_they_come_from() {
+    let dir = scratch("missing-variable");
+    let pack = write(
+        &dir,
+        "g.pack.yaml",
+        GREETER.replace("{{fragments.intor}} ", ""),
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        ["--input", r#""hi""#, "--var", "customer=Ana"]
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(
+        &out,
+        "required variable `customer` is missing: a declared variable is read from the member `customer` of the call's input object",
+    );
+    let out = packc_output!("run", &pack, ["--input", r#"{"customer": "Ana"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(&out, "no scripted answer for prompt greet");
+    assert_stderr_contains(&out, "calls are answered from the --host script");
+}
+
+/// A pack handed to `packc test` is named as such, in one line, not as a list of the
+/// case format's unknown members.
+#[test]
+fn a_pack_given_to_test_is_named_a_pack() {
+    let dir = scratch("test-a-pack");
+    let pack = write(&dir, "g.case.yaml", GREETER);
+    let out = packc_output!("test", &pack);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_contains(&stdout, "g.case.yaml:1:1: this is a pack, not a case");
+    assert_contains(&stdout, "pack_file: PATH");
+    assert!(!stdout.contains("unknown member"), "{stdout}");
+}

@@ -236,12 +236,31 @@ fn load_checked(text: &str, root: Section) -> Result<Loaded, Vec<Problem>> {
             message: format!("{}{help}", d.message),
         }]
     })?;
+    if root == Section::Case && looks_like_a_pack(loaded.value()) {
+        return Err(vec![Problem {
+            line: 1,
+            column: 1,
+            message: "this is a pack, not a case: a case file names its pack with \
+                      `pack_file: PATH` (relative to the case file) or holds it under `pack:`, \
+                      and says what to expect under `expect:` (the case format is in the \
+                      conformance README)"
+                .into(),
+        }]);
+    }
     let problems = case_format::check(text, loaded.value(), &loaded.spans, root);
     if problems.is_empty() {
         Ok(loaded)
     } else {
         Err(problems)
     }
+}
+
+/// A document with a pack's own members (`prompts`, `workflow`, `compositions`) and none
+/// of a case's (`pack`, `pack_file`, `expect`): a pack handed to `packc test`.
+fn looks_like_a_pack(v: &Value) -> bool {
+    let has = |k: &str| v.get(k).is_some();
+    (has("prompts") || has("workflow") || has("compositions"))
+        && !(has("pack") || has("pack_file") || has("expect"))
 }
 
 /// Reads a `run` member whose shape was checked.

@@ -81,8 +81,11 @@ impl<'a> Env<'a> {
             (None, Some(d)) if !var.required => BVal::V(VRef::Val(d)),
             (None, _) if var.required => {
                 return Err(invalid(format!(
-                    "prompt `{}`: required variable `{}` is missing",
+                    "prompt `{}`: required variable `{}` is missing: a declared variable is \
+                     read from the member `{}` of the call's input object (host variables \
+                     fill only names the prompt does not declare)",
                     self.key(),
+                    var.name,
                     var.name
                 )))
             }

@@ -100,6 +100,9 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
         }
         undeclared.insert(root.to_string());
     }
+    if undeclared.remove("fragments") {
+        unknown_fragments(cx, &expanded, ptr);
+    }
     for name in undeclared {
         let help = if declared.is_empty() {
             format!("declare it in `variables` of prompt `{key}` (name, type, required), or pass it in the input")
@@ -118,6 +121,45 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
         .at(ptr.key("system_template"))
         .within(format!("{{{{{name}"))
         .help(help);
+        cx.push(d);
+    }
+}
+
+/// `{{fragments.name}}` left in the expanded template: `name` is no key of the pack's
+/// `fragments` (the warning `undeclared_variable`, naming the fragment).
+fn unknown_fragments(cx: &mut Cx<'_, '_>, expanded: &str, ptr: &At<'_>) {
+    let keys: Vec<&str> = entries(cx.root.get("fragments")).map(|(k, _)| k).collect();
+    let mut named = BTreeSet::new();
+    for p in crate::syntax::parse_template(expanded).placeholders() {
+        if p.root != "fragments" {
+            continue;
+        }
+        match p.path.first() {
+            Some(crate::syntax::PathSeg::Field(name)) => named.insert(Some(name.clone())),
+            _ => named.insert(None),
+        };
+    }
+    for name in named {
+        let (message, within, help) = match &name {
+            Some(name) => (
+                format!("`{{{{fragments.{name}}}}}` names no fragment: the pack's `fragments` has no `{name}`"),
+                format!("{{{{fragments.{name}"),
+                if keys.is_empty() {
+                    format!("add `{name}` to the pack's top-level `fragments` (a map of name to text)")
+                } else {
+                    did_you_mean("fragments", name, keys.iter().copied())
+                },
+            ),
+            None => (
+                "`{{fragments}}` is not a declared variable, `input`, `artifacts` or a fragment".to_owned(),
+                "{{fragments".to_owned(),
+                "a fragment is written `{{fragments.NAME}}`".to_owned(),
+            ),
+        };
+        let d = Diagnostic::new(DiagKind::UndeclaredVariable, message)
+            .at(ptr.key("system_template"))
+            .within(within)
+            .help(help);
         cx.push(d);
     }
 }
