@@ -327,6 +327,59 @@ impl Checker<'_> {
                     .into(),
             );
         }
+        self.kinds(expect);
+    }
+
+    /// The kinds `expect` names (`compile_error`, `warnings`, `notes`, `error`) are kinds
+    /// packc reports: a misspelt one would only fail when compared, as if packc were wrong.
+    fn kinds(&mut self, expect: &Value) {
+        let compile_kinds = || {
+            packc_compiler::diag::DiagKind::ALL
+                .iter()
+                .map(|k| k.as_str())
+        };
+        let run_kinds = || packc_vm::ErrorKind::ALL.iter().map(|k| k.as_str());
+        let mut named: Vec<(String, &str, bool)> = Vec::new();
+        if let Some(k) = expect.get("compile_error").and_then(Value::as_str) {
+            named.push(("/expect/compile_error".into(), k, false));
+        }
+        if let Some(k) = expect.get("error").and_then(Value::as_str) {
+            named.push(("/expect/error".into(), k, true));
+        }
+        for list in ["warnings", "notes"] {
+            let items = expect.get(list).and_then(Value::as_array);
+            for (i, k) in items.into_iter().flatten().enumerate() {
+                if let Some(k) = k.as_str() {
+                    named.push((format!("/expect/{list}/{i}"), k, false));
+                }
+            }
+        }
+        for (ptr, kind, run) in named {
+            let known = if run {
+                run_kinds().any(|k| k == kind)
+            } else {
+                compile_kinds().any(|k| k == kind)
+            };
+            if known {
+                continue;
+            }
+            let (what, hint) = if run {
+                (
+                    "run-time error kind",
+                    packc_compiler::suggest(kind, run_kinds()),
+                )
+            } else {
+                (
+                    "diagnostic kind",
+                    packc_compiler::suggest(kind, compile_kinds()),
+                )
+            };
+            let help = match hint {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => "the kinds are listed in the conformance README".into(),
+            };
+            self.blame_value(&ptr, format!("`{kind}` is no {what} packc reports; {help}"));
+        }
     }
 }
 
@@ -437,5 +490,45 @@ mod tests {
         let indented: String = run.lines().map(|l| format!("  {l}\n")).collect();
         let case = format!("about: x\npack: {{}}\nrun:\n{indented}expect:\n  error: host_error\n");
         assert!(Case::parse(&case, std::path::Path::new(".")).is_ok());
+    }
+
+    /// The kinds `expect` names are checked when the case is read, with did-you-mean.
+    #[test]
+    fn expected_kinds_are_kinds_packc_reports() {
+        let dir = std::path::Path::new(".");
+        let problems = |expect: &str| -> Vec<(usize, usize, String)> {
+            let case = format!("about: x\npack: {{}}\nexpect:\n{expect}");
+            Case::parse(&case, dir)
+                .err()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (p.line, p.column, p.message))
+                .collect()
+        };
+        assert_eq!(
+            problems("  compile_error: unresolved_prompts\n"),
+            [(4, 18, "`unresolved_prompts` is no diagnostic kind packc reports; did you mean `unresolved_prompt`?".to_owned())]
+        );
+        assert_eq!(
+            problems("  warnings: [unreachable_state, unbounded_loops]\n  notes: [no_spec_versoin]\n"),
+            [
+                (4, 33, "`unbounded_loops` is no diagnostic kind packc reports; did you mean `unbounded_loop`?".to_owned()),
+                (5, 11, "`no_spec_versoin` is no diagnostic kind packc reports; did you mean `no_spec_version`?".to_owned()),
+            ]
+        );
+        let run = "about: x\npack: {}\nrun: {input: 1}\nexpect:\n  error: hosterror\n";
+        let got: Vec<String> = Case::parse(run, dir)
+            .unwrap_err()
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert_eq!(
+            got,
+            ["`hosterror` is no run-time error kind packc reports; did you mean `host_error`?"]
+        );
+        assert!(
+            problems("  compile_error: unresolved_prompt\n  warnings: [unbounded_loop]\n")
+                .is_empty()
+        );
     }
 }

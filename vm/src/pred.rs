@@ -196,7 +196,7 @@ impl Compiled {
                         _ => None,
                     };
                     let (Some(a), Some(b)) = (a, *bound) else {
-                        return Err(type_error("an ordered comparison needs two numbers"));
+                        return Err(ordered_error(scope, path, *op, real));
                     };
                     match op {
                         Ordering::Lt => a < b,
@@ -227,6 +227,51 @@ impl Compiled {
 
 fn type_error(m: &str) -> RunError {
     RunError::new(ErrorKind::TypeError, m)
+}
+
+/// The `type_error` of an ordered comparison whose value at `path` (`real`) or whose
+/// bound is not a number: which comparison, the reference, and what it found there.
+#[cold]
+fn ordered_error(scope: &Scope<'_>, path: &Ref, op: Ordering, real: Option<&Value>) -> RunError {
+    let op = match op {
+        Ordering::Lt => "less_than",
+        Ordering::Le => "less_than_or_equals",
+        Ordering::Gt => "greater_than",
+        Ordering::Ge => "greater_than_or_equals",
+    };
+    let at = scope.ref_text(path);
+    let found = match real {
+        Some(Value::Number(_)) => None,
+        Some(v) => {
+            let mut text = serde_json::to_string(v).unwrap_or_default();
+            if text.len() > 40 {
+                let cut = (0..=37)
+                    .rev()
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
+                text.truncate(cut);
+                text.push_str("...");
+            }
+            let what = match v {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::String(_) => "a string",
+                Value::Array(_) => "an array",
+                Value::Object(_) => "an object",
+                Value::Number(_) => "a number",
+            };
+            Some(format!("`{at}` is {what} ({text}), not a number"))
+        }
+        None if scope.resolves(path) => Some(format!("`{at}` is not a number")),
+        None => Some(format!("`{at}` does not resolve")),
+    };
+    let message = match found {
+        Some(found) => format!("an ordered comparison (`{op}`) needs a number: {found}"),
+        None => format!(
+            "an ordered comparison (`{op}`) needs a number to compare `{at}` with, and its value is not one"
+        ),
+    };
+    type_error(&message)
 }
 
 fn emit(p: &Pred, ops: &mut Vec<Op>) {
@@ -358,6 +403,42 @@ mod tests {
             negate: true,
         };
         assert_eq!(check(input, &cmp(&["zz"], not_in)), Ok(true));
+    }
+
+    /// The message of an ordered comparison's `type_error`: the comparison, the
+    /// reference and what it found there.
+    fn message(input: Value, pred: &Pred) -> String {
+        let m = Module::default();
+        let scope = Scope {
+            m: &m,
+            comp: None,
+            input: &input,
+            slots: &[],
+        };
+        Compiled::new(pred).eval(&scope).unwrap_err().message
+    }
+
+    #[test]
+    fn an_ordered_type_error_says_what_it_found() {
+        let input = json!({"tier": "gold", "long": "x".repeat(60), "n": 2});
+        let ge = |b| Compare::Ordered {
+            op: Ordering::Ge,
+            bound: b,
+        };
+        assert_eq!(
+            message(input.clone(), &cmp(&["tier"], ge(Some(3.0)))),
+            "an ordered comparison (`greater_than_or_equals`) needs a number: `${input.tier}` is a string (\"gold\"), not a number"
+        );
+        let long = message(input.clone(), &cmp(&["long"], ge(Some(3.0))));
+        assert!(long.ends_with("xxx...), not a number"), "{long}");
+        assert_eq!(
+            message(input.clone(), &cmp(&["zz"], ge(Some(3.0)))),
+            "an ordered comparison (`greater_than_or_equals`) needs a number: `${input.zz}` does not resolve"
+        );
+        assert_eq!(
+            message(input, &cmp(&["n"], ge(None))),
+            "an ordered comparison (`greater_than_or_equals`) needs a number to compare `${input.n}` with, and its value is not one"
+        );
     }
 
     #[test]

@@ -176,8 +176,10 @@ impl Walk {
                         .as_ref()
                         .ok_or_else(|| internal("a branch step without a predicate"))?;
                     let scope = walk.scope(&prog.m, base.input);
-                    let holds = pred.eval(&scope).inspect_err(|_| {
+                    let holds = pred.eval(&scope).map_err(|mut e| {
                         io.failed_step = Some((cid, sid));
+                        e.message = format!("branch step `{}`: {}", prog.m.str(step.id), e.message);
+                        e
                     })?;
                     let target = if holds { Some(*then) } else { *otherwise };
                     io.trace(None, TraceEvent::Branch(cid, sid, target));
