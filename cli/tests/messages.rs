@@ -321,3 +321,59 @@ fn a_pack_given_to_test_is_named_a_pack() {
     assert_contains(&stdout, "pack_file: PATH");
     assert!(!stdout.contains("unknown member"), "{stdout}");
 }
+
+/// Two diagnostics inside one template line are printed left to right, in the human and
+/// the JSON form alike.
+#[test]
+fn diagnostics_on_one_line_come_left_to_right() {
+    let dir = scratch("one-line-order");
+    let pack = write(
+        &dir,
+        "t.pack.yaml",
+        "id: t\nname: T\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"A {{ input.text }} B {{nosuch}}\"}\nworkflow:\n  version: 1\n  entry: a\n  states:\n    a: {prompt_task: p, terminal: true}\n",
+    );
+    let out = packc_output!("check", &pack, ["--format", "json"]);
+    let kinds: Vec<(String, u64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["kind"].as_str().unwrap().to_owned(),
+                v["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("spaced_placeholder".to_owned(), 59),
+            ("undeclared_variable".to_owned(), 78)
+        ]
+    );
+    let human = stderr(&packc_output!("check", &pack));
+    let first = human.find("spaced_placeholder").unwrap();
+    let second = human.find("undeclared_variable").unwrap();
+    assert!(first < second, "{human}");
+}
+
+/// A member of a later version, under a `--spec-level` that reads the pack below it,
+/// blames the flag, not the pack's `$schema`.
+#[test]
+fn a_spec_level_override_is_blamed_for_a_later_member() {
+    let dir = scratch("spec-level-override");
+    let pack = write(
+        &dir,
+        "c.pack.yaml",
+        "$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json\nid: c\nname: C\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\nworkflow:\n  version: 1\n  entry: a\n  states:\n    a: {prompt_task: p, control: user, on_event: {Go: b}}\n    b: {prompt_task: p, terminal: true}\n",
+    );
+    let out = packc_output!("check", &pack);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = packc_output!("check", &pack, ["--spec-level", "1.5"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(&out, "because `--spec-level` (`spec_level`) says so");
+    assert!(
+        !stderr(&out).contains("declare `$schema`"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -90,6 +90,18 @@ impl<'a> RenderSource<'a> {
         self.primary_span(d).map(|s| self.line_col(s.start))
     }
 
+    /// `diags` (sorted by node, as the checks give them) in the order of the places they
+    /// point at: a diagnostic narrowed to a text inside its node ([`Diagnostic::within`],
+    /// a placeholder in a template) comes where that text is, so two on one line are
+    /// printed left to right. The sort is stable, and skipped when none is narrowed.
+    pub fn in_source_order<'d>(&self, diags: &'d [Diagnostic]) -> Vec<&'d Diagnostic> {
+        let mut ordered: Vec<&Diagnostic> = diags.iter().collect();
+        if diags.iter().any(|d| d.within.is_some()) {
+            ordered.sort_by_cached_key(|d| self.primary_span(d).map_or(0, |s| s.start));
+        }
+        ordered
+    }
+
     /// The byte range a diagnostic's primary label designates: its site, narrowed to the
     /// text it names ([`Diagnostic::within`]) when that text is found in the node's
     /// source (a placeholder on line 12 of a block-scalar template is shown on line 12).
@@ -309,7 +321,7 @@ pub fn human(
     // too long to show whole is cut by hand ([`write_cut`]), and a pack that is one long
     // line (1 MB of generated JSON) would pay for laying out every line of it for nothing.
     let mut source: Option<Source<Cow<str>>> = None;
-    for d in diags {
+    for d in src.in_source_order(diags) {
         let sites: Vec<Range<usize>> = std::iter::once(&d.site)
             .chain(d.labels.iter().map(|l| &l.site))
             .filter_map(|site| src.span_of(site))
@@ -509,7 +521,7 @@ pub fn json_lines(
 ) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(64 << 10, out);
     let index = TextIndex::new(src.text);
-    for d in diags {
+    for d in src.in_source_order(diags) {
         let pos = src.primary_span(d).map(|s| index.line_col(s.start));
         writeln!(out, "{}", json_line(&json_at(src, d, pos)))?;
     }

@@ -245,6 +245,9 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                     .at(ptr);
                     let meant = misspelt.iter().find(|m| m.at == path && m.name == *name);
                     d = match (later_level_defining(path, name, level), meant) {
+                        (Some(v), _) if over.is_some() => d.help(format!(
+                            "`{name}` is defined by PromptPack v{v}: the pack is read at level {level} because `--spec-level` (`spec_level`) says so; give v{v} or later there, or leave it out to read the pack's own `$schema`"
+                        )),
                         (Some(v), _) => d.help(format!(
                             "`{name}` is defined by PromptPack v{v}: declare `$schema` for v{v} or later (this pack is read at level {level})"
                         )),

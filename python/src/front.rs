@@ -275,9 +275,8 @@ fn diagnostics(py: Python<'_>, src: &Source, checked: &Checked) -> PyResult<Vec<
         text: &text,
         spans: checked.loaded.as_ref().map(|l| &l.spans),
     };
-    checked
-        .diagnostics
-        .iter()
+    rs.in_source_order(&checked.diagnostics)
+        .into_iter()
         .map(|d| {
             let pos = rs.position(d);
             Py::new(
