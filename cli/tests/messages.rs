@@ -377,3 +377,20 @@ fn a_spec_level_override_is_blamed_for_a_later_member() {
         stderr(&out)
     );
 }
+
+/// A predicate with an unknown op still has its path checked: both errors in one pass,
+/// and a shorthand op (`gte`) is named in full.
+#[test]
+fn a_bad_op_does_not_hide_a_bad_path() {
+    let dir = scratch("bad-op-bad-path");
+    let pack = write(
+        &dir,
+        "p.pack.yaml",
+        "id: pr\nname: Pr\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  p: {id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}\ncompositions:\n  flow:\n    version: 1\n    steps:\n      - {id: a, kind: prompt, prompt_task: p, input: \"${input.text}\"}\n      - {id: route, kind: branch, predicate: {path: \"${zz.output.x}\", op: gte, value: 3}, then: b}\n      - {id: b, kind: prompt, prompt_task: p, input: \"${a.output}\"}\n",
+    );
+    let out = packc_output!("check", &pack);
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(&out, "unknown op \"gte\"");
+    assert_stderr_contains(&out, "did you mean `greater_than_or_equals`?");
+    assert_stderr_contains(&out, "no step `zz` in this composition");
+}

@@ -105,19 +105,18 @@ pub(super) fn check_predicate(
                         ptr,
                         format!("unknown op {op}; ops are {}", ops.join(", ")),
                     );
-                    if let Some(near) = op
-                        .as_str()
-                        .and_then(|o| super::super::suggest(o, ops.iter().copied()))
-                    {
+                    let near = op.as_str().and_then(|o| {
+                        short_op(o).or_else(|| super::super::suggest(o, ops.iter().copied()))
+                    });
+                    if let Some(near) = near {
                         d = d.help(format!("did you mean `{near}`?"));
                     }
+                    // The path is still checked: both problems at once.
                     cx.push(d);
-                    return;
                 }
                 if let Some(v) = obj.get("value") {
                     if contains_reference_text(v) {
                         cx.push(invalid_predicate(ptr, "a predicate `value` is a literal and may not contain `${`; comparing two paths is not supported in v1"));
-                        return;
                     }
                 }
             }
@@ -127,7 +126,6 @@ pub(super) fn check_predicate(
                         ptr,
                         format!("`exists` must be true or false, found {e}"),
                     ));
-                    return;
                 }
             }
             let path = &obj.field("path");
@@ -168,6 +166,20 @@ pub(super) fn check_predicate(
         }
         _ => check_predicate(cx, c, obj.field("not"), &ptr.key("not"), index),
     }
+}
+
+/// The op a common shorthand (`gte`, `>=`, `eq`, `!=`, …) stands for.
+fn short_op(op: &str) -> Option<&'static str> {
+    Some(match op.to_ascii_lowercase().as_str() {
+        "eq" | "==" | "=" | "equal" | "is" => "equals",
+        "ne" | "neq" | "!=" | "<>" | "not_equal" => "not_equals",
+        "lt" | "<" => "less_than",
+        "le" | "lte" | "<=" => "less_than_or_equals",
+        "gt" | ">" => "greater_than",
+        "ge" | "gte" | ">=" => "greater_than_or_equals",
+        "nin" | "not in" => "not_in",
+        _ => return None,
+    })
 }
 
 fn quote_list(items: &[&str]) -> String {
