@@ -394,3 +394,26 @@ fn a_bad_op_does_not_hide_a_bad_path() {
     assert_stderr_contains(&out, "did you mean `greater_than_or_equals`?");
     assert_stderr_contains(&out, "no step `zz` in this composition");
 }
+
+/// A reference to a step inside a parallel step names the reference to write instead,
+/// as the parallel step's reducer shapes its output.
+#[test]
+fn a_reference_into_a_parallel_names_the_merged_form() {
+    let dir = scratch("parallel-branch-ref");
+    let pack = |strategy: &str| {
+        format!("id: pa\nname: Pa\nversion: 1.0.0\ntemplate_engine: {{version: v1, syntax: x}}\nprompts:\n  p: {{id: p, name: P, version: 1.0.0, system_template: \"Hi.\"}}\ncompositions:\n  flow:\n    version: 1\n    steps:\n      - id: gather\n        kind: parallel\n        branches:\n          - {{id: summ, kind: prompt, prompt_task: p, input: \"${{input.text}}\"}}\n          - {{id: cls, kind: prompt, prompt_task: p, input: \"${{input.text}}\"}}\n        reduce: {{strategy: {strategy}, into: info}}\n      - {{id: b, kind: prompt, prompt_task: p, input: \"${{summ.output}}\"}}\n")
+    };
+    for (strategy, form) in [
+        ("barrier", "`${gather.output.info.summ}`"),
+        ("append", "`${gather.output.info}` (its `append` reducer"),
+        ("replace", "`${gather.output.info}` (its `replace` reducer"),
+    ] {
+        let file = write(&dir, &format!("{strategy}.pack.yaml"), pack(strategy));
+        let out = packc_output!("check", &file);
+        assert_eq!(out.status.code(), Some(1));
+        assert_stderr_contains(
+            &out,
+            &format!("read the parallel step's merged output instead: {form}"),
+        );
+    }
+}

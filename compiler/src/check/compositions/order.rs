@@ -32,11 +32,22 @@ pub(super) struct Step<'a> {
     pub(super) index: usize,
 }
 
+/// A parallel step as a reference to one of its branches' outputs reads it.
+#[derive(Clone, Copy)]
+struct Parallel<'p> {
+    id: Option<&'p str>,
+    strategy: Option<&'p str>,
+    into: Option<&'p str>,
+}
+
 /// The step names of one composition.
 pub(super) struct Comp<'p> {
     pub(super) top: FxHashMap<Name<'p>, TopStep>,
     /// Steps of parallel branches: (the parallel step's index, the branch's).
     pub(super) nested: FxHashMap<Name<'p>, (usize, usize)>,
+    /// The parallel steps, by index: their id and `reduce` (`strategy`, `into`), for
+    /// the help of a reference to one of their branches.
+    parallels: FxHashMap<usize, Parallel<'p>>,
     /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
     /// the first offending reference in document order).
     cycle_reported: bool,
@@ -53,6 +64,7 @@ impl<'p> Comp<'p> {
         let mut c = Comp {
             top: FxHashMap::with_capacity_and_hasher(steps.len(), Default::default()),
             nested: FxHashMap::default(),
+            parallels: FxHashMap::default(),
             cycle_reported: false,
         };
         // Pointers are built only for a duplicate, so a clean composition allocates none.
@@ -97,6 +109,16 @@ impl<'p> Comp<'p> {
                 }
             }
             if let Some(branches) = crate::vocab::parallel_branches(step) {
+                let reduce = step.get("reduce");
+                let member = |k: &str| reduce.and_then(|r| r.get(k)).and_then(Node::as_str);
+                c.parallels.insert(
+                    i,
+                    Parallel {
+                        id: step.get("id").and_then(Node::as_str),
+                        strategy: member("strategy"),
+                        into: member("into"),
+                    },
+                );
                 for (j, b) in branches.iter().enumerate() {
                     if let Some(id) = b.get("id").and_then(Node::as_str) {
                         if seen(cx, &c, id, (i, Some(j))) {
@@ -323,7 +345,29 @@ pub(super) fn check_visible(
         Some(t) if t.index >= index => format!("step `{name}` does not run before this one"),
         Some(_) => return,
         None if c.nested.contains_key(&Name(name)) => {
-            format!("`{name}` is nested in a parallel step; read the parallel step's merged output instead")
+            let (i, _) = c.nested[&Name(name)];
+            let merged = c.parallels.get(&i).and_then(|p| {
+                let (id, into) = (p.id?, p.into?);
+                Some(match p.strategy {
+                    Some("barrier") => format!(
+                        "`${{{id}.output.{into}.{name}}}` (its `barrier` reducer keys each branch's output by its id)"
+                    ),
+                    Some("append") => format!(
+                        "`${{{id}.output.{into}}}` (its `append` reducer lists the branches' outputs)"
+                    ),
+                    _ => format!(
+                        "`${{{id}.output.{into}}}` (its `replace` reducer keeps the last branch's output)"
+                    ),
+                })
+            });
+            match merged {
+                Some(form) => format!(
+                    "`{name}` is nested in a parallel step; read the parallel step's merged output instead: {form}"
+                ),
+                None => format!(
+                    "`{name}` is nested in a parallel step; read the parallel step's merged output instead"
+                ),
+            }
         }
         None => format!("no step `{name}` in this composition"),
     };
