@@ -613,7 +613,7 @@ fn run_format_json_calls_replay_as_a_case() {
     assert_code(&out, 1);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
-        stdout.contains("calls differ: call 3: expected"),
+        stdout.contains("calls differ: calls[3].answer.output: expected \"fine\", got"),
         "{stdout}"
     );
     assert!(stdout.contains("darn it"), "{stdout}");

@@ -358,6 +358,37 @@ fn line_diff(expected: &[String], actual: &[String]) -> String {
     out.join("\n")
 }
 
+/// Where `expected` and `actual` (two unequal values at `at`) first differ, as
+/// `at.member[i]: expected X, got Y`: objects and arrays of one length are followed
+/// member by member, element by element.
+fn first_difference(mut at: String, expected: &Value, actual: &Value) -> String {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            if let Some((k, v)) = e
+                .iter()
+                .find(|(k, v)| !a.get(*k).is_some_and(|x| json_eq(v, x)))
+            {
+                at.push('.');
+                at.push_str(k);
+                return match a.get(k) {
+                    Some(x) => first_difference(at, v, x),
+                    None => format!("{at}: expected {v}, missing"),
+                };
+            }
+            if let Some((k, v)) = a.iter().find(|(k, _)| !e.contains_key(*k)) {
+                return format!("{at}.{k}: not expected, got {v}");
+            }
+        }
+        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => {
+            if let Some(i) = (0..e.len()).find(|&i| !json_eq(&e[i], &a[i])) {
+                return first_difference(format!("{at}[{i}]"), &e[i], &a[i]);
+            }
+        }
+        _ => {}
+    }
+    format!("{at}: expected {expected}, got {actual}")
+}
+
 /// `calls`: same length; each expected member compared, members left out not compared.
 fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) {
     let mut bad = Vec::new();
@@ -366,12 +397,21 @@ fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) 
             bad.push(format!("call {i}: expected {exp}, no such call"));
             continue;
         };
-        let matches = exp.as_object().is_some_and(|m| {
+        let members = exp.as_object().map(|m| {
             m.iter()
-                .all(|(k, v)| act.get(k).is_some_and(|a| json_eq(v, a)))
+                .find(|(k, v)| !act.get(*k).is_some_and(|a| json_eq(v, a)))
         });
-        if !matches {
-            bad.push(format!("call {i}: expected {exp}, got {act}"));
+        match members {
+            Some(None) => {}
+            Some(Some((k, v))) => {
+                let at = format!("calls[{i}].{k}");
+                let what = match act.get(k) {
+                    Some(a) => first_difference(at, v, a),
+                    None => format!("{at}: expected {v}, the call has no `{k}`"),
+                };
+                bad.push(format!("{what} (the call: {act})"));
+            }
+            None => bad.push(format!("call {i}: expected {exp}, got {act}")),
         }
     }
     for (i, act) in actual.iter().enumerate().skip(expected.len()) {
@@ -379,5 +419,54 @@ fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) 
     }
     if !bad.is_empty() {
         diffs.push(format!("calls differ: {}", bad.join("; ")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{compare_calls, first_difference};
+
+    #[test]
+    fn a_call_that_differs_names_the_member() {
+        let at = || "calls[1].input".to_owned();
+        assert_eq!(
+            first_difference(
+                at(),
+                &json!({"a": {"tier": "gold"}}),
+                &json!({"a": {"tier": "silver"}})
+            ),
+            r#"calls[1].input.a.tier: expected "gold", got "silver""#
+        );
+        assert_eq!(
+            first_difference(at(), &json!({"a": [1, 2]}), &json!({"a": [1, 3]})),
+            "calls[1].input.a[1]: expected 2, got 3"
+        );
+        assert_eq!(
+            first_difference(at(), &json!({"a": 1}), &json!({"b": 1})),
+            "calls[1].input.a: expected 1, missing"
+        );
+        assert_eq!(
+            first_difference(at(), &json!({"a": 1}), &json!({"a": 1, "b": 2})),
+            "calls[1].input.b: not expected, got 2"
+        );
+        assert_eq!(
+            first_difference(at(), &json!([1]), &json!([1, 2])),
+            "calls[1].input: expected [1], got [1,2]"
+        );
+        let mut diffs = Vec::new();
+        let actual = [json!({"prompt": "p", "input": "x"})];
+        compare_calls(
+            &[json!({"prompt": "p", "system": "S"})],
+            &actual,
+            &mut diffs,
+        );
+        assert_eq!(
+            diffs,
+            [
+                r#"calls differ: calls[0].system: expected "S", the call has no `system` (the call: {"prompt":"p","input":"x"})"#
+            ]
+        );
     }
 }
