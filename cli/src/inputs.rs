@@ -31,7 +31,8 @@ pub struct RunArgs {
     /// The pack file, or an artifact built by `packc build` (recognised by its magic bytes).
     #[arg(value_name = "PACK")]
     pub pack: PathBuf,
-    /// The input of the one turn, as JSON, or `@file` to read it from a file.
+    /// The input of the one turn, as JSON, or `@file` to read it from a file; it replaces
+    /// the host script's turns (`script`, `input`).
     #[arg(long, value_name = "JSON")]
     pub input: Option<String>,
     /// A host script: a YAML/JSON file shaped like a case's `run` member (`script`,
@@ -357,14 +358,47 @@ pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
 }
 
 /// The `--var NAME=VALUE` host variables (the value a string).
-pub(crate) fn read_vars(args: &RunArgs) -> Result<Vec<(String, Value)>> {
-    args.vars
+pub(crate) fn read_vars(args: &RunArgs, module: &Module) -> Result<Vec<(String, Value)>> {
+    let vars: Vec<(String, Value)> = args
+        .vars
         .iter()
         .map(|v| match v.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), Value::String(v.to_owned()))),
             _ => bail!("--var {v}: expected NAME=VALUE"),
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    for (name, _) in &vars {
+        if let Some(why) = unused_var(module, name) {
+            eprintln!("warning: --var {name}: {why}");
+        }
+    }
+    Ok(vars)
+}
+
+/// Why a host variable `name` would fill no placeholder of `module`: a prompt declares
+/// it (so it is read from the input object), or no template names it; `None` when some
+/// prompt's template has an undeclared `{{name}}`.
+fn unused_var(module: &Module, name: &str) -> Option<String> {
+    use ir_spec::{Segment, VarRoot};
+    let fills = module.prompts.iter().any(|p| {
+        p.system.iter().any(|s| {
+            matches!(s, Segment::Var(v) if matches!(&v.root, VarRoot::Undeclared(n) if n == name))
+        })
+    });
+    if fills {
+        return None;
+    }
+    let declaring = module
+        .prompts
+        .iter()
+        .find(|p| p.variables.iter().any(|v| v.name == name));
+    Some(match declaring {
+        Some(p) => format!(
+            "prompt `{}` declares `{name}`, so it is read from the input object's member `{name}` (e.g. --input '{{\"{name}\": ...}}'), not from --var",
+            module.str(p.key)
+        ),
+        None => format!("no prompt's template has a `{{{{{name}}}}}` it would fill; it has no effect"),
+    })
 }
 
 /// Which of a pack's diagnostics [`load_module`] prints.

@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
     };
     let script = vec![ScriptItem::Turn(input)];
-    let variables: serde_json::Map<String, Value> = read_vars(args)?.into_iter().collect();
+    let variables: serde_json::Map<String, Value> = read_vars(args, &module)?.into_iter().collect();
     let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());
     // Before any request: a paid model never sees an input its composition refuses.
     crate::inputs::check_turns(args, &target_text, &script)?;

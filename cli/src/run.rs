@@ -123,7 +123,7 @@ fn prepare(
         spec.script = vec![ScriptItem::Turn(value)];
         turns = true;
     }
-    for (k, v) in read_vars(args)? {
+    for (k, v) in read_vars(args, &module)? {
         spec.variables.insert(k, v);
     }
     // `--interactive` reads the turns from the terminal.

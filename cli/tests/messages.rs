@@ -302,6 +302,19 @@ fn missing_variables_and_answers_say_where_they_come_from() {
         &out,
         "required variable `customer` is missing: a declared variable is read from the member `customer` of the call's input object",
     );
+    assert_stderr_contains(
+        &out,
+        "warning: --var customer: prompt `greet` declares `customer`, so it is read from the input object's member `customer`",
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        ["--input", r#"{"customer": "Ana"}"#, "--var", "nosuch=1"]
+    );
+    assert_stderr_contains(
+        &out,
+        "warning: --var nosuch: no prompt's template has a `{{nosuch}}` it would fill; it has no effect",
+    );
     let out = packc_output!("run", &pack, ["--input", r#"{"customer": "Ana"}"#]);
     assert_eq!(out.status.code(), Some(1));
     assert_stderr_contains(&out, "no scripted answer for prompt greet");
