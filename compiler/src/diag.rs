@@ -138,6 +138,13 @@ diag_kinds! {
     /// §14). The fix is `{{name}}`.
     /// Triggered by: tests/cases/tpl-note-spaced-placeholder.case.yaml
     SpacedPlaceholder = "spaced_placeholder", Note;
+    /// (note) A `system_template` holds another engine's template syntax: a Handlebars
+    /// block, comment or partial (`{{#if x}}`, `{{/if}}`), a filter (`{{name | upper}}`),
+    /// a Jinja statement (`{% if %}`) or a placeholder closed by one brace (`{{name}`).
+    /// PromptPack templates have none of them, so it is literal text, sent as written
+    /// (`workflow.md` §14).
+    /// Triggered by: tests/cases/tpl-note-foreign-syntax.case.yaml
+    ForeignTemplateSyntax = "foreign_template_syntax", Note;
     /// Two steps of one composition share an id.
     /// Triggered by: cases/comp-err-duplicate-step-id-nested.case.yaml
     DuplicateStepId = "duplicate_step_id", Error;

@@ -110,12 +110,13 @@ impl<'a> RenderSource<'a> {
             if let Some(node) = spans.get(p) {
                 let value =
                     node.value.start.min(self.text.len())..node.value.end.min(self.text.len());
-                // The first occurrence not followed by a name character: `{{who` is not
-                // found inside `{{whoever}}`.
+                // The first occurrence not followed by a name character when the needle
+                // ends in one: `{{who` is not found inside `{{whoever}}`.
                 let text = self.text.get(value.clone()).unwrap_or_default();
+                let name_char = |c: char| c.is_alphanumeric() || c == '_';
+                let open_ended = needle.ends_with(name_char);
                 let found = text.match_indices(&**needle).find(|(at, _)| {
-                    !text[at + needle.len()..]
-                        .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    !open_ended || !text[at + needle.len()..].starts_with(name_char)
                 });
                 if let Some((at, _)) = found {
                     let start = value.start + at;

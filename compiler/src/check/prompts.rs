@@ -1,6 +1,7 @@
 //! Prompt checks: the `tools` list (warning `unresolved_tool`) and `{{placeholders}}`
-//! (warning `undeclared_variable`; the note `spaced_placeholder` for a `{{ name }}` that
-//! is literal text), `shared/semantics/workflow.md` §14 and §16.
+//! (warning `undeclared_variable`; the notes `spaced_placeholder` for a `{{ name }}` and
+//! `foreign_template_syntax` for `{{#if x}}` and the like, which are literal text),
+//! `shared/semantics/workflow.md` §14 and §16.
 
 use std::collections::BTreeSet;
 
@@ -10,7 +11,7 @@ use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
-use crate::syntax::{expanded_text, placeholder_roots, spaced_placeholders};
+use crate::syntax::{expanded_text, foreign_syntax, placeholder_roots, spaced_placeholders};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/prompts");
@@ -89,6 +90,16 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
         .at(ptr.key("system_template"))
         .within(whole)
         .help(format!("write `{{{{{path}}}}}` to insert the value"));
+        cx.push(d);
+    }
+    for (whole, what) in foreign_syntax(template) {
+        let d = Diagnostic::new(
+            DiagKind::ForeignTemplateSyntax,
+            format!("`{whole}` is {what}, which PromptPack templates do not have: it is sent as written"),
+        )
+        .at(ptr.key("system_template"))
+        .within(whole)
+        .help("a template only fills `{{name}}`, `{{name.member}}` and `{{name[0]}}`; put conditional text in the input (or a fragment) instead");
         cx.push(d);
     }
     let fragments = crate::members::fragments(cx.root.get("fragments"));

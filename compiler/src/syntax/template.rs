@@ -19,7 +19,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::scan::{find_from, ident_end};
+use super::scan::{find_from, ident_end, is_ident_continue};
 
 /// One step of a placeholder path after its root name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,12 +161,74 @@ pub fn spaced_placeholders(text: &str) -> impl Iterator<Item = (&str, &str)> {
         let spaced =
             bytes.first().is_some_and(|&b| blank(b)) || bytes.last().is_some_and(|&b| blank(b));
         let whole = &text[open..close + 2];
-        let well_formed = || {
-            let bare = format!("{{{{{path}}}}}");
-            read_placeholder(&bare, 0, |_| {}).is_some_and(|(_, end)| end == bare.len())
-        };
-        (spaced && !path.is_empty() && well_formed()).then_some((close + 2, (whole, path)))
+        (spaced && is_path(path)).then_some((close + 2, (whole, path)))
     })
+}
+
+/// Template syntax of other engines in `text`, which PromptPack templates do not have and
+/// which is therefore literal text (`workflow.md` §14): each as the text found and what it
+/// is. Found: a Handlebars block, comment or partial (`{{#if x}}`, `{{/if}}`, `{{^x}}`,
+/// `{{! x}}`, `{{> x}}`), a filter (`{{ name | upper }}`), a Jinja statement (`{% if %}`),
+/// and a placeholder closed by one brace (`{{name}`).
+pub fn foreign_syntax(text: &str) -> Vec<(&str, &'static str)> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(open) = find_from(text, from, "{{") {
+        from = open + 2;
+        let after = text[open + 2..].trim_start_matches([' ', '\t']);
+        let inner_at = text.len() - after.len();
+        let close = find_from(text, inner_at, "}}");
+        let line_end = text[inner_at..]
+            .find('\n')
+            .map_or(text.len(), |i| inner_at + i);
+        let closed = close.filter(|&c| c <= line_end && !text[inner_at..c].contains("{{"));
+        if let Some(c) = closed {
+            let whole = &text[open..c + 2];
+            let inner = text[inner_at..c].trim_end_matches([' ', '\t']);
+            let what = match inner.as_bytes().first() {
+                Some(b'#' | b'/' | b'^') => Some("a Handlebars block"),
+                Some(b'!') => Some("a Handlebars comment"),
+                Some(b'>') => Some("a Handlebars partial"),
+                _ => inner
+                    .split_once('|')
+                    .filter(|(path, rest)| {
+                        !rest.starts_with('|') && is_path(path.trim_end_matches([' ', '\t']))
+                    })
+                    .map(|_| "a filter"),
+            };
+            if let Some(what) = what {
+                found.push((whole, what));
+                from = c + 2;
+            }
+            continue;
+        }
+        // `{{name}` closed by one brace.
+        let path_end = after
+            .bytes()
+            .position(|b| !(is_ident_continue(b) || b == b'.' || b == b'[' || b == b']'))
+            .map_or(text.len(), |i| inner_at + i);
+        let path = &text[inner_at..path_end];
+        let rest = text[path_end..].trim_start_matches([' ', '\t']);
+        if is_path(path) && rest.starts_with('}') && !rest.starts_with("}}") {
+            let end = text.len() - rest.len() + 1;
+            found.push((&text[open..end], "a placeholder closed by one brace"));
+            from = end;
+        }
+    }
+    let mut from = 0;
+    while let Some(open) = find_from(text, from, "{%") {
+        let end = find_from(text, open + 2, "%}").map_or(open + 2, |c| c + 2);
+        found.push((&text[open..end], "a Jinja statement"));
+        from = end;
+    }
+    found.sort_by_key(|(whole, _)| whole.as_ptr() as usize);
+    found
+}
+
+/// Whether `path` is a placeholder's path: `name ( "." name | "[" digits "]" )*`.
+fn is_path(path: &str) -> bool {
+    let bare = format!("{{{{{path}}}}}");
+    !path.is_empty() && read_placeholder(&bare, 0, |_| {}).is_some_and(|(_, end)| end == bare.len())
 }
 
 /// A step of a placeholder's path, borrowed from the text.
@@ -246,6 +308,26 @@ mod tests {
             segs("Hello {{name}}!"),
             [text("Hello "), var("name", vec![], 6..14), text("!")]
         );
+    }
+
+    #[test]
+    fn foreign_syntax_is_found() {
+        let s = "A {{ user.name } B {{#if x}}yes{{/if}} C {{input..x}} D {{}} E {{user | upper}} F {% if a %}G{% endif %} {{! note }} {{> part}} {{name}} {{ ok }}";
+        assert_eq!(
+            foreign_syntax(s),
+            [
+                ("{{ user.name }", "a placeholder closed by one brace"),
+                ("{{#if x}}", "a Handlebars block"),
+                ("{{/if}}", "a Handlebars block"),
+                ("{{user | upper}}", "a filter"),
+                ("{% if a %}", "a Jinja statement"),
+                ("{% endif %}", "a Jinja statement"),
+                ("{{! note }}", "a Handlebars comment"),
+                ("{{> part}}", "a Handlebars partial"),
+            ]
+        );
+        // JSON shown to a model, and placeholders, are not flagged.
+        assert!(foreign_syntax("Reply {{\"a\": 1}} or {{x}} or {{a || b}} {x}").is_empty());
     }
 
     #[test]
