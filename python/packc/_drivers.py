@@ -94,6 +94,26 @@ def _feed(run: Run, call: Call, result: Any) -> Need:
     return run.answer(call, output=result)
 
 
+class _Unset:
+    """The default of ``input=``: no input given (``None`` is a JSON ``null`` turn)."""
+
+    def __repr__(self) -> str:
+        return "<no input>"
+
+
+_UNSET: Any = _Unset()
+
+
+def _items(run: Run, input: Any, script: Optional[Iterable[ScriptItem]]) -> Iterator[Tuple[str, Any]]:
+    """The caller's turns for a drive of ``run``: both ``input`` and ``script`` is a
+    ``TypeError``; a run already under way given neither finishes once its turn ends."""
+    if script is not None and input is not _UNSET:
+        raise TypeError("drive takes input= (one turn) or script= (turns and events), not both")
+    if script is None and input is _UNSET and run.waiting_for is not None:
+        return _script(None, [])
+    return _script(None if input is _UNSET else input, script)
+
+
 def _script(input: Any, script: Optional[Iterable[ScriptItem]]) -> Iterator[Tuple[str, Any]]:
     """The caller's turns: ``script`` (``{"turn": value}`` / ``{"event": name}`` items,
     as in a case file), else one turn with ``input``."""
@@ -143,7 +163,7 @@ def drive(
     tool: Optional[HostFn] = None,
     guard: Optional[HostFn] = None,
     extension: Optional[HostFn] = None,
-    input: Any = None,
+    input: Any = _UNSET,
     script: Optional[Iterable[ScriptItem]] = None,
     clock: Optional[Callable[[], int]] = None,
 ) -> Outcome:
@@ -157,11 +177,12 @@ def drive(
     :class:`packc.RunError`. A run already started (restored from a snapshot, or left
     by a drive whose host function raised) is picked up where it waits
     (:attr:`packc.Run.waiting_for`): a turn under way ends first, then the caller does
-    ``input`` or ``script`` (``script=[]``: finish once the turn ends). A run that has
-    ended raises :class:`packc.ProtocolError`.
+    ``input`` or ``script``, and with neither the run finishes once the turn ends. A new
+    run given neither does one turn with ``None``. Giving both ``input`` and ``script``
+    raises ``TypeError``; a run that has ended raises :class:`packc.ProtocolError`.
     """
     handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
-    items = _script(input, script)
+    items = _items(run, input, script)
     started = time.monotonic()
     need = _first_need(run)
     while True:
@@ -202,7 +223,7 @@ async def drive_async(
     tool: Optional[AsyncHostFn] = None,
     guard: Optional[AsyncHostFn] = None,
     extension: Optional[AsyncHostFn] = None,
-    input: Any = None,
+    input: Any = _UNSET,
     script: Optional[Iterable[ScriptItem]] = None,
     clock: Optional[Callable[[], int]] = None,
 ) -> Outcome:
@@ -215,7 +236,7 @@ async def drive_async(
     fails, the calls still in flight are cancelled and the exception propagates.
     """
     handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}
-    items = _script(input, script)
+    items = _items(run, input, script)
     started = time.monotonic()
     inflight: Dict[int, Tuple[Call, "asyncio.Future[Any]"]] = {}
     try:

@@ -121,6 +121,11 @@ impl Batch {
         if concurrency == 0 {
             return Err(PyValueError::new_err("concurrency must be at least 1"));
         }
+        if tool_concurrency == 0 {
+            return Err(PyValueError::new_err(
+                "tool_concurrency must be at least 1 (tool calls in flight at once)",
+            ));
+        }
         let host_variables = crate::hosts::host_variables(variables)?;
         let input_schema = match input_schema {
             None => None,
@@ -147,7 +152,7 @@ impl Batch {
         let options = BatchOptions {
             concurrency,
             rows_in_flight,
-            tool_concurrency: tool_concurrency.max(1),
+            tool_concurrency,
             rpm,
             tpm,
             max_failures: None,

@@ -150,7 +150,9 @@ pub(crate) fn host_variables(
         None => Ok(serde_json::Map::new()),
         Some(v) => match from_py(v, "variables")? {
             Value::Object(m) => Ok(m),
-            _ => Err(PyTypeError::new_err("variables must be a dict")),
+            _ => Err(PyTypeError::new_err(
+                "variables must be a dict (a mapping of str names to JSON values)",
+            )),
         },
     }
 }
@@ -174,6 +176,11 @@ pub(crate) fn live_config(
     timeout: f64,
     retries: u32,
 ) -> PyResult<LiveConfig> {
+    if model.trim().is_empty() {
+        return Err(PyValueError::new_err(
+            "model= is empty: name the model the server serves (e.g. model=\"gpt-4o-mini\")",
+        ));
+    }
     let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
     if let Some(url) = &base_url {
         let host = url

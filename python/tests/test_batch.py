@@ -101,6 +101,12 @@ def test_bad_options_are_refused_when_the_engine_is_built() -> None:
         packc.Batch(artifact, model="m", base_url=LOCAL, timeout=0)
     with pytest.raises(ValueError, match="concurrency"):
         packc.Batch(artifact, model="m", base_url=LOCAL, concurrency=0)
+    with pytest.raises(ValueError, match="tool_concurrency must be at least 1"):
+        packc.Batch(artifact, model="m", base_url=LOCAL, tool_concurrency=0)
+    with pytest.raises(ValueError, match="model= is empty"):
+        packc.Batch(artifact, model=" ", base_url=LOCAL)
+    with pytest.raises(ValueError, match="model= is empty"):
+        packc.run_live(artifact, {"text": "t"}, model="", base_url=LOCAL)
     # More worker threads than the engine starts: refused before any thread starts.
     with pytest.raises(ValueError, match="threads is 100000"):
         packc.Batch(artifact, model="m", base_url=LOCAL, threads=100_000)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -169,16 +169,28 @@ def test_drive_picks_up_a_started_or_restored_run(ex3_program: packc.Program) ->
     assert fresh.waiting_for is None
     half = ex3_half_answered(ex3_program)
     assert half.waiting_for == packc.Need.CALLS
-    for drive in ("drive", "drive_async"):
+    # Given no input= or script=, a run under way finishes once its turn ends, as with
+    # script=[]; a new run does one turn.
+    cases: List[Tuple[str, Optional[List[Dict[str, Any]]]]] = [
+        ("drive", []),
+        ("drive", None),
+        ("drive_async", []),
+        ("drive_async", None),
+    ]
+    for drive, script in cases:
         run = ex3_program.restore(half.snapshot(), record_calls=True)
         assert run.waiting_for == packc.Need.CALLS
+        kw: Dict[str, Any] = {} if script is None else {"script": script}
         if drive == "drive":
-            out = packc.drive(run, model=ex3_model, tool=ex3_tool, script=[])
+            out = packc.drive(run, model=ex3_model, tool=ex3_tool, **kw)
         else:
-            out = asyncio.run(packc.drive_async(run, model=ex3_model, tool=ex3_tool, script=[]))
+            out = asyncio.run(packc.drive_async(run, model=ex3_model, tool=ex3_tool, **kw))
         assert run.waiting_for == packc.Need.DONE
         assert out.output == expected["output"], drive
         assert run.trace == expected["trace"], drive
+    with pytest.raises(TypeError, match="not both"):
+        packc.drive(fresh, model=ex3_model, tool=ex3_tool, input="x", script=[])
+    assert fresh.waiting_for is None
 
 
 DRAFT_PACK = """
