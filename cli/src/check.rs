@@ -284,6 +284,13 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
     let max_source_bytes = options.limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if meta.is_dir() {
+        anyhow::bail!(
+            "cannot read {}: it is a folder; name the pack files in it (e.g. `packc check {}`)",
+            path.display(),
+            path.join("*.pack.yaml").display()
+        );
+    }
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.
         let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);

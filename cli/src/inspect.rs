@@ -33,6 +33,19 @@ pub struct InspectArgs {
 /// Print the header, the sections and a summary of the module. Exit 2 when the file is
 /// not a readable, valid artifact.
 pub fn run(args: &InspectArgs) -> Result<ExitCode> {
+    let path = &args.artifact;
+    let source = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+    if source && path.is_file() && !is_artifact(path).unwrap_or(true) {
+        let word = crate::shell::path(path);
+        anyhow::bail!(
+            "{} is a pack, not a built artifact: `packc build {word}` makes one to inspect \
+             (`packc check {word}` checks the pack, `packc graph {word}` draws it)",
+            path.display()
+        );
+    }
     let (bytes, artifact) = read_artifact(&args.artifact)?;
     // `read_artifact` succeeded, so the container decodes.
     let container = Container::decode(&bytes, DEFAULT_MAX_ARTIFACT_BYTES)

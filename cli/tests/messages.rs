@@ -430,3 +430,19 @@ fn a_reference_into_a_parallel_names_the_merged_form() {
         );
     }
 }
+
+/// `inspect` of a pack source, and `check` of a folder, say what to run instead.
+#[test]
+fn inspect_of_a_pack_and_check_of_a_folder_say_what_to_run() {
+    let dir = scratch("inspect-a-pack");
+    let pack = write(&dir, "g.pack.yaml", GREETER);
+    let out = packc_output!("inspect", &pack);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(&out, "is a pack, not a built artifact: `packc build ");
+    let out = packc_output!("check", &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert_stderr_contains(
+        &out,
+        "it is a folder; name the pack files in it (e.g. `packc check ",
+    );
+}
