@@ -141,7 +141,9 @@ class Need:
 
 @final
 class Outcome:
-    """How a run ended without error."""
+    """How a run ended without error. Pickles, and compares equal by its fields."""
+
+    def __new__(cls, output: _Json, state: Optional[str] = None) -> Outcome: ...
 
     @property
     def output(self) -> _Json: ...
@@ -270,7 +272,9 @@ class Program:
 
 @final
 class CaseResult:
-    """A conformance case's verdict."""
+    """A conformance case's verdict. Pickles, and compares equal by its fields."""
+
+    def __new__(cls, path: str, passed: bool, failures: List[str] = ...) -> CaseResult: ...
 
     @property
     def path(self) -> str: ...
@@ -288,7 +292,17 @@ def run_case(path: _StrPath, *, check_snapshots: bool = False) -> CaseResult:
 
 @final
 class LiveResult:
-    """A live run's result."""
+    """A live run's result. Pickles, and compares equal by its fields."""
+
+    def __new__(
+        cls,
+        output: _Json,
+        state: Optional[str] = None,
+        trace: List[str] = ...,
+        model_calls: int = 0,
+        tool_calls: int = 0,
+        tokens: int = 0,
+    ) -> LiveResult: ...
 
     @property
     def output(self) -> _Json: ...

@@ -14,6 +14,7 @@ use packc_vm::driver::ScriptItem;
 use packc_vm::{RunOptions, Target};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 use serde_json::Value;
 
 use crate::convert::{from_py, to_py};
@@ -40,6 +41,33 @@ pub struct CaseResult {
 
 #[pymethods]
 impl CaseResult {
+    /// A verdict with these fields (what `run_case` gives; also made by `pickle`).
+    #[new]
+    #[pyo3(signature = (path, passed, failures=Vec::new()))]
+    fn new(path: String, passed: bool, failures: Vec<String>) -> CaseResult {
+        CaseResult {
+            path,
+            passed,
+            failures,
+        }
+    }
+
+    /// Pickled as its fields (a process pool sends a verdict back whole).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> (Bound<'py, PyType>, (String, bool, Vec<String>)) {
+        let c = slf.get();
+        (
+            slf.get_type(),
+            (c.path.clone(), c.passed, c.failures.clone()),
+        )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, Self>) -> bool {
+        let other = other.get();
+        (&self.path, self.passed, &self.failures) == (&other.path, other.passed, &other.failures)
+    }
+
     fn __bool__(&self) -> bool {
         self.passed
     }
@@ -116,8 +144,59 @@ pub struct LiveResult {
     tokens: u64,
 }
 
+/// [`LiveResult`]'s constructor arguments, in order.
+type LiveFields = (Py<PyAny>, Option<String>, Vec<String>, u64, u64, u64);
+
 #[pymethods]
 impl LiveResult {
+    /// A result with these fields (what `run_live` gives; also made by `pickle`).
+    #[new]
+    #[pyo3(signature = (output, state=None, trace=Vec::new(), model_calls=0, tool_calls=0, tokens=0))]
+    fn new(
+        output: Py<PyAny>,
+        state: Option<String>,
+        trace: Vec<String>,
+        model_calls: u64,
+        tool_calls: u64,
+        tokens: u64,
+    ) -> LiveResult {
+        LiveResult {
+            output,
+            state,
+            trace,
+            model_calls,
+            tool_calls,
+            tokens,
+        }
+    }
+
+    /// Pickled as its fields (a process pool or Ray sends a result back whole).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, LiveFields) {
+        let r = slf.get();
+        let fields = (
+            r.output.clone_ref(slf.py()),
+            r.state.clone(),
+            r.trace.clone(),
+            r.model_calls,
+            r.tool_calls,
+            r.tokens,
+        );
+        (slf.get_type(), fields)
+    }
+
+    /// Equal when the outputs are equal (`==`) and every other field is the same.
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, Self>) -> PyResult<bool> {
+        let o = other.get();
+        let same = (
+            &self.state,
+            &self.trace,
+            self.model_calls,
+            self.tool_calls,
+            self.tokens,
+        ) == (&o.state, &o.trace, o.model_calls, o.tool_calls, o.tokens);
+        Ok(same && self.output.bind(py).eq(o.output.bind(py))?)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         let out = crate::convert::repr(py, &self.output);
         format!(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use packc_vm::{Answer, CallId, CallView, Input, RunOptions, Target, ToolRequest};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyType};
 use serde_json::Value;
 
 use crate::convert::{from_py, to_py};
@@ -550,6 +550,31 @@ pub struct Outcome {
 
 #[pymethods]
 impl Outcome {
+    /// An outcome with this `output` and `state` (what `run.outcome` gives; made by hand
+    /// in a host's tests, and by `pickle`).
+    #[new]
+    #[pyo3(signature = (output, state=None))]
+    fn new(output: Py<PyAny>, state: Option<String>) -> Outcome {
+        Outcome { output, state }
+    }
+
+    /// Pickled as its fields (a process pool or Ray sends an outcome back whole).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> (Bound<'py, PyType>, (Py<PyAny>, Option<String>)) {
+        let o = slf.get();
+        (
+            slf.get_type(),
+            (o.output.clone_ref(slf.py()), o.state.clone()),
+        )
+    }
+
+    /// Equal when the outputs are equal (`==`) and the states are the same.
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, Self>) -> PyResult<bool> {
+        let other = other.get();
+        Ok(self.state == other.state && self.output.bind(py).eq(other.output.bind(py))?)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         let out = crate::convert::repr(py, &self.output);
         match &self.state {

@@ -212,6 +212,9 @@ def test_text_reads_its_schema_files_from_base_dir(tmp_path: Path) -> None:
     assert unread.to_bytes() != from_text.to_bytes()
 
 
+PAPER_OUT = {"type": "research_paper"}
+
+
 def test_errors_artifacts_and_needs_pickle_whole() -> None:
     with pytest.raises(packc.CompileError) as info:
         packc.compile(text=BROKEN)
@@ -224,6 +227,16 @@ def test_errors_artifacts_and_needs_pickle_whole() -> None:
     assert pickle.loads(pickle.dumps(artifact)).to_bytes() == artifact.to_bytes()
     for need in (packc.Need.CALLS, packc.Need.DONE):
         assert pickle.loads(pickle.dumps(need)) is need and copy.copy(need) is need
+    # Results go back from a process pool whole, and compare by their fields.
+    outcome = packc.drive(packc.Program(artifact).start(), model=lambda c: PAPER_OUT, input={"text": "t"})
+    assert pickle.loads(pickle.dumps(outcome)) == outcome
+    assert outcome != packc.Outcome({"other": 1}, outcome.state)
+    case = packc.run_case(EXAMPLES / "cases" / "guide-add-workflow.case.yaml")
+    back_case = pickle.loads(pickle.dumps(case))
+    assert back_case == case and back_case.passed and back_case.path == case.path
+    live = packc.LiveResult({"a": [1]}, "done", ["enter done"], model_calls=2, tokens=7)
+    assert pickle.loads(pickle.dumps(live)) == live and live.tokens == 7
+    assert live != packc.LiveResult({"a": [1]}, "done", ["enter done"], model_calls=2, tokens=8)
     for run_error in (packc.HostError("down"), packc.RunError("odd", kind="invalid_target")):
         again = pickle.loads(pickle.dumps(run_error))
         assert (type(again), again.kind, again.message) == (type(run_error), run_error.kind, run_error.message)
