@@ -367,7 +367,8 @@ mod tests {
         }
     }
 
-    fn check(input: Value, pred: &Pred) -> Result<bool, ErrorKind> {
+    /// `pred` evaluated against `input` alone.
+    fn eval(input: Value, pred: &Pred) -> Result<bool, RunError> {
         let m = Module::default();
         let scope = Scope {
             m: &m,
@@ -375,7 +376,11 @@ mod tests {
             input: &input,
             slots: &[],
         };
-        Compiled::new(pred).eval(&scope).map_err(|e| e.kind)
+        Compiled::new(pred).eval(&scope)
+    }
+
+    fn check(input: Value, pred: &Pred) -> Result<bool, ErrorKind> {
+        eval(input, pred).map_err(|e| e.kind)
     }
 
     #[test]
@@ -408,14 +413,7 @@ mod tests {
     /// The message of an ordered comparison's `type_error`: the comparison, the
     /// reference and what it found there.
     fn message(input: Value, pred: &Pred) -> String {
-        let m = Module::default();
-        let scope = Scope {
-            m: &m,
-            comp: None,
-            input: &input,
-            slots: &[],
-        };
-        Compiled::new(pred).eval(&scope).unwrap_err().message
+        eval(input, pred).unwrap_err().message
     }
 
     #[test]
