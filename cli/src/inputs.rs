@@ -80,7 +80,7 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["input", "record"])]
     pub interactive: bool,
     /// `human` (the default) prints the output alone, as JSON; `json` prints the whole
-    /// result as one JSON object (status, why it stopped, output, state, error, trace,
+    /// result as one JSON object (status, why it stopped, output, reply, state, error, trace,
     /// every call with its input and answer and every built-in validator firing, as a
     /// case's `expect.calls` lists them, tokens).
     #[arg(

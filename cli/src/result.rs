@@ -66,7 +66,14 @@ pub fn to_json(
         }),
     );
     m.insert("output".into(), output);
-    // A turn's `reply` goes here, next to `output`, at spec levels that define one.
+    // The last turn's reply (RFC 0014 reply assembly): what a user is shown when several
+    // states spoke in one turn; `null` for a failed run.
+    let reply = match status {
+        "done" => run.outcome().map(|o| o.reply),
+        "waiting" => run.idle().map(|o| o.reply),
+        _ => None,
+    };
+    m.insert("reply".into(), json!(reply));
     m.insert("state".into(), json!(state));
     m.insert("error".into(), error.unwrap_or(Value::Null));
     m.insert("trace".into(), json!(run.trace_lines()));

@@ -469,7 +469,7 @@ fn readme_installs_packc_before_using_it() {
     );
 }
 
-/// `--format json` prints the whole result: status, why it stopped, output, state,
+/// `--format json` prints the whole result: status, why it stopped, output, reply, state,
 /// trace, every call with its input and answer, tokens; a failure as `failed` with its
 /// error.
 #[test]

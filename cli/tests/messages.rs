@@ -446,3 +446,30 @@ fn inspect_of_a_pack_and_check_of_a_folder_say_what_to_run() {
         "it is a folder; name the pack files in it (e.g. `packc check ",
     );
 }
+
+/// `--format json` carries the turn's `reply` (RFC 0014): the string outputs of the states
+/// that spoke in the turn, and it replays as a case's `expect.reply`.
+#[test]
+fn the_json_result_has_the_reply() {
+    let dir = scratch("json-reply");
+    let pack = write(
+        &dir,
+        "r.pack.yaml",
+        "$schema: https://promptpack.org/schema/v1.7.0/promptpack.schema.json\nid: r\nname: R\nversion: 1.0.0\ntemplate_engine: {version: v1, syntax: x}\nprompts:\n  v: {id: v, name: V, version: 1.0.0, system_template: \"Verify.\"}\n  t: {id: t, name: T, version: 1.0.0, system_template: \"Route.\"}\n  r: {id: r, name: R, version: 1.0.0, system_template: \"Answer.\"}\nworkflow:\n  version: 2\n  entry: verifying\n  states:\n    verifying: {prompt_task: v, control: user, on_event: {Ok: triage}}\n    triage: {prompt_task: t, control: agent, on_event: {Serve: resolution}}\n    resolution: {prompt_task: r, control: user, terminal: true}\n",
+    );
+    let host = write(
+        &dir,
+        "host.yaml",
+        "host:\n  prompts:\n    v: [{output: \"Verified.\", event: Ok}]\n    t: [{output: \"\", event: Serve}]\n    r: [{output: \"Balance: 42.\"}]\n",
+    );
+    let out = packc_output!(
+        "run",
+        &pack,
+        ["--input", r#""hi""#, "--format", "json", "--host"],
+        &host
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["output"], "Balance: 42.");
+    assert_eq!(r["reply"], "Verified.\n\nBalance: 42.");
+}
