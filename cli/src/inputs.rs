@@ -380,6 +380,11 @@ pub(crate) fn read_vars(args: &RunArgs, module: &Module) -> Result<Vec<(String, 
 /// prompt's template has an undeclared `{{name}}`.
 fn unused_var(module: &Module, name: &str) -> Option<String> {
     use ir_spec::{Segment, VarRoot};
+    if matches!(name, "input" | "artifacts") {
+        return Some(format!(
+            "`{{{{{name}}}}}` always reads the run's {name}, never a host variable; it has no effect"
+        ));
+    }
     let fills = module.prompts.iter().any(|p| {
         p.system.iter().any(|s| {
             matches!(s, Segment::Var(v) if matches!(&v.root, VarRoot::Undeclared(n) if n == name))
@@ -406,7 +411,7 @@ fn unused_var(module: &Module, name: &str) -> Option<String> {
 pub(crate) enum Shown {
     /// Errors, warnings and notes.
     All,
-    /// Errors and warnings (`--quiet`: notes are about the version a pack claims).
+    /// Errors and warnings (`--quiet` leaves the notes out).
     NoNotes,
     /// None: the pack's path came from a file someone else may have written (a save
     /// file), so its text is not echoed; the caller says what failed.
@@ -459,7 +464,7 @@ pub(crate) fn load_module(
         let name = path.display().to_string();
         let src = packc_compiler::render::RenderSource::of_checked(&name, &text, &checked);
         let color = crate::ColorChoice::Auto.for_stderr();
-        // `--quiet` leaves the notes out (what the version a pack claims changes); errors
+        // `--quiet` leaves the notes out (the version notes, the template notes); errors
         // and warnings are always shown.
         let shown: Vec<_> = checked
             .diagnostics

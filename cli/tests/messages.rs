@@ -315,6 +315,15 @@ fn missing_variables_and_answers_say_where_they_come_from() {
         &out,
         "warning: --var nosuch: no prompt's template has a `{{nosuch}}` it would fill; it has no effect",
     );
+    let out = packc_output!(
+        "run",
+        &pack,
+        ["--input", r#"{"customer": "Ana"}"#, "--var", "input=x"]
+    );
+    assert_stderr_contains(
+        &out,
+        "warning: --var input: `{{input}}` always reads the run's input, never a host variable",
+    );
     let out = packc_output!("run", &pack, ["--input", r#"{"customer": "Ana"}"#]);
     assert_eq!(out.status.code(), Some(1));
     assert_stderr_contains(&out, "no scripted answer for prompt greet");
@@ -419,15 +428,17 @@ fn a_reference_into_a_parallel_names_the_merged_form() {
     for (strategy, form) in [
         ("barrier", "`${gather.output.info.summ}`"),
         ("append", "`${gather.output.info}` (its `append` reducer"),
-        ("replace", "`${gather.output.info}` (its `replace` reducer"),
+        ("replace", "REPLACE"),
     ] {
         let file = write(&dir, &format!("{strategy}.pack.yaml"), pack(strategy));
         let out = packc_output!("check", &file);
         assert_eq!(out.status.code(), Some(1));
-        assert_stderr_contains(
-            &out,
-            &format!("read the parallel step's merged output instead: {form}"),
-        );
+        let expected = if form == "REPLACE" {
+            "`summ` is nested in a parallel step, whose `replace` reducer keeps only the last branch's output, not `summ`'s (with `strategy: barrier`, `${gather.output.info.summ}` reads it)".to_owned()
+        } else {
+            format!("read the parallel step's merged output instead: {form}")
+        };
+        assert_stderr_contains(&out, &expected);
     }
 }
 

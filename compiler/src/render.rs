@@ -113,10 +113,14 @@ impl<'a> RenderSource<'a> {
                 // The first occurrence not followed by a name character when the needle
                 // ends in one: `{{who` is not found inside `{{whoever}}`.
                 let text = self.text.get(value.clone()).unwrap_or_default();
+                // A needle ending in one brace (`{{name}`) is not found inside `{{name}}`.
                 let name_char = |c: char| c.is_alphanumeric() || c == '_';
                 let open_ended = needle.ends_with(name_char);
+                let one_brace = needle.ends_with('}') && !needle.ends_with("}}");
                 let found = text.match_indices(&**needle).find(|(at, _)| {
-                    !open_ended || !text[at + needle.len()..].starts_with(name_char)
+                    let after = &text[at + needle.len()..];
+                    !(open_ended && after.starts_with(name_char)
+                        || one_brace && after.starts_with('}'))
                 });
                 if let Some((at, _)) = found {
                     let start = value.start + at;

@@ -333,54 +333,52 @@ impl Checker<'_> {
     /// The kinds `expect` names (`compile_error`, `warnings`, `notes`, `error`) are kinds
     /// packc reports: a misspelt one would only fail when compared, as if packc were wrong.
     fn kinds(&mut self, expect: &Value) {
-        let compile_kinds = || {
-            packc_compiler::diag::DiagKind::ALL
-                .iter()
-                .map(|k| k.as_str())
-        };
+        use packc_compiler::{DiagKind, Severity};
+        let compile_kinds = || DiagKind::ALL.iter().map(|k| k.as_str());
         let run_kinds = || packc_vm::ErrorKind::ALL.iter().map(|k| k.as_str());
-        let mut named: Vec<(String, &str, bool)> = Vec::new();
-        if let Some(k) = expect.get("compile_error").and_then(Value::as_str) {
-            named.push(("/expect/compile_error".into(), k, false));
+        let mut named: Vec<(String, &str, &str)> = Vec::new();
+        for slot in ["compile_error", "error"] {
+            if let Some(k) = expect.get(slot).and_then(Value::as_str) {
+                named.push((format!("/expect/{slot}"), k, slot));
+            }
         }
-        if let Some(k) = expect.get("error").and_then(Value::as_str) {
-            named.push(("/expect/error".into(), k, true));
-        }
-        for list in ["warnings", "notes"] {
-            let items = expect.get(list).and_then(Value::as_array);
+        for slot in ["warnings", "notes"] {
+            let items = expect.get(slot).and_then(Value::as_array);
             for (i, k) in items.into_iter().flatten().enumerate() {
                 if let Some(k) = k.as_str() {
-                    named.push((format!("/expect/{list}/{i}"), k, false));
+                    named.push((format!("/expect/{slot}/{i}"), k, slot));
                 }
             }
         }
-        for (ptr, kind, run) in named {
-            let known = if run {
-                run_kinds().any(|k| k == kind)
-            } else {
-                compile_kinds().any(|k| k == kind)
+        for (ptr, kind, slot) in named {
+            let diag = DiagKind::from_name(kind);
+            let problem = match (slot, diag) {
+                ("error", _) if run_kinds().any(|k| k == kind) => continue,
+                ("error", Some(_)) => format!(
+                    "`{kind}` is reported when the pack is checked, not by a run: expect it as `compile_error`"
+                ),
+                ("error", None) => unknown(kind, "run-time error kind", run_kinds()),
+                (_, None) => unknown(kind, "diagnostic kind", compile_kinds()),
+                ("notes", Some(d)) if d.severity() != Severity::Note => format!(
+                    "`{kind}` is not a note: list it under `warnings` (or expect it as `compile_error`)"
+                ),
+                ("warnings" | "compile_error", Some(d)) if d.severity() == Severity::Note => {
+                    format!("`{kind}` is a note: list it under `notes`")
+                }
+                _ => continue,
             };
-            if known {
-                continue;
-            }
-            let (what, hint) = if run {
-                (
-                    "run-time error kind",
-                    packc_compiler::suggest(kind, run_kinds()),
-                )
-            } else {
-                (
-                    "diagnostic kind",
-                    packc_compiler::suggest(kind, compile_kinds()),
-                )
-            };
-            let help = match hint {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => "the kinds are listed in the conformance README".into(),
-            };
-            self.blame_value(&ptr, format!("`{kind}` is no {what} packc reports; {help}"));
+            self.blame_value(&ptr, problem);
         }
     }
+}
+
+/// `kind`, which is no `what` packc reports, with "did you mean" among `kinds`.
+fn unknown<'k>(kind: &str, what: &str, kinds: impl Iterator<Item = &'k str> + Clone) -> String {
+    let help = match packc_compiler::suggest(kind, kinds) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => "the kinds are listed in the conformance README".into(),
+    };
+    format!("`{kind}` is no {what} packc reports; {help}")
 }
 
 /// `section.key` for messages: `expect.ouput`, `run.host.prompts`.
@@ -529,6 +527,27 @@ mod tests {
         assert!(
             problems("  compile_error: unresolved_prompt\n  warnings: [unbounded_loop]\n")
                 .is_empty()
+        );
+        // A known kind in the wrong list says which list it belongs in.
+        let messages = |expect: &str| -> Vec<String> {
+            problems(expect).into_iter().map(|(_, _, m)| m).collect()
+        };
+        assert_eq!(
+            messages("  warnings: [spaced_placeholder]\n  notes: [unbounded_loop]\n"),
+            [
+                "`spaced_placeholder` is a note: list it under `notes`",
+                "`unbounded_loop` is not a note: list it under `warnings` (or expect it as `compile_error`)",
+            ]
+        );
+        let run = "about: x\npack: {}\nrun: {input: 1}\nexpect:\n  error: parse_error\n";
+        let got: Vec<String> = Case::parse(run, dir)
+            .unwrap_err()
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert_eq!(
+            got,
+            ["`parse_error` is reported when the pack is checked, not by a run: expect it as `compile_error`"]
         );
     }
 }

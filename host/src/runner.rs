@@ -394,7 +394,7 @@ fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) 
     let mut bad = Vec::new();
     for (i, exp) in expected.iter().enumerate() {
         let Some(act) = actual.get(i) else {
-            bad.push(format!("call {i}: expected {exp}, no such call"));
+            bad.push(format!("calls[{i}]: expected {exp}, no such call"));
             continue;
         };
         let members = exp.as_object().map(|m| {
@@ -411,11 +411,11 @@ fn compare_calls(expected: &[Value], actual: &[Value], diffs: &mut Vec<String>) 
                 };
                 bad.push(format!("{what} (the call: {act})"));
             }
-            None => bad.push(format!("call {i}: expected {exp}, got {act}")),
+            None => bad.push(format!("calls[{i}]: expected {exp}, got {act}")),
         }
     }
     for (i, act) in actual.iter().enumerate().skip(expected.len()) {
-        bad.push(format!("call {i}: unexpected {act}"));
+        bad.push(format!("calls[{i}]: unexpected {act}"));
     }
     if !bad.is_empty() {
         diffs.push(format!("calls differ: {}", bad.join("; ")));

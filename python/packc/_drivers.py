@@ -106,10 +106,11 @@ _UNSET: Any = _Unset()
 
 def _items(run: Run, input: Any, script: Optional[Iterable[ScriptItem]]) -> Iterator[Tuple[str, Any]]:
     """The caller's turns for a drive of ``run``: both ``input`` and ``script`` is a
-    ``TypeError``; a run already under way given neither finishes once its turn ends."""
+    ``TypeError``; given neither, a run in the middle of a turn finishes once that turn
+    ends, and any other run does one turn with ``None``."""
     if script is not None and input is not _UNSET:
         raise TypeError("drive takes input= (one turn) or script= (turns and events), not both")
-    if script is None and input is _UNSET and run.waiting_for is not None:
+    if script is None and input is _UNSET and run.waiting_for in (Need.CALLS, Need.WAIT, Need.CLOCK):
         return _script(None, [])
     return _script(None if input is _UNSET else input, script)
 
@@ -177,8 +178,8 @@ def drive(
     :class:`packc.RunError`. A run already started (restored from a snapshot, or left
     by a drive whose host function raised) is picked up where it waits
     (:attr:`packc.Run.waiting_for`): a turn under way ends first, then the caller does
-    ``input`` or ``script``, and with neither the run finishes once the turn ends. A new
-    run given neither does one turn with ``None``. Giving both ``input`` and ``script``
+    ``input`` or ``script``; with neither, a run in the middle of a turn finishes once it
+    ends, and a run waiting for its caller does one turn with ``None``. Giving both ``input`` and ``script``
     raises ``TypeError``; a run that has ended raises :class:`packc.ProtocolError`.
     """
     handlers = {"model": model, "tool": tool, "guard": guard, "extension": extension}

@@ -221,20 +221,21 @@ impl Program {
 #[pyclass(module = "packc")]
 pub struct Run {
     inner: packc_vm::Run,
-    /// The error that ended the run, for `Run.error`.
-    error: Option<packc_vm::RunError>,
+    /// The exception that ended the run, as it was raised, for `Run.error`.
+    error: Option<Py<PyAny>>,
 }
 
 impl Run {
     fn step(&mut self, py: Python<'_>, input: Input) -> PyResult<Need> {
         let was_finished = self.inner.is_finished();
         self.inner.resume(input).map(Need::from).map_err(|e| {
+            let err = errors::run_error(py, &e);
             // Misuse leaves the run as it was, and a refused turn leaves it waiting:
             // only an error that ended a running run is the run's own.
             if !was_finished && self.inner.is_finished() {
-                self.error = Some(e.clone());
+                self.error = Some(err.value(py).clone().into_any().unbind());
             }
-            errors::run_error(py, &e)
+            err
         })
     }
 
@@ -444,9 +445,7 @@ impl Run {
     /// `answer` raised it); `None` while it runs and when it finished with an output.
     #[getter]
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.error
-            .as_ref()
-            .map(|e| errors::run_error(py, e).into_value(py).into_any())
+        self.error.as_ref().map(|e| e.clone_ref(py))
     }
 
     /// Whether the run has ended (done or failed).

@@ -191,6 +191,11 @@ def test_drive_picks_up_a_started_or_restored_run(ex3_program: packc.Program) ->
     with pytest.raises(TypeError, match="not both"):
         packc.drive(fresh, model=ex3_model, tool=ex3_tool, input="x", script=[])
     assert fresh.waiting_for is None
+    # A run waiting for its caller, given neither, still does its one turn (with None:
+    # here a binding of the input that does not resolve).
+    assert fresh.resume() == packc.Need.CALLER
+    with pytest.raises(packc.UnresolvedBinding):
+        packc.drive(fresh, model=ex3_model, tool=ex3_tool)
 
 
 DRAFT_PACK = """

@@ -243,7 +243,12 @@ fn ordered_error(scope: &Scope<'_>, path: &Ref, op: Ordering, real: Option<&Valu
     let found = match real {
         Some(Value::Number(_)) => None,
         Some(v) => {
-            let mut text = serde_json::to_string(v).unwrap_or_default();
+            let mut text = match v {
+                // A long array or object is not written out whole only to be cut.
+                Value::Array(a) if a.len() > 8 => format!("[… {} items]", a.len()),
+                Value::Object(o) if o.len() > 8 => format!("{{… {} members}}", o.len()),
+                _ => serde_json::to_string(v).unwrap_or_default(),
+            };
             if text.len() > 40 {
                 let cut = (0..=37)
                     .rev()
@@ -268,7 +273,7 @@ fn ordered_error(scope: &Scope<'_>, path: &Ref, op: Ordering, real: Option<&Valu
     let message = match found {
         Some(found) => format!("an ordered comparison (`{op}`) needs a number: {found}"),
         None => format!(
-            "an ordered comparison (`{op}`) needs a number to compare `{at}` with, and its value is not one"
+            "an ordered comparison (`{op}`) needs a number to compare `{at}` with, and the predicate's `value` is not one"
         ),
     };
     type_error(&message)
@@ -435,7 +440,7 @@ mod tests {
         );
         assert_eq!(
             message(input, &cmp(&["n"], ge(None))),
-            "an ordered comparison (`greater_than_or_equals`) needs a number to compare `${input.n}` with, and its value is not one"
+            "an ordered comparison (`greater_than_or_equals`) needs a number to compare `${input.n}` with, and the predicate's `value` is not one"
         );
     }
 

@@ -11,7 +11,9 @@ use crate::members::entries;
 
 use super::{did_you_mean, Cx};
 use crate::diag::{At, DiagKind, Diagnostic, Token};
-use crate::syntax::{expanded_text, foreign_syntax, placeholder_roots, spaced_placeholders};
+use crate::syntax::{
+    expanded_text, foreign_syntax, placeholder_roots, spaced_placeholders, Foreign,
+};
 
 pub(super) fn check(cx: &mut Cx<'_, '_>) {
     let base = At::Text("/prompts");
@@ -67,6 +69,10 @@ fn check_tools(cx: &mut Cx<'_, '_>, prompt: &Node, ptr: &At<'_>) {
     }
 }
 
+/// At most this many `spaced_placeholder` notes, and as many `foreign_template_syntax`
+/// ones, for one template.
+const NOTES_PER_TEMPLATE: usize = 8;
+
 fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
     let Some(template) = prompt.get("system_template").and_then(Node::as_str) else {
         return;
@@ -80,7 +86,13 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
                 .collect()
         })
         .unwrap_or_default();
-    for (whole, path) in spaced_placeholders(template) {
+    // Notes, not errors: a template full of such text gets the first few of each kind,
+    // once per distinct text.
+    let mut seen = BTreeSet::new();
+    for (whole, path) in spaced_placeholders(template)
+        .filter(|(whole, _)| seen.insert(*whole))
+        .take(NOTES_PER_TEMPLATE)
+    {
         let d = Diagnostic::new(
             DiagKind::SpacedPlaceholder,
             format!(
@@ -92,14 +104,29 @@ fn check_template(cx: &mut Cx<'_, '_>, key: &str, prompt: &Node, ptr: &At<'_>) {
         .help(format!("write `{{{{{path}}}}}` to insert the value"));
         cx.push(d);
     }
-    for (whole, what) in foreign_syntax(template) {
+    let mut seen = BTreeSet::new();
+    for (whole, what) in foreign_syntax(template)
+        .into_iter()
+        .filter(|(whole, _)| seen.insert(*whole))
+        .take(NOTES_PER_TEMPLATE)
+    {
+        let help = match what {
+            Foreign::OneBrace => format!("close it with two braces: `{whole}}}`"),
+            Foreign::Block | Foreign::Jinja => "a template only fills `{{name}}`, `{{name.member}}` and `{{name[0]}}`: choose the text before the call (in the input, or a fragment) instead of a condition or loop".to_owned(),
+            Foreign::Comment => "remove it: the model would read it".to_owned(),
+            Foreign::Partial => "include shared text with a fragment: `{{fragments.NAME}}`".to_owned(),
+            Foreign::Filter => "transform the value before the call and pass it in the input; a template inserts values as they are".to_owned(),
+        };
         let d = Diagnostic::new(
             DiagKind::ForeignTemplateSyntax,
-            format!("`{whole}` is {what}, which PromptPack templates do not have: it is sent as written"),
+            format!(
+                "`{whole}` is {}, which PromptPack templates do not have: it is sent as written",
+                what.what()
+            ),
         )
         .at(ptr.key("system_template"))
         .within(whole)
-        .help("a template only fills `{{name}}`, `{{name.member}}` and `{{name[0]}}`; put conditional text in the input (or a fragment) instead");
+        .help(help);
         cx.push(d);
     }
     let fragments = crate::members::fragments(cx.root.get("fragments"));

@@ -30,6 +30,6 @@ pub use reference::{
     Reference,
 };
 pub use template::{
-    foreign_syntax, parse_template, placeholder_roots, spaced_placeholders, PathSeg, Placeholder,
-    Segment, Template,
+    foreign_syntax, parse_template, placeholder_roots, spaced_placeholders, Foreign, PathSeg,
+    Placeholder, Segment, Template,
 };

@@ -19,7 +19,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::scan::{find_from, ident_end, is_ident_continue};
+use super::scan::{find_from, ident_end};
 
 /// One step of a placeholder path after its root name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,85 +150,131 @@ pub fn placeholder_roots(text: &str) -> impl Iterator<Item = &str> {
 /// The `{{ path }}`s of `text` that would be placeholders but for the spaces or tabs
 /// inside their braces, which makes them literal text (`workflow.md` §14): each as the
 /// whole `{{ ... }}` and the path inside it. Only a well-formed path counts, so `{{ }}`
-/// and `{{ a b }}` are not listed.
+/// and `{{ a b }}` are not listed. Linear: each `{{` reads its path in place.
 pub fn spaced_placeholders(text: &str) -> impl Iterator<Item = (&str, &str)> {
-    let blank = |b: u8| b == b' ' || b == b'\t';
+    let bytes = text.as_bytes();
     scan(text, move |open| {
-        let close = find_from(text, open + 2, "}}")?;
-        let inner = &text[open + 2..close];
-        let path = inner.trim_matches(|c: char| c == ' ' || c == '\t');
-        let bytes = inner.as_bytes();
-        let spaced =
-            bytes.first().is_some_and(|&b| blank(b)) || bytes.last().is_some_and(|&b| blank(b));
-        let whole = &text[open..close + 2];
-        (spaced && is_path(path)).then_some((close + 2, (whole, path)))
+        let start = skip_blanks(bytes, open + 2);
+        let end = path_end(bytes, start)?;
+        let close = skip_blanks(bytes, end);
+        let closed = bytes.get(close..close + 2) == Some(b"}}");
+        let spaced = start > open + 2 || close > end;
+        (closed && spaced).then(|| (close + 2, (&text[open..close + 2], &text[start..end])))
     })
 }
 
 /// Template syntax of other engines in `text`, which PromptPack templates do not have and
 /// which is therefore literal text (`workflow.md` §14): each as the text found and what it
-/// is. Found: a Handlebars block, comment or partial (`{{#if x}}`, `{{/if}}`, `{{^x}}`,
-/// `{{! x}}`, `{{> x}}`), a filter (`{{ name | upper }}`), a Jinja statement (`{% if %}`),
-/// and a placeholder closed by one brace (`{{name}`).
-pub fn foreign_syntax(text: &str) -> Vec<(&str, &'static str)> {
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(open) = find_from(text, from, "{{") {
-        from = open + 2;
-        let after = text[open + 2..].trim_start_matches([' ', '\t']);
-        let inner_at = text.len() - after.len();
-        let close = find_from(text, inner_at, "}}");
-        let line_end = text[inner_at..]
-            .find('\n')
-            .map_or(text.len(), |i| inner_at + i);
-        let closed = close.filter(|&c| c <= line_end && !text[inner_at..c].contains("{{"));
-        if let Some(c) = closed {
-            let whole = &text[open..c + 2];
-            let inner = text[inner_at..c].trim_end_matches([' ', '\t']);
-            let what = match inner.as_bytes().first() {
-                Some(b'#' | b'/' | b'^') => Some("a Handlebars block"),
-                Some(b'!') => Some("a Handlebars comment"),
-                Some(b'>') => Some("a Handlebars partial"),
-                _ => inner
-                    .split_once('|')
-                    .filter(|(path, rest)| {
-                        !rest.starts_with('|') && is_path(path.trim_end_matches([' ', '\t']))
-                    })
-                    .map(|_| "a filter"),
-            };
-            if let Some(what) = what {
-                found.push((whole, what));
-                from = c + 2;
+/// is, in order. Found: a Handlebars block, comment or partial (`{{#if x}}`, `{{/if}}`,
+/// `{{^x}}`, `{{! x}}`, `{{> x}}`), a filter (`{{ name | upper }}`), a placeholder closed
+/// by one brace (`{{name}`), each closed on its own line, and a Jinja statement
+/// (`{% if %}`) closed on its line. Linear: a construct's close is looked for only up to
+/// the next opener or the end of the line.
+pub fn foreign_syntax(text: &str) -> Vec<(&str, Foreign)> {
+    let bytes = text.as_bytes();
+    let mut found: Vec<(&str, Foreign)> = scan(text, |open| {
+        let start = skip_blanks(bytes, open + 2);
+        let closed = |from: usize, what: Foreign| {
+            let close = close_on_line(bytes, from, b"}}", b"{{")?;
+            Some((close + 2, (&text[open..close + 2], what)))
+        };
+        match bytes.get(start)? {
+            b'#' | b'/' | b'^' => return closed(start, Foreign::Block),
+            b'!' => return closed(start, Foreign::Comment),
+            b'>' => return closed(start, Foreign::Partial),
+            _ => {}
+        }
+        let end = path_end(bytes, start)?;
+        let after = skip_blanks(bytes, end);
+        match bytes.get(after..) {
+            Some([b'|', next, ..]) if *next != b'|' => closed(after, Foreign::Filter),
+            Some([b'}', next, ..]) if *next != b'}' => {
+                Some((after + 1, (&text[open..after + 1], Foreign::OneBrace)))
             }
-            continue;
+            Some([b'}']) => Some((after + 1, (&text[open..after + 1], Foreign::OneBrace))),
+            _ => None,
         }
-        // `{{name}` closed by one brace.
-        let path_end = after
-            .bytes()
-            .position(|b| !(is_ident_continue(b) || b == b'.' || b == b'[' || b == b']'))
-            .map_or(text.len(), |i| inner_at + i);
-        let path = &text[inner_at..path_end];
-        let rest = text[path_end..].trim_start_matches([' ', '\t']);
-        if is_path(path) && rest.starts_with('}') && !rest.starts_with("}}") {
-            let end = text.len() - rest.len() + 1;
-            found.push((&text[open..end], "a placeholder closed by one brace"));
-            from = end;
-        }
-    }
+    })
+    .collect();
     let mut from = 0;
     while let Some(open) = find_from(text, from, "{%") {
-        let end = find_from(text, open + 2, "%}").map_or(open + 2, |c| c + 2);
-        found.push((&text[open..end], "a Jinja statement"));
-        from = end;
+        from = match close_on_line(bytes, open + 2, b"%}", b"{%") {
+            Some(close) => {
+                found.push((&text[open..close + 2], Foreign::Jinja));
+                close + 2
+            }
+            None => open + 2,
+        };
     }
     found.sort_by_key(|(whole, _)| whole.as_ptr() as usize);
     found
 }
 
-/// Whether `path` is a placeholder's path: `name ( "." name | "[" digits "]" )*`.
-fn is_path(path: &str) -> bool {
-    let bare = format!("{{{{{path}}}}}");
-    !path.is_empty() && read_placeholder(&bare, 0, |_| {}).is_some_and(|(_, end)| end == bare.len())
+/// Another template engine's construct that [`foreign_syntax`] finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Foreign {
+    /// `{{#if x}}`, `{{/if}}`, `{{^x}}`: a Handlebars block.
+    Block,
+    /// `{{! x}}`: a Handlebars comment.
+    Comment,
+    /// `{{> x}}`: a Handlebars partial.
+    Partial,
+    /// `{{name | upper}}`: a filter.
+    Filter,
+    /// `{{name}`: a placeholder closed by one brace.
+    OneBrace,
+    /// `{% if x %}`: a Jinja statement.
+    Jinja,
+}
+
+impl Foreign {
+    /// What it is, for a message: "a Handlebars block".
+    pub fn what(self) -> &'static str {
+        match self {
+            Foreign::Block => "a Handlebars block",
+            Foreign::Comment => "a Handlebars comment",
+            Foreign::Partial => "a Handlebars partial",
+            Foreign::Filter => "a filter",
+            Foreign::OneBrace => "a placeholder closed by one brace",
+            Foreign::Jinja => "a Jinja statement",
+        }
+    }
+}
+
+/// The first `close` at or after `from` on the same line and before the next `open`.
+fn close_on_line(bytes: &[u8], from: usize, close: &[u8; 2], open: &[u8; 2]) -> Option<usize> {
+    let mut i = from;
+    while let Some(&b) = bytes.get(i) {
+        match bytes.get(i..i + 2) {
+            _ if b == b'\n' => return None,
+            Some(pair) if pair == close => return Some(i),
+            Some(pair) if pair == open => return None,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The position after the spaces and tabs at `at`.
+fn skip_blanks(bytes: &[u8], at: usize) -> usize {
+    at + bytes.get(at..).map_or(0, |rest| {
+        rest.iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count()
+    })
+}
+
+/// The end of the placeholder path `name ( "." name | "[" digits "]" )*` that starts at
+/// `at`, read in place; `None` when none starts there.
+fn path_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut pos = ident_end(bytes, at)?;
+    loop {
+        pos = match bytes.get(pos) {
+            Some(b'.') => ident_end(bytes, pos + 1)?,
+            Some(b'[') => index_at(bytes, pos + 1)?.1,
+            _ => return Some(pos),
+        };
+    }
 }
 
 /// A step of a placeholder's path, borrowed from the text.
@@ -312,9 +358,13 @@ mod tests {
 
     #[test]
     fn foreign_syntax_is_found() {
-        let s = "A {{ user.name } B {{#if x}}yes{{/if}} C {{input..x}} D {{}} E {{user | upper}} F {% if a %}G{% endif %} {{! note }} {{> part}} {{name}} {{ ok }}";
+        let s = "A {{ user.name } B {{#if x}}yes{{/if}} C {{input..x}} D {{}} E {{user | upper}} F {% if a %}G{% endif %} {{! note }} {{> part}} {{name}} {{ ok }} {{{topic} x {{t} y }}";
+        let found: Vec<(&str, &str)> = foreign_syntax(s)
+            .into_iter()
+            .map(|(w, f)| (w, f.what()))
+            .collect();
         assert_eq!(
-            foreign_syntax(s),
+            found,
             [
                 ("{{ user.name }", "a placeholder closed by one brace"),
                 ("{{#if x}}", "a Handlebars block"),
@@ -324,10 +374,36 @@ mod tests {
                 ("{% endif %}", "a Jinja statement"),
                 ("{{! note }}", "a Handlebars comment"),
                 ("{{> part}}", "a Handlebars partial"),
+                ("{{topic}", "a placeholder closed by one brace"),
+                ("{{t}", "a placeholder closed by one brace"),
             ]
         );
-        // JSON shown to a model, and placeholders, are not flagged.
-        assert!(foreign_syntax("Reply {{\"a\": 1}} or {{x}} or {{a || b}} {x}").is_empty());
+        // JSON shown to a model, placeholders, `||`, a lone `{%` and constructs left open
+        // on their line are not flagged.
+        for s in [
+            "Reply {{\"a\": 1}} or {{x}} or {{a || b}} {x}",
+            "Rate {%d} and 100{% of it",
+            "{{#if x\n}}",
+            "{% if\n %}",
+        ] {
+            assert!(foreign_syntax(s).is_empty(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_note_scanners_are_linear() {
+        // Inputs that took minutes when every opener searched to the end of the text
+        // for its close: now each opener reads only up to the next one.
+        let found = |s: &str| (foreign_syntax(s).len(), spaced_placeholders(s).count());
+        assert_eq!(found(&"{%".repeat(200_000)), (0, 0));
+        assert_eq!(found(&"{{ a}".repeat(100_000)), (100_000, 0));
+        assert_eq!(found(&"{{a}\n".repeat(100_000)), (100_000, 0));
+        assert_eq!(found(&"{{#".repeat(100_000)), (0, 0));
+        assert_eq!(found(&"{{ a |".repeat(100_000)), (0, 0));
+        assert_eq!(
+            found(&format!("{{{{ {}b }}}}", "a.".repeat(200_000))),
+            (0, 1)
+        );
     }
 
     #[test]

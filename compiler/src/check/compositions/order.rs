@@ -38,6 +38,8 @@ struct Parallel<'p> {
     id: Option<&'p str>,
     strategy: Option<&'p str>,
     into: Option<&'p str>,
+    /// How many branches it has.
+    branches: usize,
 }
 
 /// The step names of one composition.
@@ -117,6 +119,7 @@ impl<'p> Comp<'p> {
                         id: step.get("id").and_then(Node::as_str),
                         strategy: member("strategy"),
                         into: member("into"),
+                        branches: branches.len(),
                     },
                 );
                 for (j, b) in branches.iter().enumerate() {
@@ -345,29 +348,32 @@ pub(super) fn check_visible(
         Some(t) if t.index >= index => format!("step `{name}` does not run before this one"),
         Some(_) => return,
         None if c.nested.contains_key(&Name(name)) => {
-            let (i, _) = c.nested[&Name(name)];
-            let merged = c.parallels.get(&i).and_then(|p| {
+            let (i, j) = c.nested[&Name(name)];
+            let nested = format!("`{name}` is nested in a parallel step");
+            let read = |form: String| {
+                format!("{nested}; read the parallel step's merged output instead: {form}")
+            };
+            let reducer = c.parallels.get(&i).and_then(|p| {
                 let (id, into) = (p.id?, p.into?);
-                Some(match p.strategy {
-                    Some("barrier") => format!(
+                match p.strategy? {
+                    "barrier" => Some(read(format!(
                         "`${{{id}.output.{into}.{name}}}` (its `barrier` reducer keys each branch's output by its id)"
-                    ),
-                    Some("append") => format!(
+                    ))),
+                    "append" => Some(read(format!(
                         "`${{{id}.output.{into}}}` (its `append` reducer lists the branches' outputs)"
-                    ),
-                    _ => format!(
-                        "`${{{id}.output.{into}}}` (its `replace` reducer keeps the last branch's output)"
-                    ),
-                })
+                    ))),
+                    "replace" if j + 1 == p.branches => Some(read(format!(
+                        "`${{{id}.output.{into}}}` (its `replace` reducer keeps this last branch's output)"
+                    ))),
+                    "replace" => Some(format!(
+                        "{nested}, whose `replace` reducer keeps only the last branch's output, not `{name}`'s (with `strategy: barrier`, `${{{id}.output.{into}.{name}}}` reads it)"
+                    )),
+                    _ => None,
+                }
             });
-            match merged {
-                Some(form) => format!(
-                    "`{name}` is nested in a parallel step; read the parallel step's merged output instead: {form}"
-                ),
-                None => format!(
-                    "`{name}` is nested in a parallel step; read the parallel step's merged output instead"
-                ),
-            }
+            reducer.unwrap_or_else(|| {
+                format!("{nested}; read the parallel step's merged output instead")
+            })
         }
         None => format!("no step `{name}` in this composition"),
     };
