@@ -67,7 +67,8 @@ pub struct DiagnosticArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DIAGNOSTICS)]
     pub max_diagnostics: usize,
     /// Read the pack at this spec level (1.5, 1.5.1, 1.8 or 1.9; a version such as 1.7
-    /// names its level) instead of the one its `$schema` claims (README, "Spec versions").
+    /// or v1.6.0 names its level, and `latest` is 1.9) instead of the one its `$schema`
+    /// claims (README, "Spec versions").
     #[arg(long, value_name = "LEVEL", value_parser = parse_spec_level)]
     pub spec_level: Option<ir_spec::SpecLevel>,
 }
@@ -75,7 +76,9 @@ pub struct DiagnosticArgs {
 /// `--spec-level`: `1.5`, `1.5.1`, `1.8`, `1.9`, or a version its level covers.
 pub fn parse_spec_level(text: &str) -> Result<ir_spec::SpecLevel, String> {
     ir_spec::SpecLevel::parse(text)
-        .ok_or_else(|| format!("`{text}` is not a spec level: use 1.5, 1.5.1, 1.8 or 1.9"))
+        .ok_or_else(|| {
+            format!("`{text}` is not a spec level: use 1.5, 1.5.1, 1.8, 1.9 (or a version such as 1.7, or latest)")
+        })
 }
 
 /// Counts of errors, warnings and notes among diagnostics.

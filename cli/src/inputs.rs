@@ -92,7 +92,7 @@ pub struct RunArgs {
     )]
     pub format: crate::Format,
     /// Read the pack at this spec level instead of the one its `$schema` claims
-    /// (1.5, 1.5.1, 1.8 or 1.9).
+    /// (1.5, 1.5.1, 1.8 or 1.9; a version such as 1.7 names its level, and `latest` is 1.9).
     #[arg(long, value_name = "LEVEL", value_parser = crate::check::parse_spec_level)]
     pub spec_level: Option<ir_spec::SpecLevel>,
     /// The environment the run is in: a pack whose governance lists

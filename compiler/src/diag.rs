@@ -192,7 +192,8 @@ diag_kinds! {
     /// A param of a built-in validator type is present but unusable: a `regex` `pattern`
     /// that does not compile, a length limit that is not a positive integer, `words` that
     /// is not a list of strings, a `direction` other than `output`, `input` or `both`
-    /// (`later-versions.md` §4). Located at the param.
+    /// (`later-versions.md` §4). Located at the param. Also a validator `id` used twice
+    /// (level 1.8 and above; at the second).
     /// Triggered by: tests/cases/guard-invalid-regex.case.yaml
     InvalidValidator = "invalid_validator", Error;
     /// A built-in validator lacks the params it needs (a `length` with no limit, an empty

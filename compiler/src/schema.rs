@@ -98,8 +98,9 @@ fn validator(which: Which) -> &'static Validator {
 
 /// The spec version a `$schema` URL claims, if it names one (`.../v1.6/...` → `(1, 6, 0)`).
 ///
-/// A path segment `vX.Y` or `vX.Y.Z` names a version; `latest`, `v1` or a URL that cannot be
-/// parsed make no claim.
+/// A path segment `vX.Y` or `vX.Y.Z` names a version, with any semver pre-release or
+/// build suffix left aside (`v1.9.0-rc1` → `(1, 9, 0)`); `latest`, `v1` or a URL that
+/// cannot be parsed make no claim.
 pub fn claimed_version(url: &str) -> Option<(u64, u64, u64)> {
     // A number too long for a u64 is still a number, and larger than any other.
     let number = |p: &str| {
@@ -108,6 +109,7 @@ pub fn claimed_version(url: &str) -> Option<(u64, u64, u64)> {
     };
     url.split(['/', '?', '#']).find_map(|seg| {
         let rest = seg.strip_prefix('v')?;
+        let rest = rest.split(['-', '+']).next()?;
         let mut parts = rest.split('.');
         let major = number(parts.next()?)?;
         let minor = number(parts.next()?)?;
@@ -934,6 +936,20 @@ mod tests {
         );
         assert_eq!(c("https://promptpack.org/schema/latest/x.json"), None);
         assert_eq!(c("https://promptpack.org/schema/v1/x.json"), None);
+        // A pre-release or build suffix does not hide the version.
+        assert_eq!(
+            c("https://promptpack.org/schema/v1.9.0-rc1/x.json"),
+            Some((1, 9, 0))
+        );
+        assert_eq!(
+            c("https://promptpack.org/schema/v1.8-beta/x.json"),
+            Some((1, 8, 0))
+        );
+        assert_eq!(
+            c("https://promptpack.org/schema/v1.7.0+build.5/x.json"),
+            Some((1, 7, 0))
+        );
+        assert_eq!(c("https://promptpack.org/schema/v1.x-rc1/x.json"), None);
         let newer = |s: &str| claims_newer_version(&crate::doc::leaked(&json!({ "$schema": s })));
         assert!(newer("https://promptpack.org/schema/v1.9.1/x.json"));
         assert!(newer("https://promptpack.org/schema/v2.0/x.json"));

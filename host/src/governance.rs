@@ -36,13 +36,22 @@ pub fn admission(module: &Module, environment: Option<&str>) -> Result<(), Refus
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "environment `{environment}` is not among the pack's approved_environments ({}): the run is refused before any call",
-    approved.join(", ")
+    approved_list(approved)
 )]
 pub struct Refused {
     /// The environment the run was asked for.
     pub environment: String,
     /// The pack's `approved_environments`.
     pub approved: Vec<String>,
+}
+
+/// The approved environments for a message; "none" when the list is empty.
+fn approved_list(approved: &[String]) -> String {
+    if approved.is_empty() {
+        "it approves none".to_owned()
+    } else {
+        approved.join(", ")
+    }
 }
 
 #[cfg(test)]
@@ -62,6 +71,10 @@ mod tests {
         let e = admission(&m, Some("prod")).unwrap_err().to_string();
         assert!(e.contains("`prod`") && e.contains("staging"), "{e}");
         m.spec.governance = Some(json!({"approved_environments": []}));
-        assert!(admission(&m, Some("staging")).is_err());
+        let e = admission(&m, Some("staging")).unwrap_err().to_string();
+        assert!(
+            e.contains("approved_environments (it approves none)"),
+            "{e}"
+        );
     }
 }

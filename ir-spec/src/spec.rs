@@ -48,9 +48,13 @@ impl SpecLevel {
         }
     }
 
-    /// The level a `--spec-level` argument names: `1.5`, `1.5.1`, `1.8`, `1.9`, or a
-    /// version the level covers (`1.6` → 1.5.1, `1.7` → 1.8).
+    /// The level a `--spec-level` argument names: `1.5`, `1.5.1`, `1.8`, `1.9`, a version
+    /// the level covers (`1.6` → 1.5.1, `1.7` → 1.8; `v1.7.0` too), or `latest` (1.9, as a
+    /// `…/latest/…` claim reads).
     pub fn parse(text: &str) -> Option<SpecLevel> {
+        if text.trim() == "latest" {
+            return Some(SpecLevel::V1_9);
+        }
         let t = text.trim().trim_start_matches('v');
         let mut parts = t.split('.').map(|p| p.parse::<u64>().ok());
         let major = parts.next()??;
@@ -211,6 +215,7 @@ mod tests {
         assert_eq!(l((1, 9, 0)), Some(SpecLevel::V1_9));
         assert_eq!(l((2, 0, 0)), Some(SpecLevel::V1_9));
         assert_eq!(l((0, 9, 0)), None);
+        assert_eq!(SpecLevel::parse("latest"), Some(SpecLevel::V1_9));
         assert_eq!(SpecLevel::parse("1.8"), Some(SpecLevel::V1_8));
         assert_eq!(SpecLevel::parse("1.5.1"), Some(SpecLevel::V1_5_1));
         assert_eq!(SpecLevel::parse("v1.9"), Some(SpecLevel::V1_9));

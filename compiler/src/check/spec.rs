@@ -3,6 +3,8 @@
 //! `control: agent` cycle), providers (`duplicate_provider_key`, `unresolved_provider`,
 //! `provider_role`) and governance controls (`unresolved_control`).
 
+use std::collections::HashMap;
+
 use crate::doc::Node;
 use indexmap::IndexMap;
 use ir_spec::SpecLevel;
@@ -26,6 +28,7 @@ pub(super) fn check(cx: &mut Cx<'_, '_>) {
     }
     providers(cx);
     governance(cx);
+    validator_ids(cx);
 }
 
 /// The states of a workflow in source order, with what the rules read.
@@ -272,7 +275,10 @@ fn providers(cx: &mut Cx<'_, '_>) {
             .find(|p| p.key == key)
             .map(|p| p.role.clone())
     };
-    let keys: Vec<String> = declared.iter().map(|p| p.key.clone()).collect();
+    let mut keys: Vec<String> = declared.iter().map(|p| p.key.clone()).collect();
+    // A key declared twice (`duplicate_provider_key`) is offered once.
+    let mut once = std::collections::HashSet::new();
+    keys.retain(|k| once.insert(k.clone()));
     let resolve = |cx: &mut Cx<'_, '_>, key: &str, ptr: &At<'_>| -> bool {
         if key == "default" || keys.iter().any(|k| k == key) {
             return true;
@@ -365,6 +371,39 @@ fn providers(cx: &mut Cx<'_, '_>) {
                         })
                         .help("declare the `output_schema` the provider answers with, or use an `llm` provider"),
                     );
+                }
+            }
+        }
+    }
+}
+
+/// `invalid_validator` at the second of two validators with one `id`: the v1.8.1 schema
+/// makes a validator's `id` unique across the pack, and an obligation's control names it.
+fn validator_ids(cx: &mut Cx<'_, '_>) {
+    if cx.level < SpecLevel::V1_8 {
+        return;
+    }
+    let mut first: HashMap<&str, String> = HashMap::new();
+    for (key, prompt) in entries(cx.root.get("prompts")) {
+        let list = prompt.get("validators").and_then(Node::as_array);
+        for (i, v) in list.into_iter().flatten().enumerate() {
+            let Some(id) = v.get("id").and_then(Node::as_str) else {
+                continue;
+            };
+            let ptr = join("/prompts", &[key, "validators", &i.to_string(), "id"]);
+            match first.get(id) {
+                Some(before) => {
+                    let d = Diagnostic::new(
+                        DiagKind::InvalidValidator,
+                        format!("validator id `{id}` is used twice"),
+                    )
+                    .at(ptr)
+                    .also(before.clone(), "first used here")
+                    .help("a validator's `id` is unique across the pack (an obligation's control names it): rename one");
+                    cx.push(d);
+                }
+                None => {
+                    first.insert(id, ptr);
                 }
             }
         }

@@ -224,7 +224,11 @@ pub(super) fn step_members(cx: &mut Cx<'_, '_>, kind: Kind, obj: &Obj, ptr: &At<
                         cx.level
                     ),
                 )
-                .help("declare `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json` (or `--spec-level 1.9`) and the key under `requires.providers`, or remove `provider`"),
+                .help(if cx.options.spec_level.is_some() {
+                    "the pack is read at this level because `--spec-level` (`spec_level`) says so: give 1.9 there, or leave it out to read the pack's own `$schema`"
+                } else {
+                    "declare `$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json` (or `--spec-level 1.9`) and the key under `requires.providers`, or remove `provider`"
+                }),
             );
         } else if key == "provider" && kind.calls_model() {
             // resolved by the provider checks
