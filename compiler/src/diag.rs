@@ -94,6 +94,12 @@ diag_kinds! {
     /// `default`), RFC 0017 rule 1.
     /// Triggered by: tests/cases/spec-unresolved-provider.case.yaml
     UnresolvedProvider = "unresolved_provider", Error;
+    /// (note) A pack read at level 1.5 (no `$schema`, or one naming an earlier version)
+    /// has `metadata.governance`: governance is read from level 1.5.1, so here it is plain
+    /// metadata, and `packc run --environment` does not gate it. Declaring a version
+    /// would change that, hence a note, as `no_spec_version` (`later-versions.md` §1).
+    /// Triggered by: tests/cases/spec-governance-ignored-at-v1-5.case.yaml
+    IgnoredGovernance = "ignored_governance", Note;
     /// A governance obligation's control names a validator or eval `id` that the pack
     /// does not declare (RFC 0016).
     /// Triggered by: tests/cases/spec-unresolved-control.case.yaml

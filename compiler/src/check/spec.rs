@@ -410,10 +410,39 @@ fn validator_ids(cx: &mut Cx<'_, '_>) {
     }
 }
 
+/// `ignored_governance`: `metadata.governance` in a pack read at level 1.5, where it is
+/// plain metadata (§1, §6): not checked, not carried into the artifact, and no
+/// `--environment` admission. (A member's `governance` is a `schema_violation` there.)
+fn ignored_governance(cx: &mut Cx<'_, '_>) {
+    if cx
+        .root
+        .get("metadata")
+        .and_then(|m| m.get("governance"))
+        .is_none()
+    {
+        return;
+    }
+    let claimed = if cx.options.spec_level.is_some() {
+        "`--spec-level` (`spec_level`) reads the pack at level 1.5"
+    } else if cx.claim.declared {
+        "the pack's `$schema` is read as level 1.5"
+    } else {
+        "the pack has no `$schema`, so it is read at level 1.5"
+    };
+    let d = Diagnostic::new(
+        DiagKind::IgnoredGovernance,
+        format!("governance is read from spec level 1.5.1, and {claimed}: here it is plain metadata, not checked or carried into the artifact, and `packc run --environment` does not gate the pack"),
+    )
+    .at("/metadata/governance")
+    .help("declare the version the pack is written for, e.g. `$schema: https://promptpack.org/schema/v1.8.1/promptpack.schema.json`");
+    cx.push(d);
+}
+
 /// `unresolved_control` (§6): an obligation's control names a validator or eval id that
 /// the pack does not declare.
 fn governance(cx: &mut Cx<'_, '_>) {
     if cx.level < SpecLevel::V1_5_1 {
+        ignored_governance(cx);
         return;
     }
     let root = cx.root;
