@@ -287,6 +287,17 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
     let max_source_bytes = options.limits.max_source_bytes;
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if meta.is_file() && (name.ends_with(".case.yaml") || name.ends_with(".case.yml")) {
+        anyhow::bail!(
+            "{} is a case file (a pack with its script and what to expect), not a pack: run it with `packc test {}`",
+            path.display(),
+            crate::shell::path(path)
+        );
+    }
     if meta.is_dir() {
         anyhow::bail!(
             "cannot read {}: it is a folder; name the pack files in it (e.g. `packc check {}`)",

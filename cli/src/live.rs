@@ -255,6 +255,19 @@ pub(crate) fn config(
             );
         }
     }
+    // `--provider` answers the calls of the providers no binding takes: with `default`
+    // and every declared key bound, none, and its `--model` would be silently unused.
+    let all_bound = providers.contains_key("default")
+        && module
+            .spec
+            .providers
+            .iter()
+            .all(|p| providers.contains_key(&p.key));
+    if all_bound && live.provider.is_some() {
+        eprintln!(
+            "warning: every provider of the pack, `default` included, is bound with --bind-provider: no call goes to --provider's model or --base-url"
+        );
+    }
     // RFC 0017 rules 3-4: refuse, before the first call, a pack with a call site whose
     // provider is unbound; list every fault.
     let mut check = provider_faults(module, |key| providers.contains_key(key));

@@ -456,6 +456,16 @@ fn inspect_of_a_pack_and_check_of_a_folder_say_what_to_run() {
         &out,
         "it is a folder; name the pack files in it (e.g. `packc check ",
     );
+    let case = write(
+        &dir,
+        "g.case.yaml",
+        "about: x\npack_file: g.pack.yaml\nexpect: {warnings: []}\n",
+    );
+    for command in ["check", "run"] {
+        let out = packc_output!(command, &case);
+        assert_eq!(out.status.code(), Some(2));
+        assert_stderr_contains(&out, "is a case file (a pack with its script and what to expect), not a pack: run it with `packc test ");
+    }
 }
 
 /// `--format json` carries the turn's `reply` (RFC 0014): the string outputs of the states

@@ -104,6 +104,24 @@ fn routed_calls_go_to_the_server_bound_to_their_provider() {
     let (stdout, stderr) = text(&replay);
     assert!(replay.status.success(), "{stdout}{stderr}");
     assert_contains(&stdout, "1 passed, 0 failed");
+    // With `default` bound too, --provider's model serves nothing, and it says so.
+    let out = packc_output!(
+        with big_model(&primary);
+        "--bind-provider",
+        format!("drafter={},model=small", drafter.base_url()),
+        "--bind-provider",
+        format!("default={},model=small", drafter.base_url()),
+        &pack,
+        ["--target", "composition:two_pass", "--input", "\"text\""]
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_contains(&stderr, "warning: every provider of the pack, `default` included, is bound with --bind-provider: no call goes to --provider's model or --base-url");
+    assert_eq!(
+        primary.bodies().len(),
+        1,
+        "no further request to --provider's server"
+    );
 }
 
 #[test]
