@@ -179,6 +179,17 @@ impl<'a> Reader<'a> {
                 .map(|f| f as u64)
         }) {
             Some(n) if n > 0 => Some(n),
+            // A whole number too large for the 64 bits a limit is kept in.
+            _ if v.as_f64().is_some_and(|f| f.fract() == 0.0 && f >= 1.8e19) => {
+                self.invalid(
+                    name,
+                    format!(
+                        "`{name}` is {v}, more than a limit can be (at most 18446744073709551615)"
+                    ),
+                    "give a whole number a text could reach, or remove the validator",
+                );
+                None
+            }
             _ => {
                 self.invalid(
                     name,
@@ -454,6 +465,17 @@ mod tests {
         assert_eq!(
             kinds(json!({"type": "toxicity", "params": {"direction": "sideways"}})),
             [("invalid_validator", vec!["params", "direction"])]
+        );
+        // A limit too large to keep says so, not that it is no positive integer.
+        let (_, p) = read(
+            &crate::doc::leaked(&json!({"type": "max_length", "params": {"max_characters": 1e30}})),
+            false,
+        );
+        assert_eq!(p.len(), 1);
+        assert!(
+            p[0].message.contains("more than a limit can be"),
+            "{}",
+            p[0].message
         );
         // Disabled: nothing is read.
         assert!(
