@@ -514,16 +514,22 @@ mod tests {
                 (5, 11, "`no_spec_versoin` is no diagnostic kind packc reports; did you mean `no_spec_version`?".to_owned()),
             ]
         );
-        let run = "about: x\npack: {}\nrun: {input: 1}\nexpect:\n  error: hosterror\n";
-        let got: Vec<String> = Case::parse(run, dir)
-            .unwrap_err()
-            .into_iter()
-            .map(|p| p.message)
-            .collect();
+        // A run case's `error`, as the reader takes it.
+        let run_error = |error: &str| -> Vec<String> {
+            let case =
+                format!("about: x\npack: {{}}\nrun: {{input: 1}}\nexpect:\n  error: {error}\n");
+            Case::parse(&case, dir)
+                .err()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.message)
+                .collect()
+        };
         assert_eq!(
-            got,
+            run_error("hosterror"),
             ["`hosterror` is no run-time error kind packc reports; did you mean `host_error`?"]
         );
+        assert!(run_error("host_error").is_empty());
         assert!(
             problems("  compile_error: unresolved_prompt\n  warnings: [unbounded_loop]\n")
                 .is_empty()
@@ -539,14 +545,8 @@ mod tests {
                 "`unbounded_loop` is not a note: list it under `warnings` (or expect it as `compile_error`)",
             ]
         );
-        let run = "about: x\npack: {}\nrun: {input: 1}\nexpect:\n  error: parse_error\n";
-        let got: Vec<String> = Case::parse(run, dir)
-            .unwrap_err()
-            .into_iter()
-            .map(|p| p.message)
-            .collect();
         assert_eq!(
-            got,
+            run_error("parse_error"),
             ["`parse_error` is reported when the pack is checked, not by a run: expect it as `compile_error`"]
         );
     }
