@@ -117,7 +117,7 @@ pub fn call_line(call: &Value, width: usize) -> String {
 pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     let hint = if e.message.contains("`max_host_calls`") {
         " (raise it with --max-host-calls N)"
-    } else if e.message.contains("no scripted answer for ") {
+    } else if e.message.contains(packc_host::scripted::NO_ANSWER) {
         " (calls are answered from the --host script, which has no answer left for this \
          one: add it under `host:` there, or run live with --provider)"
     } else {

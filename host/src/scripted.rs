@@ -33,6 +33,10 @@ impl ScriptedHost {
     }
 }
 
+/// How the error answer of a call the script has no answer left for begins (followed by
+/// `prompt NAME`, `tool NAME`, …), for hosts that explain it.
+pub const NO_ANSWER: &str = "no scripted answer for";
+
 impl Host for ScriptedHost {
     /// A model call takes its answers from the queue keyed `provider/prompt_task` when
     /// the script has one (`default/x` included), and from that queue only; otherwise
@@ -56,7 +60,7 @@ impl Host for ScriptedHost {
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
             Some(answer) => parse_answer(&answer),
-            None => Answer::Error(format!("no scripted answer for {what} {name}")),
+            None => Answer::Error(format!("{NO_ANSWER} {what} {name}")),
         }
     }
 

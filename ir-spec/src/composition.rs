@@ -394,6 +394,19 @@ pub enum Ordering {
     Ge,
 }
 
+impl Ordering {
+    /// The op as a pack writes it: `less_than`, `less_than_or_equals`, `greater_than`,
+    /// `greater_than_or_equals`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ordering::Lt => "less_than",
+            Ordering::Le => "less_than_or_equals",
+            Ordering::Gt => "greater_than",
+            Ordering::Ge => "greater_than_or_equals",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

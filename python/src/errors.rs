@@ -60,3 +60,14 @@ pub fn os_error(e: &std::io::Error, path: &std::path::Path) -> PyErr {
         None => pyo3::exceptions::PyOSError::new_err(format!("cannot read {filename}: {e}")),
     }
 }
+
+/// Issues `message` as a `UserWarning` from the caller's line (what `warnings.warn` does
+/// with `stacklevel=1`); an error only when a warnings filter turns it into one.
+pub fn user_warning(py: Python<'_>, message: &str) -> PyResult<()> {
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+        &std::ffi::CString::new(message).unwrap_or_default(),
+        1,
+    )
+}

@@ -402,12 +402,7 @@ fn warn_of(py: Python<'_>, src: &Source, checked: &Checked) -> PyResult<()> {
             .map(|h| format!(" ({h})"))
             .unwrap_or_default();
         let message = format!("{at}: warning[{}]: {}{help}", d.kind, d.message);
-        PyErr::warn(
-            py,
-            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-            &std::ffi::CString::new(message).unwrap_or_default(),
-            1,
-        )?;
+        errors::user_warning(py, &message)?;
     }
     Ok(())
 }
@@ -443,12 +438,7 @@ fn warn_unread_schemas(py: Python<'_>, module: &ir_spec::Module) -> PyResult<()>
          artifact embeds no schema for them; pass base_dir= (the folder they are relative to) \
          to read them, or compile the pack file"
     );
-    PyErr::warn(
-        py,
-        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-        &std::ffi::CString::new(message).unwrap_or_default(),
-        1,
-    )
+    errors::user_warning(py, &message)
 }
 
 /// A compiled pack: the lowered module with its provenance, what a `.ppk` file holds.

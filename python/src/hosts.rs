@@ -291,12 +291,7 @@ pub(crate) fn live_config(
         return Err(PyValueError::new_err(report.errors.join("; ")));
     }
     for warning in &report.warnings {
-        PyErr::warn(
-            py,
-            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-            &std::ffi::CString::new(warning.as_str()).unwrap_or_default(),
-            1,
-        )?;
+        errors::user_warning(py, warning)?;
     }
     Ok(LiveConfig {
         model: Some(ModelEndpoint {

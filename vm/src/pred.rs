@@ -9,7 +9,7 @@ use ir_spec::{Compare, Ordering, Pred, Ref};
 use serde_json::Value;
 
 use crate::error::{ErrorKind, RunError};
-use crate::value::{eq_str, json_eq, Scope, VRef};
+use crate::value::{eq_str, json_eq, Scope, Ty, VRef};
 
 /// A constant of an `equals` / `in` test, typed once.
 #[derive(Clone, Debug)]
@@ -233,12 +233,7 @@ fn type_error(m: &str) -> RunError {
 /// bound is not a number: which comparison, the reference, and what it found there.
 #[cold]
 fn ordered_error(scope: &Scope<'_>, path: &Ref, op: Ordering, real: Option<&Value>) -> RunError {
-    let op = match op {
-        Ordering::Lt => "less_than",
-        Ordering::Le => "less_than_or_equals",
-        Ordering::Gt => "greater_than",
-        Ordering::Ge => "greater_than_or_equals",
-    };
+    let op = op.as_str();
     let at = scope.ref_text(path);
     let found = match real {
         Some(Value::Number(_)) => None,
@@ -257,14 +252,7 @@ fn ordered_error(scope: &Scope<'_>, path: &Ref, op: Ordering, real: Option<&Valu
                 text.truncate(cut);
                 text.push_str("...");
             }
-            let what = match v {
-                Value::Null => "null",
-                Value::Bool(_) => "a boolean",
-                Value::String(_) => "a string",
-                Value::Array(_) => "an array",
-                Value::Object(_) => "an object",
-                Value::Number(_) => "a number",
-            };
+            let what = Ty::of(v).described();
             Some(format!("`{at}` is {what} ({text}), not a number"))
         }
         None if scope.resolves(path) => Some(format!("`{at}` is not a number")),

@@ -258,6 +258,18 @@ pub(crate) enum Ty {
 }
 
 impl Ty {
+    /// The type with its article, for messages: "a string", "an object", "null".
+    pub fn described(self) -> &'static str {
+        match self {
+            Ty::Null => "null",
+            Ty::Bool => "a boolean",
+            Ty::Number => "a number",
+            Ty::String => "a string",
+            Ty::Array => "an array",
+            Ty::Object => "an object",
+        }
+    }
+
     pub fn of(v: &Value) -> Ty {
         match v {
             Value::Null => Ty::Null,

@@ -275,12 +275,11 @@ fn providers(cx: &mut Cx<'_, '_>) {
             .find(|p| p.key == key)
             .map(|p| p.role.clone())
     };
-    let mut keys: Vec<String> = declared.iter().map(|p| p.key.clone()).collect();
-    // A key declared twice (`duplicate_provider_key`) is offered once.
-    let mut once = std::collections::HashSet::new();
-    keys.retain(|k| once.insert(k.clone()));
+    // Each declared key once, in declaration order (a key declared twice is
+    // `duplicate_provider_key`).
+    let keys: Vec<&str> = first.keys().copied().collect();
     let resolve = |cx: &mut Cx<'_, '_>, key: &str, ptr: &At<'_>| -> bool {
-        if key == "default" || keys.iter().any(|k| k == key) {
+        if key == "default" || keys.contains(&key) {
             return true;
         }
         cx.push(
@@ -291,7 +290,7 @@ fn providers(cx: &mut Cx<'_, '_>) {
             .at(ptr)
             .help(format!(
                 "declare it under `requires: {{providers: [{key}]}}`; {}",
-                did_you_mean("providers", key, keys.iter().map(|k| k.as_str()))
+                did_you_mean("providers", key, keys.iter().copied())
             )),
         );
         false
@@ -383,29 +382,27 @@ fn validator_ids(cx: &mut Cx<'_, '_>) {
     if cx.level < SpecLevel::V1_8 {
         return;
     }
-    let mut first: HashMap<&str, String> = HashMap::new();
+    // Where each id was first seen; pointers are built only for a duplicate.
+    let ptr = |key: &str, i: usize| join("/prompts", &[key, "validators", &i.to_string(), "id"]);
+    let mut first: HashMap<&str, (&str, usize)> = HashMap::new();
     for (key, prompt) in entries(cx.root.get("prompts")) {
         let list = prompt.get("validators").and_then(Node::as_array);
         for (i, v) in list.into_iter().flatten().enumerate() {
             let Some(id) = v.get("id").and_then(Node::as_str) else {
                 continue;
             };
-            let ptr = join("/prompts", &[key, "validators", &i.to_string(), "id"]);
-            match first.get(id) {
-                Some(before) => {
-                    let d = Diagnostic::new(
-                        DiagKind::InvalidValidator,
-                        format!("validator id `{id}` is used twice"),
-                    )
-                    .at(ptr)
-                    .also(before.clone(), "first used here")
-                    .help("a validator's `id` is unique across the pack (an obligation's control names it): rename one");
-                    cx.push(d);
-                }
-                None => {
-                    first.insert(id, ptr);
-                }
-            }
+            let Some(&(before, j)) = first.get(id) else {
+                first.insert(id, (key, i));
+                continue;
+            };
+            let d = Diagnostic::new(
+                DiagKind::InvalidValidator,
+                format!("validator id `{id}` is used twice"),
+            )
+            .at(ptr(key, i))
+            .also(ptr(before, j), "first used here")
+            .help("a validator's `id` is unique across the pack (an obligation's control names it): rename one");
+            cx.push(d);
         }
     }
 }

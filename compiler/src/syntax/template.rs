@@ -155,7 +155,7 @@ pub fn spaced_placeholders(text: &str) -> impl Iterator<Item = (&str, &str)> {
     let bytes = text.as_bytes();
     scan(text, move |open| {
         let start = skip_blanks(bytes, open + 2);
-        let end = path_end(bytes, start)?;
+        let end = path_end(text, start)?;
         let close = skip_blanks(bytes, end);
         let closed = bytes.get(close..close + 2) == Some(b"}}");
         let spaced = start > open + 2 || close > end;
@@ -184,14 +184,13 @@ pub fn foreign_syntax(text: &str) -> Vec<(&str, Foreign)> {
             b'>' => return closed(start, Foreign::Partial),
             _ => {}
         }
-        let end = path_end(bytes, start)?;
+        let end = path_end(text, start)?;
         let after = skip_blanks(bytes, end);
         match bytes.get(after..) {
             Some([b'|', next, ..]) if *next != b'|' => closed(after, Foreign::Filter),
-            Some([b'}', next, ..]) if *next != b'}' => {
+            Some([b'}', rest @ ..]) if rest.first() != Some(&b'}') => {
                 Some((after + 1, (&text[open..after + 1], Foreign::OneBrace)))
             }
-            Some([b'}']) => Some((after + 1, (&text[open..after + 1], Foreign::OneBrace))),
             _ => None,
         }
     })
@@ -264,17 +263,9 @@ fn skip_blanks(bytes: &[u8], at: usize) -> usize {
     })
 }
 
-/// The end of the placeholder path `name ( "." name | "[" digits "]" )*` that starts at
-/// `at`, read in place; `None` when none starts there.
-fn path_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut pos = ident_end(bytes, at)?;
-    loop {
-        pos = match bytes.get(pos) {
-            Some(b'.') => ident_end(bytes, pos + 1)?,
-            Some(b'[') => index_at(bytes, pos + 1)?.1,
-            _ => return Some(pos),
-        };
-    }
+/// The end of the placeholder path that starts at `at` ([`read_path`]).
+fn path_end(text: &str, at: usize) -> Option<usize> {
+    read_path(text, at, |_| {}).map(|(_, end)| end)
 }
 
 /// A step of a placeholder's path, borrowed from the text.
@@ -288,25 +279,37 @@ enum Step<'t> {
 fn read_placeholder<'t>(
     text: &'t str,
     open: usize,
+    step: impl FnMut(Step<'t>),
+) -> Option<(usize, usize)> {
+    let (root_end, end) = read_path(text, open + 2, step)?;
+    (text.as_bytes().get(end..end + 2) == Some(b"}}")).then_some((root_end, end + 2))
+}
+
+/// Reads the placeholder path `name ( "." name | "[" digits "]" )*` that starts at `at`,
+/// handing each step after the root to `step`: the end of the root name and of the path;
+/// `None` when no path starts there.
+#[inline]
+fn read_path<'t>(
+    text: &'t str,
+    at: usize,
     mut step: impl FnMut(Step<'t>),
 ) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
-    let root_end = ident_end(bytes, open + 2)?;
+    let root_end = ident_end(bytes, at)?;
     let mut pos = root_end;
     loop {
-        match bytes.get(pos)? {
-            b'.' => {
+        match bytes.get(pos) {
+            Some(b'.') => {
                 let end = ident_end(bytes, pos + 1)?;
                 step(Step::Field(&text[pos + 1..end]));
                 pos = end;
             }
-            b'[' => {
+            Some(b'[') => {
                 let (index, end) = index_at(bytes, pos + 1)?;
                 step(Step::Index(index));
                 pos = end;
             }
-            b'}' if bytes.get(pos + 1) == Some(&b'}') => return Some((root_end, pos + 2)),
-            _ => return None,
+            _ => return Some((root_end, pos)),
         }
     }
 }
