@@ -16,8 +16,9 @@ use ir_spec::{
 /// Show what a `.ppk` artifact holds.
 ///
 /// Prints the header (format version, compiler, source SHA-256, size, checksum), the
-/// sections with their sizes, then the module: prompts, tools, workflow states with
-/// their transitions, agents, and each composition's steps in walk order. A file that
+/// sections with their sizes, then the module: prompts with their validators, tools,
+/// workflow states with their transitions, agents, and each composition's steps in walk
+/// order. A file that
 /// is not a valid artifact is an error (exit 2).
 ///
 /// Examples:
@@ -131,6 +132,121 @@ pub fn describe(path: &Path, bytes: &[u8], c: &Container<'_>, a: &Artifact) -> S
     out
 }
 
+/// Longer texts (a validator's words, message or pattern) are cut to this many characters.
+const SHOWN_CHARS: usize = 60;
+
+/// `text` cut to [`SHOWN_CHARS`] characters, and whether it was cut.
+fn cut(text: &str) -> (&str, &str) {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((at, _)) => (&text[..at], "…"),
+        None => (text, ""),
+    }
+}
+
+/// `text` quoted, cut to [`SHOWN_CHARS`] with `…` when longer.
+fn quoted(text: &str) -> String {
+    let (text, more) = cut(text);
+    format!("{text:?}{more}")
+}
+
+/// A list of strings, quoted, at most five of them shown.
+fn quoted_list(items: &[String]) -> String {
+    let mut shown: Vec<String> = items.iter().take(5).map(|i| quoted(i)).collect();
+    if items.len() > 5 {
+        shown.push(format!("… {} more", items.len() - 5));
+    }
+    format!("[{}]", shown.join(", "))
+}
+
+/// One validator of a prompt, as it runs: its `type` as written, what it checks, what it
+/// reads (when not only the answer) and, for those that replace an answer, the text
+/// they put in its place.
+fn describe_guard(g: &ir_spec::Guard) -> String {
+    use ir_spec::{Check, Direction};
+    let mut line = g.name.clone();
+    let replaces = match &g.check {
+        Check::BannedWords {
+            words,
+            word_boundary,
+        } => {
+            let how = if *word_boundary {
+                "whole words"
+            } else {
+                "substrings"
+            };
+            let _ = write!(line, "  bans {} ({how}, any case)", quoted_list(words));
+            true
+        }
+        Check::MaxLength {
+            max_characters,
+            max_tokens,
+        } => {
+            if let Some(n) = max_characters {
+                let _ = write!(line, "  at most {n} characters (truncates)");
+            }
+            if let Some(n) = max_tokens {
+                let _ = write!(line, "  at most {n} words (replaces)");
+            }
+            max_tokens.is_some()
+        }
+        Check::MaxSentences(n) => {
+            let _ = write!(line, "  at most {n} sentences");
+            true
+        }
+        Check::ContainsAll(items) => {
+            let _ = write!(line, "  requires all of {}", quoted_list(items));
+            true
+        }
+        Check::ContainsAny(items) => {
+            let _ = write!(line, "  requires one of {}", quoted_list(items));
+            true
+        }
+        Check::Regex {
+            pattern,
+            expect_match,
+        } => {
+            let how = if *expect_match {
+                "must match"
+            } else {
+                "must not match"
+            };
+            let (pattern, more) = cut(pattern);
+            let _ = write!(line, "  {how} `{pattern}`{more}");
+            true
+        }
+        Check::JsonValid => {
+            line.push_str("  valid JSON");
+            true
+        }
+        Check::JsonSchema(schema) => {
+            let _ = write!(
+                line,
+                "  valid JSON under a schema of {} bytes",
+                schema.get().len()
+            );
+            true
+        }
+        Check::Host { params } => {
+            let (params, more) = cut(params.get());
+            let _ = write!(line, "  judged by the host, params {params}{more}");
+            true
+        }
+    };
+    match g.direction {
+        Direction::Output => {}
+        Direction::Input => line.push_str("  reads the input"),
+        Direction::Both => line.push_str("  reads the input and the answer"),
+    }
+    if replaces {
+        if g.message == ir_spec::DEFAULT_BLOCKED_MESSAGE {
+            line.push_str("  default message");
+        } else {
+            let _ = write!(line, "  message {}", quoted(&g.message));
+        }
+    }
+    line
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().fold(String::new(), |mut s, b| {
         let _ = write!(s, "{b:02x}");
@@ -166,6 +282,9 @@ fn summarize(w: &mut String, m: &Module) {
             let _ = write!(line, "  provider {}", m.spec.provider_key(provider));
         }
         let _ = writeln!(w, "{line}");
+        for g in &p.guards {
+            let _ = writeln!(w, "      validator {}", describe_guard(g));
+        }
     }
     let _ = writeln!(w, "  tools ({}):", m.tools.len());
     for t in &m.tools {

@@ -1203,3 +1203,27 @@ fn failing_bench_runs_and_a_moved_pack_are_said() {
     assert_code(&out, 2);
     assert_contains(stderr(&out), "if it moved, name it with --pack");
 }
+
+#[test]
+fn inspect_lists_each_prompts_validators() {
+    let pack = write_temp(
+        "guarded.pack.yaml",
+        include_bytes!("packs/inspect_lists_each_prompts_validators.yaml"),
+    );
+    let text = built_and_inspected(&pack, &pack.with_extension("ppk"));
+    // In declaration order under their prompt, `enabled: false` left out, each with what
+    // it checks, what it reads when not only the answer, and the text it replaces with.
+    assert_contains(
+        &text,
+        concat!(
+            "    support\n",
+            "      validator max_length  at most 20 characters (truncates)\n",
+            "      validator content_excludes  bans [\"secret\", \"refund\", \"a\", \"b\", \"c\", … 2 more] (substrings, any case)  reads the input and the answer  message \"[withheld]\"\n",
+            "      validator max_sentences  at most 3 sentences  default message\n",
+            "      validator regex  must not match `^\\d+$`  default message\n",
+            "      validator contains_any  requires one of [\"thanks\"]  default message\n",
+            "      validator toxicity  judged by the host, params {\"threshold\":0.8}  default message\n",
+            "    plain\n",
+        ),
+    );
+}

@@ -501,8 +501,9 @@ impl Artifact {
 
     /// The header, the run targets and the static call bounds, as plain dicts:
     /// `{"format", "compiler", "source_sha256", "module", "targets", "prompts",
-    /// "tools", "bounds"}`. A bound is `{"model": n, "tool": n}`, with `None` for
-    /// unbounded.
+    /// "validators", "tools", "bounds"}`. `validators` maps each prompt that has any to
+    /// their types as written, in the order they run. A bound is `{"model": n, "tool":
+    /// n}`, with `None` for unbounded.
     fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let a = &*self.inner;
         let m = &a.module;
@@ -527,6 +528,12 @@ impl Artifact {
         out.set_item("targets", targets)?;
         let prompts: Vec<&str> = m.prompts.iter().map(|p| m.str(p.key)).collect();
         out.set_item("prompts", prompts)?;
+        let validators = PyDict::new(py);
+        for p in m.prompts.iter().filter(|p| !p.guards.is_empty()) {
+            let types: Vec<&str> = p.guards.iter().map(|g| g.name.as_str()).collect();
+            validators.set_item(m.str(p.key), types)?;
+        }
+        out.set_item("validators", validators)?;
         let tools: Vec<&str> = m.tools.iter().map(|t| m.str(t.key)).collect();
         out.set_item("tools", tools)?;
         let b = ir_spec::bounds::module(m);

@@ -152,6 +152,18 @@ def test_inspect_gives_header_targets_and_bounds() -> None:
     assert info["prompts"] == ["doc_classifier", "research_paper_extractor", "general_doc_extractor"]
     assert info["bounds"]["compositions"]["analyze_document"] == {"model": 2, "tool": 0}
     assert info["bounds"]["workflow_turn"]["executions"] == 1
+    assert info["validators"] == {}
+
+
+def test_inspect_lists_each_prompts_validators() -> None:
+    pack = ONE_PROMPT_PACK.replace(
+        "system_template: hi}",
+        "system_template: hi, validators: [{type: max_length, params: {max_characters: 9}},"
+        " {type: json_valid, enabled: false}, {type: toxicity}]}",
+    )
+    assert pack != ONE_PROMPT_PACK
+    info = packc.compile(text=pack).inspect()
+    assert info["validators"] == {"p": ["max_length", "toxicity"]}
 
 
 CONTROL_PACK = ONE_PROMPT_PACK + """\
