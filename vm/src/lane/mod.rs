@@ -101,14 +101,7 @@ fn start(ctx: &Ctx<'_>, lane: &mut Lane, io: &mut Io) {
         match scope.check(bind) {
             Ok(value) => whole = value,
             Err(r) => {
-                let (what, step) = bound_name(ctx, s);
-                let e = RunError::new(
-                    ErrorKind::UnresolvedBinding,
-                    format!(
-                        "`{}` in the {what} of step `{step}` does not resolve",
-                        scope.ref_text(r)
-                    ),
-                );
+                let e = unresolved(ctx, s, r);
                 lane.done(Err(e), None);
                 return;
             }
@@ -191,6 +184,32 @@ fn bound_name<'a>(ctx: &Ctx<'a>, s: StepId) -> (&'static str, &'a str) {
             .str(ctx.prog.m.compositions[c.index()].steps[s.index()].id)
     });
     (what, step)
+}
+
+/// The `unresolved_binding` of step `s`, whose reference `r` does not resolve. A
+/// reference to a step the walk skipped says so, and how to skip this step with it
+/// (`compositions.md` §4.2–4.4): a skip never travels along the step order alone.
+#[cold]
+fn unresolved(ctx: &Ctx<'_>, s: StepId, r: &ir_spec::Ref) -> RunError {
+    let (what, step) = bound_name(ctx, s);
+    let at = ctx.scope().ref_text(r);
+    let skipped = match (r.root, ctx.comp()) {
+        // Compile-time checks let a step read only steps before it, so a step with no
+        // output slot is one the walk skipped.
+        (ir_spec::Root::Step(t), Some(c))
+            if ctx.slots.get(t.index()).is_some_and(Option::is_none) =>
+        {
+            Some(ctx.prog.m.str(c.steps[t.index()].id))
+        }
+        _ => None,
+    };
+    let message = match skipped {
+        Some(t) => format!(
+            "`{at}` in the {what} of step `{step}` does not resolve: step `{t}` was skipped, so it has no output (give `{step}` `depends_on: [{t}]` to skip it too)"
+        ),
+        None => format!("`{at}` in the {what} of step `{step}` does not resolve"),
+    };
+    RunError::new(ErrorKind::UnresolvedBinding, message)
 }
 
 /// `what` would build more than `max_built_bytes`: the run fails (run-wide, as past any
