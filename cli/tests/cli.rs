@@ -112,7 +112,7 @@ fn test_command_reports_passes_and_failures() {
             &format!("pack_file: {}/", repo().join("examples").display()),
         );
     let bad = write_temp("bad.case.yaml", case.as_bytes());
-    let out = packc_output!("test", &bad);
+    let out = packc_output!(["test", "--allow-path"], repo().join("examples"), &bad);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
@@ -297,7 +297,7 @@ expect:
         ),
     )
     .unwrap();
-    let out = packc_output!("test", &case);
+    let out = packc_output!(["test", "--allow-path"], repo().join("examples"), &case);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert_contains(

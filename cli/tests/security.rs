@@ -590,3 +590,42 @@ fn a_pack_name_that_is_not_utf8_keeps_its_bytes() {
     assert!(text(&out).contains("not UTF-8"), "{}", text(&out));
     assert_eq!(server.received().len(), 0);
 }
+
+/// A case written by someone else cannot show the tester a file elsewhere: its
+/// `pack_file` is read only from the case's folder, the current folder or a folder given
+/// with `--allow-path`, and a file outside is refused before it is read (it is not a
+/// pack, and its diagnostics would quote it).
+#[test]
+fn a_cases_pack_file_outside_its_folder_is_never_read() {
+    let dir = folder("pack-file");
+    write(&dir, "secret/key.yaml", format!("KEY {SECRET} KEY\n"));
+    write(&dir, "secret/id_ed25519", format!("KEY {SECRET} KEY\n"));
+    std::fs::create_dir_all(dir.join("repo/cases")).unwrap();
+    // Not a pack's name: refused wherever it is.
+    let case = write(
+        &dir,
+        "repo/cases/c.case.yaml",
+        "about: x\npack_file: ../../secret/id_ed25519\nexpect: {warnings: []}\n",
+    );
+    let out = packc_output!(["test", "--allow-path"], dir.join("secret"), &case);
+    assert_contains(text(&out), "must name a pack file (.yaml, .yml or .json)");
+    assert_lacks(text(&out), SECRET);
+    let absolute = dir.join("secret/key.yaml");
+    for name in ["../../secret/key.yaml", absolute.to_str().unwrap()] {
+        let case = write(
+            &dir,
+            "repo/cases/c.case.yaml",
+            format!("about: x\npack_file: {name}\nexpect: {{warnings: []}}\n"),
+        );
+        let out = packc_output!("test", &case);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_contains(
+            text(&out),
+            "is outside the case's folder, the folder above it",
+        );
+        assert_lacks(text(&out), SECRET);
+        // Allowed deliberately, it is read (and, not being a pack, fails to check).
+        let out = packc_output!(["test", "--allow-path"], dir.join("secret"), &case);
+        assert_contains(text(&out), "schema_violation");
+    }
+}

@@ -442,11 +442,11 @@ fn describe(which: Which, error: &jsonschema::ValidationError<'_>) -> (String, O
             Some(format!("write {} here", type_name(kind))),
         ),
         ValidationErrorKind::Enum { options } => (
-            format!("{instance} is not one of {options}"),
+            format!("{} is not one of {options}", shown(instance)),
             Some(format!("use one of {options}")),
         ),
         ValidationErrorKind::Pattern { pattern } => (
-            format!("{instance} does not match the pattern `{pattern}`"),
+            format!("{} does not match the pattern `{pattern}`", shown(instance)),
             Some(format!("change the value to match `{pattern}`")),
         ),
         ValidationErrorKind::Minimum { limit }
@@ -508,12 +508,34 @@ fn article(t: &str) -> String {
     }
 }
 
+/// The longest text of a value a message quotes, in characters: a file that is not a
+/// pack (a key file, `/etc/passwd`) reads as one long string, and a message must not
+/// print it whole.
+const QUOTED_CHARS: usize = 40;
+
+/// `s` quoted, cut to [`QUOTED_CHARS`] characters with `…`.
+fn cut_quoted(s: &str) -> String {
+    match s.char_indices().nth(QUOTED_CHARS) {
+        Some((at, _)) => format!("{:?}…", &s[..at]),
+        None => format!("{s:?}"),
+    }
+}
+
+/// A value as a message quotes it: its JSON text, cut to [`QUOTED_CHARS`] characters.
+fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 fn json_type(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("the boolean {b}"),
         Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string {:?}", s),
+        Value::String(s) => format!("the string {}", cut_quoted(s)),
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
     }

@@ -53,6 +53,11 @@ pub struct Case {
     pub about: String,
     /// `pack` / `pack_file`.
     pub pack: PackSource,
+    /// The case file's folder. A `pack_file` (a `.yaml`, `.yml` or `.json` file) is read
+    /// only from it, the folder above it, the current folder, or a folder the runner allows (`RunCaseOptions::allow_paths`, `packc test
+    /// --allow-path`): a case written by someone else cannot show the reader a file
+    /// elsewhere (`/etc/passwd`, `~/.ssh/id_ed25519`) through a diagnostic of its text.
+    pub dir: PathBuf,
     /// `run`; `None` for a compile-only case.
     pub run: Option<RunSpec>,
     /// `expect`.
@@ -167,6 +172,7 @@ impl Case {
         Ok(Case {
             about: string(v, "about").unwrap_or_default(),
             pack,
+            dir: dir.to_path_buf(),
             run: v.get("run").map(read_run),
             expect,
         })

@@ -209,9 +209,7 @@ fn compile(
 ) -> Result<(Checked, Option<std::path::PathBuf>), String> {
     Ok(match &case.pack {
         PackSource::File(path) => {
-            let limit = packc_compiler::load::Limits::default().max_source_bytes as u64;
-            let bytes = packc_compiler::paths::read_regular(path, limit)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = read_pack_file(case, path, allow_paths)?;
             let base_dir = path.parent().map(Path::to_path_buf);
             let options = Options {
                 base_dir: base_dir.clone(),
@@ -222,6 +220,61 @@ fn compile(
         }
         PackSource::Inline(loaded) => (check_loaded(loaded.clone(), &Options::default()), None),
     })
+}
+
+/// The bytes of a case's `pack_file` (`path`, the case's folder joined with the name),
+/// read only when it names a `.yaml`, `.yml` or `.json` file in the case's folder, the
+/// folder above it, the current folder or an allowed folder
+/// (`packc_compiler::paths::open`'s rules: links and `..` followed, an outside file never
+/// looked at). A case from a pull request must not be able to print a file of the
+/// machine that tests it, through the diagnostics of a "pack" that is not one.
+fn read_pack_file(
+    case: &Case,
+    path: &Path,
+    allow_paths: &[std::path::PathBuf],
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let pack_like = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+    if !pack_like {
+        return Err(format!(
+            "{shown}: the case's `pack_file` must name a pack file (.yaml, .yml or .json)"
+        ));
+    }
+    // The case's folder and the one above it (cases often sit in `cases/` beside their
+    // packs), and the current folder.
+    let mut allow = vec![case.dir.clone()];
+    allow.extend(case.dir.parent().map(Path::to_path_buf));
+    allow.extend(std::env::current_dir());
+    allow.extend(allow_paths.iter().cloned());
+    let folders = packc_compiler::paths::Folders {
+        // Relative names are resolved from the current folder, as `path` is.
+        base: std::path::PathBuf::new(),
+        allow,
+    };
+    let name = path
+        .to_str()
+        .ok_or_else(|| format!("{shown}: not a UTF-8 path"))?;
+    let (file, _) = packc_compiler::paths::open(&folders, name).map_err(|e| match e {
+        packc_compiler::paths::OpenError::Outside(_) => format!(
+            "{shown}: the case's `pack_file` is outside the case's folder, the folder above it and the current folder, and a case reads its pack only from those (or from a folder given with --allow-path)"
+        ),
+        packc_compiler::paths::OpenError::Unusable(why) => {
+            format!("{shown}: the case's `pack_file` cannot be read: {why}")
+        }
+    })?;
+    let limit = packc_compiler::load::Limits::default().max_source_bytes as u64;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("{shown}: larger than {limit} bytes"));
+    }
+    Ok(bytes)
 }
 
 /// Runs a lowered module with the scripted host of `spec`.

@@ -1112,3 +1112,55 @@ fn an_extension_step_bound_to_http_is_called_and_its_failure_reported() {
     assert!(message.contains("extension `acme.rerank`"), "{message}");
     assert!(message.contains("500"), "{message}");
 }
+
+#[test]
+fn a_bound_providers_key_and_url_credentials_are_redacted_like_the_default_ones() {
+    // The `default` endpoint has no key; `drafter`'s endpoint has a key and URL
+    // credentials, and its server echoes both: in an error, then in an answer.
+    for fails in [true, false] {
+        let server = MockServer::start(move |_, req| {
+            let auth = req.header("authorization").unwrap_or("none").to_owned();
+            if fails {
+                Reply::status(401, &format!("Incorrect API key provided: {auth}"))
+            } else {
+                Reply::text(&format!("your header is {auth}"))
+            }
+        });
+        let pack = r#"$schema: https://promptpack.org/schema/v1.9.0/promptpack.schema.json
+requires:
+  providers: [drafter]
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Say something."}
+compositions:
+  c:
+    version: 1
+    steps:
+      - {id: s, kind: prompt, prompt_task: p, provider: drafter, input: "${input}"}
+"#;
+        let p = program(&scratch(&format!("provider-key-{fails}"), pack));
+        let mut cfg = config(Some(&server));
+        cfg.record = true;
+        cfg.transport.retries = 0;
+        cfg.model.as_mut().unwrap().api_key = None;
+        cfg.providers.insert(
+            "drafter".into(),
+            ModelEndpoint {
+                base_url: format!("http://alice:pw-SECRET456@127.0.0.1:{}/v1", server.port()),
+                model: "small".into(),
+                api_key: Some("sk-DRAFTER123".into()),
+            },
+        );
+        let (live, run) = drive(&p, "composition:c", json!("hi"), cfg);
+        let shown = if fails {
+            failure(&live)
+        } else {
+            output(&live).to_string()
+        };
+        assert_contains(&shown, "[redacted]");
+        for text in [shown, recorded_text(&live), run.trace_lines().join("\n")] {
+            for secret in ["sk-DRAFTER123", "pw-SECRET456"] {
+                assert_lacks(&text, secret);
+            }
+        }
+    }
+}

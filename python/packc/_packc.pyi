@@ -284,8 +284,13 @@ class CaseResult:
     def failures(self) -> List[str]: ...
     def __bool__(self) -> bool: ...
 
-def run_case(path: _StrPath, *, check_snapshots: bool = False) -> CaseResult:
+def run_case(
+    path: _StrPath, *, check_snapshots: bool = False, allow_paths: Optional[Sequence[_StrPath]] = None
+) -> CaseResult:
     """Runs a conformance-format case file as ``packc test`` does.
+
+    A case's ``pack_file`` is read only from the case's folder, the current folder or a
+    folder of ``allow_paths`` (``packc test --allow-path``).
 
     A file that cannot be read raises ``OSError`` (``FileNotFoundError`` for a missing
     one), as :func:`check` and :func:`compile` do."""
@@ -337,7 +342,9 @@ def run_live(
 
     ``concurrency`` is how many threads carry calls at once (at most 256; threads start
     as calls go out, so a pack making one call at a time uses one). ``timeout`` is in
-    seconds, at most 86400. Out-of-range values raise ``ValueError``."""
+    seconds, at most 86400. Out-of-range values raise ``ValueError``. The key is
+    ``api_key``, else the variable ``api_key_env``; the default one, ``OPENAI_API_KEY``,
+    is read only when the calls go to api.openai.com."""
 
 @final
 class Batch:

@@ -85,19 +85,28 @@ impl CaseResult {
     }
 }
 
-/// run_case(path, *, check_snapshots=False) -> CaseResult
+/// run_case(path, *, check_snapshots=False, allow_paths=None) -> CaseResult
 ///
 /// Runs a conformance-format case file (`*.case.yaml`) exactly as `packc test` does:
 /// the compile half, then the run against the case's scripted host, compared with
 /// `expect`. `check_snapshots=True` also reruns it through a snapshot and restore
-/// after every resume, which must end the same. A case file that cannot be read raises
-/// `OSError` (`FileNotFoundError` for a missing one), as `check` and `compile` do; a
-/// case that is read but malformed fails, with what is wrong in `failures`.
+/// after every resume, which must end the same. A case's `pack_file` is read only from
+/// the case's folder, the current folder or a folder of `allow_paths` (`packc test
+/// --allow-path`), which also widens where the pack's own files may be read from. A
+/// case file that cannot be read raises `OSError` (`FileNotFoundError` for a missing
+/// one), as `check` and `compile` do; a case that is read but malformed fails, with what
+/// is wrong in `failures`.
 #[pyfunction]
-#[pyo3(signature = (path, *, check_snapshots=false))]
-fn run_case(py: Python<'_>, path: PathBuf, check_snapshots: bool) -> PyResult<CaseResult> {
+#[pyo3(signature = (path, *, check_snapshots=false, allow_paths=None))]
+fn run_case(
+    py: Python<'_>,
+    path: PathBuf,
+    check_snapshots: bool,
+    allow_paths: Option<Vec<PathBuf>>,
+) -> PyResult<CaseResult> {
     let options = RunCaseOptions {
         check_snapshots,
+        allow_paths: allow_paths.unwrap_or_default(),
         ..RunCaseOptions::default()
     };
     py.detach(|| readable(&path))
@@ -238,11 +247,14 @@ pub(crate) fn host_variables(
 
 /// The live host's configuration from the keyword arguments `run_live` and `Batch`
 /// share, for a run of `module`; the key comes from `api_key`, else from the variable
-/// `api_key_env`. What `packc run` refuses before its first call is refused here too
+/// `api_key_env` (the default one, `OPENAI_API_KEY`, only for api.openai.com). What `packc run` refuses before its first call is refused here too
 /// (`ValueError`): a base URL that is not one, or that ends in the `/chat/completions`
 /// the host adds; api.openai.com without a key; a tool binding that cannot work (a
 /// command that does not exist, a URL that does not parse). A binding key that names no
 /// tool of the pack is a `UserWarning`.
+/// The variable the API key is read from by default; sent to api.openai.com only.
+const DEFAULT_KEY_VAR: &str = "OPENAI_API_KEY";
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn live_config(
     py: Python<'_>,
@@ -260,7 +272,17 @@ pub(crate) fn live_config(
             "model= is empty: name the model the server serves (e.g. model=\"gpt-4o-mini\")",
         ));
     }
-    let api_key = api_key.or_else(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()));
+    // The key in the default variable goes to OpenAI's own API only, as with `packc run`:
+    // another server gets a key from `api_key=` or a variable named with `api_key_env=`.
+    let openai = base_url.as_deref().is_none_or(|url| {
+        packc_host::live::url_host(url)
+            .is_some_and(|h| h.eq_ignore_ascii_case(ModelEndpoint::OPENAI_HOST))
+    });
+    let api_key = api_key.or_else(|| {
+        (openai || api_key_env != DEFAULT_KEY_VAR)
+            .then(|| std::env::var(api_key_env).ok().filter(|k| !k.is_empty()))
+            .flatten()
+    });
     if let Some(url) = &base_url {
         let host = url
             .strip_prefix("http://")
@@ -335,7 +357,8 @@ pub(crate) fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBinding
 /// parallel step go out concurrently, on up to `concurrency` threads (at most 256;
 /// started as calls go out, so a pack making one call at a time uses one), with
 /// `timeout` seconds per call (at most 86400) and `retries`. The key is `api_key`, else the environment variable `api_key_env`
-/// (none: no key is sent). `tools` binds tool keys to commands or HTTP endpoints (a
+/// (none: no key is sent); the default variable, `OPENAI_API_KEY`, is read only when the
+/// calls go to api.openai.com, as `packc run` does. `tools` binds tool keys to commands or HTTP endpoints (a
 /// bindings file's path or its dict). Returns a `LiveResult`; a failed run raises its
 /// `packc.RunError`; Ctrl-C stops the run and raises `KeyboardInterrupt`.
 #[pyfunction]

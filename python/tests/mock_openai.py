@@ -24,6 +24,8 @@ class MockOpenAI:
         self.reply = reply
         self.delay = delay
         self.requests: List[Dict[str, Any]] = []
+        #: The ``Authorization`` header of each request (``None`` when absent).
+        self.auth: List[Optional[str]] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
@@ -35,6 +37,7 @@ class MockOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with mock._lock:
                     mock.requests.append(body)
+                    mock.auth.append(self.headers.get("authorization"))
                     mock.in_flight += 1
                     mock.most_in_flight = max(mock.most_in_flight, mock.in_flight)
                 status: int

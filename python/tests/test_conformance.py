@@ -41,10 +41,29 @@ def test_a_failing_case_says_why(tmp_path: Path) -> None:
     )
     path = tmp_path / "broken.case.yaml"
     path.write_text(broken)
-    result = packc.run_case(path)
+    # Outside the case's folder (and maybe the current one), the pack is read only when
+    # its folder is allowed.
+    result = packc.run_case(path, allow_paths=[EXAMPLES])
     assert not result.passed
     assert not result
     assert any("state: expected elsewhere" in f for f in result.failures), result.failures
+
+
+def test_a_pack_file_outside_the_cases_folder_is_never_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret" / "key.yaml"
+    secret.parent.mkdir()
+    secret.write_text("KEY TOPSECRET-7f3a KEY\n")
+    cases = tmp_path / "repo" / "cases"
+    cases.mkdir(parents=True)
+    case = cases / "c.case.yaml"
+    case.write_text("about: x\npack_file: ../../secret/key.yaml\nexpect: {warnings: []}\n")
+    result = packc.run_case(case)
+    assert not result.passed
+    assert any("outside the case's folder" in f for f in result.failures), result.failures
+    assert not any("TOPSECRET" in f for f in result.failures), result.failures
+    # Allowed deliberately, it is read: not a pack, it fails to check.
+    allowed = packc.run_case(case, allow_paths=[secret.parent])
+    assert any("schema_violation" in f for f in allowed.failures), allowed.failures
 
 
 def test_an_unreadable_case_raises_the_os_error_open_raises(tmp_path: Path) -> None:

@@ -64,6 +64,16 @@ def test_run_live_drives_example_2_through_the_rust_host() -> None:
     assert mock.requests[0]["model"] == "mock"
 
 
+def test_the_default_key_variable_goes_to_openai_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-default-SECRET")
+    monkeypatch.setenv("MY_KEY", "sk-named-1")
+    with MockOpenAI(documents) as mock:
+        packc.run_live(packc.compile(EX2), {"text": "A paper"}, model="m", base_url=mock.base_url)
+        packc.run_live(packc.compile(EX2), {"text": "A paper"}, model="m", base_url=mock.base_url, api_key_env="MY_KEY")
+    # Another server gets no key from OPENAI_API_KEY; a variable named for it is sent.
+    assert mock.auth == [None, None, "Bearer sk-named-1", "Bearer sk-named-1"]
+
+
 def test_run_live_binds_tools_and_fails_with_run_errors(tmp_path: Path) -> None:
     tool = tmp_path / "tool.py"
     tool.write_text("import json, sys\nprint(json.dumps({'got': json.load(sys.stdin)}))\n")

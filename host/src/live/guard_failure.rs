@@ -69,12 +69,7 @@ impl GuardCallNote {
                 Value::Bool(_) => return None,
                 v if v.get("pass").is_some_and(Value::is_boolean) => return None,
                 other => {
-                    let mut shown = other.to_string();
-                    if shown.len() > 200 {
-                        let cut = (0..=200).rev().find(|&i| shown.is_char_boundary(i));
-                        shown.truncate(cut.unwrap_or(0));
-                        shown.push('…');
-                    }
+                    let shown = super::redact::head(&other.to_string(), 200);
                     format!("it answered {shown}, not {{\"pass\": true|false}}")
                 }
             },

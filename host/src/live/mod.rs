@@ -137,9 +137,10 @@ struct Inner {
     tool_clients: BTreeMap<String, Transport>,
     cancel: Arc<AtomicBool>,
     schemas: Mutex<HashMap<String, Result<Arc<jsonschema::Validator>, String>>>,
-    /// The API key, URL credentials and the bindings' secrets: for error messages.
+    /// The API keys, URL credentials and the bindings' secrets: for error messages.
     redactor: Redactor,
-    /// The API key and URL credentials: for model answers.
+    /// The API keys and URL credentials of every model endpoint (the `default` one and
+    /// each provider's): for model answers.
     model_redactor: Redactor,
 }
 
@@ -147,8 +148,10 @@ impl LiveHost {
     /// A host with `config`.
     pub fn new(config: LiveConfig) -> LiveHost {
         let cancel = Arc::new(AtomicBool::new(false));
+        // The keys and URL credentials of every endpoint a model call may go to: the
+        // `default` one and each bound provider's.
         let mut model_secrets = Vec::new();
-        if let Some(m) = &config.model {
+        for m in config.model.iter().chain(config.providers.values()) {
             model_secrets.extend(m.api_key.clone());
             model_secrets.extend(redact::url_credentials(&m.base_url));
         }

@@ -110,6 +110,57 @@ impl Redactor {
     }
 }
 
+/// Whether `c` can be part of a secret's text: anything but whitespace and the
+/// punctuation that separates words in JSON, HTML and headers.
+fn in_word(c: char) -> bool {
+    !c.is_whitespace()
+        && !matches!(
+            c,
+            '"' | '\'' | '<' | '>' | '(' | ')' | '{' | '}' | '[' | ']' | ',' | ';'
+        )
+}
+
+/// The first `n` characters of `text`, for a message, with `…` when it is longer. A cut
+/// never splits a word: the word it would split is left out whole. Redaction matches
+/// each secret's whole text, so a secret cut in two would go out nearly whole; cut this
+/// way, a secret is either kept whole (and redacted later) or not shown at all.
+pub fn head(text: &str, n: usize) -> String {
+    let Some((at, c)) = text.char_indices().nth(n) else {
+        return text.to_owned();
+    };
+    let mut end = at;
+    if in_word(c) {
+        end = text[..at]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !in_word(c))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The last `n` characters of `text`, with `…` in front when it is longer; like [`head`],
+/// the word a cut would split is left out whole.
+pub fn tail(text: &str, n: usize) -> String {
+    let count = text.chars().count();
+    if count <= n {
+        return text.to_owned();
+    }
+    let (at, _) = text
+        .char_indices()
+        .nth(count - n)
+        .unwrap_or((text.len(), ' '));
+    let before = text[..at].chars().next_back();
+    let mut start = at;
+    if before.is_some_and(in_word) {
+        start = text[at..]
+            .char_indices()
+            .find(|&(_, c)| !in_word(c))
+            .map_or(text.len(), |(i, _)| at + i);
+    }
+    format!("…{}", &text[start..])
+}
+
 /// The credentials of a URL, when it has some (`http://user:pw@host/...`): the whole
 /// `user:pw`, the password on its own, and the base64 form the client sends them in as
 /// basic authentication.
@@ -187,6 +238,29 @@ mod tests {
         let r = Redactor::new(["on".to_owned(), "Bearer tok-123456".to_owned()]);
         assert_eq!(r.text("on: tok-123456"), "on: [redacted]");
         assert_eq!(r.text("Bearer tok-123456"), "[redacted]");
+    }
+
+    #[test]
+    fn a_cut_leaves_out_the_word_it_would_split() {
+        let secret = "sk-proj-SECRET0123456789abcdef";
+        let text = format!("Header was: Bearer {secret} and more");
+        for n in 0..text.chars().count() + 2 {
+            let h = head(&text, n);
+            let t = tail(&text, n);
+            for shown in [&h, &t] {
+                // Either the whole secret, or none of its middle.
+                assert!(
+                    shown.contains(secret) || !shown.contains("SECRET"),
+                    "{n}: {shown}"
+                );
+            }
+            assert!(h.chars().count() <= n + 1, "{n}: {h}");
+            assert!(t.chars().count() <= n + 1, "{n}: {t}");
+        }
+        assert_eq!(head("short", 10), "short");
+        assert_eq!(head("a {\"k\": 1}", 5), "a {\"k…");
+        assert_eq!(tail("exit: error at x", 7), "… at x");
+        assert_eq!(tail("short", 10), "short");
     }
 
     #[test]

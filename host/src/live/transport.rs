@@ -328,12 +328,7 @@ fn snippet(text: &str) -> String {
     if t.is_empty() {
         return "(empty body)".into();
     }
-    let cut: String = t.chars().take(200).collect();
-    if cut.len() < t.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
+    super::redact::head(t, 200)
 }
 
 /// `120 s`, `0.5 s`.

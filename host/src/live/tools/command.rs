@@ -204,14 +204,7 @@ pub(super) fn run_command(
     if !status.success() {
         let tail = String::from_utf8_lossy(&stderr);
         let tail = tail.trim();
-        let tail: String = tail
-            .chars()
-            .rev()
-            .take(500)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
+        let tail = crate::live::redact::tail(tail, 500);
         return Err(format!(
             "tool `{key}` exited with {status}{}{tail}",
             if tail.is_empty() { "" } else { ": " }
@@ -220,10 +213,7 @@ pub(super) fn run_command(
     serde_json::from_slice(&stdout).map_err(|e| {
         format!(
             "tool `{key}` printed output that is not JSON ({e}): {}",
-            String::from_utf8_lossy(&stdout)
-                .chars()
-                .take(200)
-                .collect::<String>()
+            crate::live::redact::head(&String::from_utf8_lossy(&stdout), 200)
         )
     })
 }
