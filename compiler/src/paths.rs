@@ -127,8 +127,16 @@ pub fn open(folders: &Folders, name: &str) -> Result<(File, PathBuf), OpenError>
 /// is read is refused without reading more than `limit + 1` bytes: a path taken from a
 /// file someone else wrote (a save file's `pack:`, a case's `pack_file`) cannot make the
 /// reader hang or fill memory.
+///
+/// A file given as a symbolic link is read only when the link leads into its own folder
+/// or the current folder: a link planted in a repository (`evil.pack.yaml` pointing at
+/// `~/.netrc`) would otherwise show that file's first line in the diagnostics of a
+/// `packc check packs/*.pack.yaml`. Name the file itself to read it.
 pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind, Read};
+    if let Some(why) = link_out(path) {
+        return Err(Error::new(ErrorKind::PermissionDenied, why));
+    }
     let meta = std::fs::metadata(path)?;
     let not_regular = || {
         Error::new(
@@ -155,6 +163,36 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
+}
+
+/// Why `path` is not read: it is a symbolic link to a file outside the link's own folder
+/// and the current folder. `None` for anything else (a missing file is left to the read).
+fn link_out(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    let real = std::fs::canonicalize(path).ok()?;
+    let folder = path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    let inside = [folder, cwd]
+        .into_iter()
+        .flatten()
+        .any(|d| real.starts_with(d));
+    (!inside).then(|| {
+        "a symbolic link to a file outside its own folder and the current folder, which is not followed: name the file itself".to_owned()
+    })
 }
 
 /// Walk `name` from `base` component by component, following `..` and symbolic links,
@@ -332,6 +370,26 @@ mod tests {
                 assert_eq!(read_regular(&fifo, 100).unwrap_err().to_string(), refused);
             }
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn read_regular_follows_a_link_only_into_its_own_folder() {
+        let tmp = folder("links");
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("secret")).unwrap();
+        std::fs::write(dir.join("secret/netrc"), "password s3cret\n").unwrap();
+        std::fs::write(dir.join("pack/real.yaml"), "id: x\n").unwrap();
+        let out = dir.join("pack/evil.pack.yaml");
+        std::os::unix::fs::symlink("../secret/netrc", &out).unwrap();
+        let near = dir.join("pack/near.pack.yaml");
+        std::os::unix::fs::symlink("real.yaml", &near).unwrap();
+        let e = read_regular(&out, 100).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(read_regular(&near, 100).unwrap(), b"id: x\n");
+        // The file itself, named, is read.
+        assert!(read_regular(&dir.join("secret/netrc"), 100).is_ok());
     }
 
     #[test]

@@ -23,7 +23,22 @@ pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
 
 /// Read and parse the schema file `name`, resolved inside `folders` ([`crate::paths`]);
 /// the error says why it cannot be used, and whether the name leads outside.
+///
+/// Two kinds of file are never taken as a schema, since a schema is embedded in the
+/// artifact and sent to the model server: a hidden file or one in a hidden folder (a
+/// name starting with `.`: `.env`, `.npmrc`, `.git/config` hold credentials, not
+/// schemas), and a file whose content is not an object or a boolean (a JSON Schema is
+/// one of those; `KEY=value` lines read as one YAML string). Neither error quotes the
+/// file.
 pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
+    let hidden = std::path::Path::new(name).components().any(|c| {
+        matches!(c, std::path::Component::Normal(part) if part.to_string_lossy().starts_with('.'))
+    });
+    if hidden {
+        return Err(OpenError::Unusable(
+            "a hidden file (a name starting with `.`) is not read as a schema".into(),
+        ));
+    }
     let (file, _) = crate::paths::open(folders, name)?;
     let unusable = OpenError::Unusable;
     // Read one byte past the limit rather than trusting the size the file had when it
@@ -43,17 +58,31 @@ pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
     };
     // Most schema files are JSON: parse them without building spans, which nothing here
     // reads. Anything the fast parser refuses goes to the loader, whose error names it.
-    match json_fast::parse_source(&bytes, &limits) {
-        Some((_, value)) => Ok(value),
+    let value = match json_fast::parse_source(&bytes, &limits) {
+        Some((_, value)) => value,
         None => load_bytes(&bytes, &limits)
             .map(crate::load::Loaded::into_value)
-            .map_err(|d| unusable(d.message)),
-    }
+            .map_err(|d| unusable(d.message))?,
+    };
+    let held = match &value {
+        Value::Object(_) | Value::Bool(_) => return Ok(value),
+        Value::Null => "null",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+    };
+    Err(unusable(format!(
+        "not a JSON Schema: a schema is an object or a boolean, and the file holds {held}"
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_name(folders: &Folders, name: &str) -> Result<Value, OpenError> {
+        read(folders, name)
+    }
 
     #[test]
     fn reads_json_and_refuses_what_the_artifact_reader_could_not() {
@@ -71,16 +100,16 @@ mod tests {
         let deep = dir.join("deep.json");
         let text = format!(
             "{}{}",
-            "[".repeat(MAX_SCHEMA_DEPTH + 1),
-            "]".repeat(MAX_SCHEMA_DEPTH + 1)
+            r#"{"a":"#.repeat(MAX_SCHEMA_DEPTH + 1),
+            "}".repeat(MAX_SCHEMA_DEPTH + 1)
         );
         std::fs::write(&deep, text).unwrap();
         assert!(read(&deep).is_err());
         let at_limit = dir.join("limit.json");
         let text = format!(
-            "{}{}",
-            "[".repeat(MAX_SCHEMA_DEPTH),
-            "]".repeat(MAX_SCHEMA_DEPTH)
+            "{}1{}",
+            r#"{"a":"#.repeat(MAX_SCHEMA_DEPTH),
+            "}".repeat(MAX_SCHEMA_DEPTH)
         );
         std::fs::write(&at_limit, text).unwrap();
         assert!(read(&at_limit).is_ok());
@@ -91,6 +120,26 @@ mod tests {
             read(&dir.join("missing.json")).unwrap_err(),
             OpenError::Unusable("not found".into())
         );
+        // Not a schema: a hidden file, whatever it holds, and content that is neither an
+        // object nor a boolean; the errors do not quote the file.
+        std::fs::create_dir(dir.join(".git")).unwrap();
+        for (name, text) in [
+            (".env", r#"{"type": "object"}"#),
+            (".git/config", r#"{"type": "object"}"#),
+            ("env.yaml", "OPENAI_API_KEY=sk-SECRET"),
+            ("list.json", "[1]"),
+            ("null.json", "null"),
+        ] {
+            std::fs::write(dir.join(name), text).unwrap();
+            let e = read_name(&folders, name).unwrap_err();
+            assert!(!e.to_string().contains("SECRET"), "{e}");
+            assert!(
+                matches!(&e, OpenError::Unusable(m) if m.contains("hidden file") || m.contains("not a JSON Schema")),
+                "{name}: {e}"
+            );
+        }
+        std::fs::write(dir.join("true.json"), "true").unwrap();
+        assert_eq!(read_name(&folders, "true.json").unwrap(), Value::Bool(true));
         let big = dir.join("big.json");
         std::fs::write(&big, " ".repeat(MAX_SCHEMA_BYTES + 1)).unwrap();
         assert_eq!(
