@@ -148,6 +148,7 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     };
     let input = Input::open((!stdin).then_some(args.input.as_path()), format)
         .with_context(|| format!("--input {}: cannot read it", args.input.display()))?;
+    crate::files::make_folder(&args.output, "--output")?;
     crate::files::check_target(&args.output, &[&args.pack], "--output")?;
     if !stdin && crate::files::same_file(&args.output, &args.input) {
         bail!(

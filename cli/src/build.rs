@@ -39,6 +39,7 @@ pub fn run(args: &BuildArgs) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_output(&args.pack));
+    crate::files::make_folder(&out, "-o")?;
     crate::files::check_target(&out, &[&args.pack], "-o")?;
     let limits = args.diagnostics.limits();
     let allow = crate::check::allowed_folders(&args.diagnostics.allow_paths)?;

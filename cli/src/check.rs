@@ -305,6 +305,23 @@ pub fn read_pack(path: &Path, options: &Options) -> Result<Result<Vec<u8>, Check
             path.join("*.pack.yaml").display()
         );
     }
+    // The name says how a pack is read (`*.json` strictly as JSON, else YAML): a name
+    // that says neither is refused rather than guessed at.
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    if !matches!(extension, "yaml" | "yml" | "json") {
+        let near = ir_spec::suggest::suggest(extension, ["yaml", "yml", "json"]);
+        let fix = match near {
+            Some(e) => format!("did you mean `.{e}`? rename it"),
+            None => "rename it to end in .yaml, .yml or .json".to_owned(),
+        };
+        anyhow::bail!(
+            "{} is not named as a pack: packc reads packs from .yaml, .yml and .json files ({fix})",
+            path.display()
+        );
+    }
     if meta.len() > max_source_bytes as u64 {
         // Do not read a huge file just to say it is too big.
         let d = packc_compiler::load::too_large(meta.len(), max_source_bytes);

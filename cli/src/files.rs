@@ -27,6 +27,23 @@ pub(crate) fn folder_of(path: &Path) -> &Path {
     }
 }
 
+/// Make the folder an output file at `path` goes into, and the folders above it, when
+/// it does not exist yet (`packc build -o build/x.ppk` in a fresh checkout). `what` names
+/// the option in the error.
+pub fn make_folder(path: &Path, what: &str) -> Result<()> {
+    let dir = folder_of(path);
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "{what} {}: the folder {} cannot be made",
+                path.display(),
+                dir.display()
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Check that `path` can be written: its folder exists, it is not a folder nor a device,
 /// pipe or socket (the file is replaced, not written through), and it is none of the
 /// files the command reads (`inputs`: the pack, a host script, cases). `what` names the

@@ -280,6 +280,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
         format: args.format,
         quiet: args.quiet,
         trace: args.trace,
+        output_shown: false,
     };
     let options = RunOptions {
         max_host_calls: Some(args.max_host_calls),
@@ -516,6 +517,9 @@ pub struct Printed {
     pub quiet: bool,
     /// Print the trace lines to stderr.
     pub trace: bool,
+    /// In the human format, the output was already printed (an interactive session's
+    /// last turn, ended with `/quit`): do not print it again.
+    pub output_shown: bool,
 }
 
 /// What the JSON result needs besides the run: the calls answered now, how many calls
@@ -571,7 +575,7 @@ pub fn finish(
     let human = printed.format == crate::Format::Human;
     match stop {
         Ok(Stop::Done(outcome)) => {
-            if human {
+            if human && !printed.output_shown {
                 crate::out::json(&outcome.output);
             }
             if !printed.quiet {
@@ -618,7 +622,11 @@ pub fn interactive(
     let mut next = Input::Start;
     let mut turns = 0;
     let mut traced = 0;
+    // Whether the output the run waits with was printed: finishing then ends the run
+    // with that same output.
+    let mut shown = false;
     loop {
+        let finishing = next == Input::Finish;
         let stop = drive(run, host, next, &[], true);
         if host.interrupted() {
             return Ok(CallerHost::stop_interrupted(run, "(the session ends)"));
@@ -628,8 +636,10 @@ pub fn interactive(
         }
         match stop {
             Ok(Stop::Caller) => {
+                shown = false;
                 if let Some(idle) = run.idle().filter(|_| turns > 0) {
                     crate::out::json(idle.output);
+                    shown = true;
                 }
                 turns += 1;
                 eprintln!("stopped: {}", escape_control(&why(run)));
@@ -640,6 +650,7 @@ pub fn interactive(
                 // The trace is printed up to here.
                 let printed = Printed {
                     trace: false,
+                    output_shown: finishing && shown,
                     ..printed
                 };
                 return finish(run, other, None, printed, Calls::default());
@@ -663,8 +674,8 @@ pub fn interactive(
             match try_event(run, &event) {
                 Ok(()) => break Input::Event(event),
                 Err(e) => {
-                    let line = format!("error: {e}; the run is still waiting");
-                    eprintln!("{}", escape_control(&line));
+                    let line = crate::result::error_line(&e);
+                    eprintln!("{line}; the run is still waiting");
                     eprint!("> ");
                     let _ = std::io::stderr().flush();
                 }

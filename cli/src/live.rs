@@ -180,7 +180,8 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         let (case, agrees) =
             to_case(&program, &result.recording, &spec, live).map_err(anyhow::Error::msg)?;
         let text = format!(
-            "# Recorded by `packc run --record`; replay it with `packc test {}`.\n{}",
+            "# Recorded by `packc run --record`; replay it with `packc test {}{}`.\n{}",
+            allow_for(&args.pack, out),
             escape_control(&crate::shell::path(out)),
             packc_host::yaml::to_yaml(&case)
         );
@@ -195,6 +196,26 @@ pub fn run(args: &RunArgs, module: Module) -> Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// `--allow-path DIR ` when the recorded case at `case` will need it to read `pack`: a
+/// case reads its `pack_file` from its own folder, the folder above it or the current
+/// folder, and the pack lies in none of the first two.
+fn allow_for(pack: &Path, case: &Path) -> String {
+    let real = |p: &Path| std::fs::canonicalize(crate::files::folder_of(p)).ok();
+    let (Some(pack_dir), Some(case_dir)) = (real(pack), real(case)) else {
+        return String::new();
+    };
+    let near = std::iter::once(case_dir.as_path())
+        .chain(case_dir.parent())
+        .any(|d| pack_dir.starts_with(d));
+    if near {
+        return String::new();
+    }
+    format!(
+        "--allow-path {} ",
+        escape_control(&crate::shell::path(&pack_dir))
+    )
 }
 
 /// The live host's configuration from the live flags, checked before any call: the

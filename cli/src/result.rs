@@ -118,8 +118,8 @@ pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     let hint = if e.message.contains("`max_host_calls`") {
         " (raise it with --max-host-calls N)"
     } else if e.message.contains(packc_host::scripted::NO_ANSWER) {
-        " (calls are answered from the --host script, which has no answer left for this \
-         one: add it under `host:` there, or run live with --provider)"
+        " (no scripted answer is left for this call: give it one under `host:` in the --host \
+         script, or run live with --provider)"
     } else {
         ""
     };

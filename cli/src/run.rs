@@ -179,6 +179,7 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
         format: args.format,
         quiet: args.quiet,
         trace: args.trace,
+        output_shown: false,
     };
     if args.interactive {
         let stdin = std::io::stdin();

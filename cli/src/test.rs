@@ -55,6 +55,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
     if let Some(path) = &args.junit {
         // Checked before the cases run: a case or its pack is never replaced by a report.
         let cases: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        crate::files::make_folder(path, "--junit")?;
         crate::files::check_target(path, &cases, "--junit")?;
         crate::files::check_replaceable(path, JUNIT_START.as_bytes(), "--junit", "a JUnit report")?;
     }

@@ -429,7 +429,8 @@ fn bad_files_are_refused_before_any_call() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_contains(&err, "missing.jsonl: cannot read it");
 
-    let out = batch(&input, &dir.join("no/such/folder/o.jsonl"), &mock, &[])
+    // A folder that cannot be made (a file is in the way) is refused.
+    let out = batch(&input, &input.join("o.jsonl"), &mock, &[])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -1227,3 +1227,39 @@ fn inspect_lists_each_prompts_validators() {
         ),
     );
 }
+
+#[test]
+fn a_pack_not_named_as_one_is_refused_with_the_fix() {
+    let dir = scratch("pack-names");
+    let text = std::fs::read(repo().join("examples/rfc0010-ex1.pack.yaml")).unwrap();
+    for (name, fix) in [
+        ("p.pack.ymal", "did you mean `.yaml`? rename it"),
+        ("p.pack.txt", "rename it to end in .yaml, .yml or .json"),
+        ("p", "rename it to end in .yaml, .yml or .json"),
+    ] {
+        let pack = dir.join(name);
+        std::fs::write(&pack, &text).unwrap();
+        for command in ["check", "build", "run"] {
+            let out = packc_output!(command, &pack);
+            assert_ne!(out.status.code(), Some(0), "{command} {name}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_contains(&err, "is not named as a pack");
+            assert_contains(&err, fix);
+        }
+        assert!(!dir.join(format!("{name}.ppk")).exists());
+    }
+}
+
+#[test]
+fn build_makes_the_folder_it_writes_into() {
+    let dir = scratch("make-folder");
+    let out = dir.join("build/deep/ex1.ppk");
+    let res = packc_output!(
+        "build",
+        repo().join("examples/rfc0010-ex1.pack.yaml"),
+        "-o",
+        &out
+    );
+    assert_code(&res, 0);
+    assert!(out.is_file());
+}

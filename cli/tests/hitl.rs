@@ -242,7 +242,10 @@ fn a_save_file_naming_another_file_never_shows_that_file() {
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n-----END OPENSSH PRIVATE KEY-----\n",
     );
     let env = write(&dir, "dotenv.yaml", "OPENAI_API_KEY: sk-SECRET-789\n");
-    for (name, pack) in [("a", secret.as_path()), ("b", env.as_path())] {
+    for (name, pack, said) in [
+        ("a", secret.as_path(), "is not named as a pack"),
+        ("b", env.as_path(), "which does not compile now"),
+    ] {
         let snap = write(
             &dir,
             &format!("{name}.snap"),
@@ -255,9 +258,10 @@ fn a_save_file_naming_another_file_never_shows_that_file() {
         assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
         let all = text(&out.stderr) + &text(&out.stdout);
         assert!(!all.contains("b3Blbn") && !all.contains("SECRET"), "{all}");
-        assert_contains(&all, "which does not compile now");
+        assert_contains(&all, said);
     }
-    // A device or pipe named by a save file is refused before it is read.
+    // A device or pipe named by a save file is refused before it is read (the pipe
+    // would block the read), whatever its name.
     let zero = write(
         &dir,
         "zero.snap",
@@ -265,7 +269,22 @@ fn a_save_file_naming_another_file_never_shows_that_file() {
     );
     let out = packc_output!(["resume", "--turn", "\"hi\""], &zero);
     assert_eq!(out.status.code(), Some(2));
-    assert_stderr_contains(&out, "not a regular file");
+    assert_stderr_contains(&out, "/dev/zero is not named as a pack");
+    let fifo = dir.join("pipe.pack.yaml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let pipe = write(
+            &dir,
+            "pipe.snap",
+            format!(
+                "packc-run-save 1\npack: {}\ntarget: workflow\nmodule: 0\n\n",
+                fifo.display()
+            ),
+        );
+        let out = packc_output!(["resume", "--turn", "\"hi\""], &pipe);
+        assert_eq!(out.status.code(), Some(2));
+        assert_stderr_contains(&out, "not a regular file");
+    }
 }
 
 #[test]
@@ -370,8 +389,22 @@ fn interactive_refuses_a_wrong_event_and_goes_on() {
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_contains(&stderr, "invalid_event");
+    assert_contains(
+        &stderr,
+        "> error[invalid_event]: state `editor` has no event `Later`",
+    );
     assert_contains(&stderr, "the run is still waiting");
     assert_contains(&stderr, "stopped: done");
     assert_contains(&stdout, "\"published\"");
+}
+
+/// `/quit` ends the session with the output the run waited with, which the last turn
+/// printed: it is not printed a second time.
+#[test]
+fn interactive_quit_prints_the_last_output_once() {
+    let out = interactive("interactive-quit", b"write it\n/quit\n");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "\"draft 1\"\n", "{stderr}");
+    assert_contains(&stderr, "stopped: done");
 }

@@ -46,7 +46,17 @@ fn a_live_run_is_recorded_and_replays_under_packc_test() {
 
     let text = std::fs::read_to_string(&case).unwrap();
     assert_contains(&text, "doc_classifier:");
-    let replay = packc_output!("test", &case);
+    // The pack is outside the case's folder and the one above it: the first line says
+    // to allow its folder, and the replay does.
+    let examples = std::fs::canonicalize(repo().join("examples")).unwrap();
+    assert_contains(
+        &text,
+        &format!(
+            "replay it with `packc test --allow-path {} ",
+            examples.display()
+        ),
+    );
+    let replay = packc_output!(["test", "--allow-path"], &examples, &case);
     assert_eq!(
         replay.status.code(),
         Some(0),

@@ -327,7 +327,10 @@ fn missing_variables_and_answers_say_where_they_come_from() {
     let out = packc_output!("run", &pack, ["--input", r#"{"customer": "Ana"}"#]);
     assert_eq!(out.status.code(), Some(1));
     assert_stderr_contains(&out, "no scripted answer for prompt greet");
-    assert_stderr_contains(&out, "calls are answered from the --host script");
+    assert_stderr_contains(
+        &out,
+        "no scripted answer is left for this call: give it one under `host:` in the --host script",
+    );
 }
 
 /// A pack handed to `packc test` is named as such, in one line, not as a list of the

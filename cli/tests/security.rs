@@ -560,8 +560,10 @@ fn build_never_writes_over_its_own_pack() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("itself"), "{}", text(&out));
     assert_eq!(std::fs::read(&pack).unwrap(), original);
-    let out = build_to(&pack, dir.join("nodir/x.ppk"));
+    // A file where the folder should be is refused before any work.
+    let out = build_to(&pack, pack.join("x.ppk"));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("is not a folder"), "{}", text(&out));
 }
 
 #[cfg(unix)]
