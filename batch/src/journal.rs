@@ -82,11 +82,20 @@ pub struct Journal {
     written: u64,
     /// The output was shorter than the journal records, and was rewritten from it.
     rebuilt: bool,
+    /// The bytes the output held past what the journal records, cut off when it was
+    /// opened (lines of a batch that stopped before committing them, or added by hand).
+    cut: u64,
 }
 
 impl Journal {
-    /// Where the journal of `output` lives: `<output>.journal.sqlite`.
+    /// Where the journal of `output` lives: `<output>.journal.sqlite`. An output named
+    /// by a symbolic link has the journal of the file the link leads to, so that two
+    /// batches writing one file, one of them through a link, share one journal (and its
+    /// lock) rather than each writing the file as if alone.
     pub fn path_for(output: &Path) -> PathBuf {
+        let linked = std::fs::symlink_metadata(output).is_ok_and(|m| m.file_type().is_symlink());
+        let real = linked.then(|| std::fs::canonicalize(output).ok()).flatten();
+        let output = real.as_deref().unwrap_or(output);
         let mut name = output.as_os_str().to_owned();
         name.push(".journal.sqlite");
         PathBuf::from(name)
@@ -188,7 +197,7 @@ impl Journal {
                             "module" => "another pack or artifact (its module differs)".to_owned(),
                             "target" => format!("target `{had}`, not `{v}`"),
                             "model" => format!("model `{had}`, not `{v}`"),
-                            "input_sha256" => "another input (its bytes differ)".to_owned(),
+                            "input_sha256" => "another input (its bytes differ; rows added to it are run with the rest after --fresh, or go in an input and --output of their own)".to_owned(),
                             _ => format!(
                                 "output in {had} order (pass {} --unordered as before)",
                                 if had == "finish" { "" } else { "no" }
@@ -231,6 +240,11 @@ impl Journal {
             last_commit: Instant::now(),
             written: 0,
             rebuilt: false,
+            cut: if fresh {
+                0
+            } else {
+                out_size.saturating_sub(out_len)
+            },
         };
         journal.load().map_err(sql)?;
         if short {
@@ -505,6 +519,13 @@ impl Journal {
     /// or deleted by hand) and rewrote it from the journal.
     pub fn rebuilt(&self) -> bool {
         self.rebuilt
+    }
+
+    /// How many bytes [`Journal::open`] cut off the end of the output, past what the
+    /// journal records: lines a stopped batch wrote and did not commit (asked again now),
+    /// or text added by hand.
+    pub fn cut(&self) -> u64 {
+        self.cut
     }
 
     /// Rows written to the output by this batch.

@@ -151,19 +151,36 @@ fn jsonl(mut reader: impl BufRead + Send) -> impl Iterator<Item = Row> + Send {
                 if buf.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                match std::str::from_utf8(&buf) {
+                // A byte order mark (Windows tools write one) is not part of the row.
+                let bytes = match buf.strip_prefix("\u{feff}".as_bytes()) {
+                    Some(rest) if line_no == 1 => rest,
+                    _ => &buf[..],
+                };
+                match std::str::from_utf8(bytes) {
                     Err(e) => Err(RowError::new(
                         RowError::INVALID_ROW,
                         format!("the line is not UTF-8 (at byte {})", e.valid_up_to()),
                         at,
                     )),
-                    Ok(text) => serde_json::from_str::<Value>(text).map_err(|e| {
-                        RowError::new(
+                    // As strictly as `packc run --input`: a key given twice, or an
+                    // integer past 64 bits (read as a rounded double), fails the row.
+                    Ok(text) => match packc_host::json_arg::parse(text) {
+                        Err(e) => Err(RowError::new(
                             RowError::INVALID_ROW,
                             format!("the line is not JSON: {e}"),
                             at,
-                        )
-                    }),
+                        )),
+                        Ok(parsed) => match parsed.rounded {
+                            Some(n) => Err(RowError::new(
+                                RowError::INVALID_ROW,
+                                format!(
+                                    "the integer {n} does not fit in 64 bits and would be rounded: give it as a string"
+                                ),
+                                at,
+                            )),
+                            None => Ok(parsed.value),
+                        },
+                    },
                 }
             }
             Err(e) => Err(RowError::new(
@@ -185,15 +202,55 @@ fn jsonl(mut reader: impl BufRead + Send) -> impl Iterator<Item = Row> + Send {
     })
 }
 
+/// A reader that remembers the last byte it read that is not whitespace: a CSV text
+/// whose last record holds a line break in a field (so a quote opened it) and that does
+/// not end in a quote never closed that quote.
+struct LastByte<R> {
+    inner: R,
+    last: std::sync::Arc<std::sync::atomic::AtomicU8>,
+}
+
+impl<R: Read> Read for LastByte<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(b) = buf[..n].iter().rev().find(|b| !b.is_ascii_whitespace()) {
+            self.last.store(*b, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+}
+
+/// Whether a record holds a field with a line break: one a quote opened.
+fn spans_lines(rec: &csv::StringRecord) -> bool {
+    rec.iter().any(|f| f.contains('\n'))
+}
+
+/// The failure of a record a quote opened and the text never closed: the CSV reader
+/// takes everything after the quote, records included, as the one field.
+fn unclosed_quote(line: u64) -> RowError {
+    RowError::new(
+        RowError::INVALID_ROW,
+        format!(
+            "a quoted field opened in the record at line {line} is never closed: the rest of the file would be read as that field (close the quote, or double a quote inside it: \"\")"
+        ),
+        Some(format!("line {line}")),
+    )
+}
+
 /// The rows of a CSV text with a header line.
 fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
+    let last = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let reader = LastByte {
+        inner: reader,
+        last: last.clone(),
+    };
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
         .from_reader(reader);
     let headers = csv.headers().cloned().map_err(|e| e.to_string());
     let mut index = 0u64;
-    let mut records = csv.into_records();
+    let mut records = csv.into_records().peekable();
     let mut header_error = headers.clone().err();
     std::iter::from_fn(move || {
         let headers = match &headers {
@@ -213,7 +270,26 @@ fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
             }
         };
         let record = records.next()?;
+        // The line the next record starts on (`None`: this one is the last).
+        let next_line = records.peek().map(|next| match next {
+            Ok(r) => r.position().map_or(0, csv::Position::line),
+            Err(e) => e.position().map_or(0, csv::Position::line),
+        });
+        // The last record, spanning lines, in a text that does not end in a quote.
+        let unclosed = |rec: &csv::StringRecord| {
+            spans_lines(rec)
+                && next_line.is_none()
+                && last.load(std::sync::atomic::Ordering::Relaxed) != b'"'
+        };
         let row = match record {
+            Ok(rec) if unclosed(&rec) => {
+                let line = rec.position().map_or(index + 2, csv::Position::line);
+                Row {
+                    index,
+                    id: Value::from(index + 1),
+                    input: Err(unclosed_quote(line)),
+                }
+            }
             Ok(rec) => {
                 let object: Map<String, Value> = headers
                     .iter()
@@ -227,7 +303,20 @@ fn csv_rows(reader: impl Read + Send) -> impl Iterator<Item = Row> + Send {
                 let message = match e.kind() {
                     csv::ErrorKind::UnequalLengths {
                         expected_len, len, ..
-                    } => format!("the record has {len} fields, the header {expected_len}"),
+                    } => {
+                        let mut m =
+                            format!("the record has {len} fields, the header {expected_len}");
+                        // A record that reads across lines: most often a quote left open,
+                        // which took the records after it into one field.
+                        if e.position()
+                            .is_some_and(|p| next_line.is_some_and(|n| n > p.line() + 1))
+                        {
+                            m.push_str(
+                                " (it reads across several lines: is a quote in it never closed?)",
+                            );
+                        }
+                        m
+                    }
                     csv::ErrorKind::Utf8 { .. } => "the record is not UTF-8".to_owned(),
                     _ => format!("cannot read the record: {e}"),
                 };
@@ -280,6 +369,25 @@ mod tests {
         assert_eq!(r[3].input, Ok(json!([1])));
     }
 
+    /// A line is read as `packc run --input` reads its JSON: a byte order mark before
+    /// the first is dropped, a key given twice or an integer past 64 bits fails the row.
+    #[test]
+    fn jsonl_lines_are_read_strictly() {
+        let r = rows(
+            "\u{feff}{\"id\": \"a\"}\n{\"id\": \"b\", \"text\": 1, \"text\": 2}\n{\"id\": 12345678901234567890123}\n",
+            InputFormat::Jsonl,
+        );
+        assert_eq!(r[0].input, Ok(json!({"id": "a"})));
+        let twice = r[1].input.as_ref().unwrap_err();
+        assert!(twice.message.contains("text"), "{}", twice.message);
+        let big = r[2].input.as_ref().unwrap_err();
+        assert!(
+            big.message.contains("does not fit in 64 bits"),
+            "{}",
+            big.message
+        );
+    }
+
     /// `packc.Batch` takes a row's id by the same rule: see `python/tests/test_batch.py`.
     #[test]
     fn an_id_that_is_not_a_string_or_a_number_is_the_line() {
@@ -319,6 +427,29 @@ mod tests {
         );
         assert_eq!(r[2].input, Ok(json!({"id": "3", "text": "quoted, text"})));
         assert_eq!(r[2].index, 2);
+    }
+
+    /// A quote never closed would take the rest of the file into one field: the record
+    /// fails, saying so, rather than sending every later row to the model as its text.
+    #[test]
+    fn a_csv_quote_never_closed_fails_its_record() {
+        let mut text = String::from("id,text\n");
+        for i in 1..=20 {
+            if i == 10 {
+                text.push_str("10,\"row 10 text\n");
+            } else {
+                text.push_str(&format!("{i},row {i} text\n"));
+            }
+        }
+        let r = rows(&text, InputFormat::Csv);
+        assert_eq!(r.len(), 10);
+        assert!(r[..9].iter().all(|row| row.input.is_ok()));
+        let e = r[9].input.as_ref().unwrap_err();
+        assert_eq!(e.at.as_deref(), Some("line 11"));
+        assert!(e.message.contains("never closed"), "{}", e.message);
+        // A quoted field with a line break, closed, at the end of the file reads.
+        let r = rows("id,text\n1,\"two\nlines\"\n", InputFormat::Csv);
+        assert_eq!(r[0].input, Ok(json!({"id": "1", "text": "two\nlines"})));
     }
 
     /// A CSV row without an `id` is numbered by its record, from 1 after the header,

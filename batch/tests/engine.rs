@@ -420,10 +420,32 @@ fn a_journal_is_held_by_one_batch_and_rebuilds_a_lost_output() {
         let e = batch.open(fresh).err().unwrap().to_string();
         assert!(e.contains("another packc batch is writing"), "{e}");
     }
+    // The same output named through a symbolic link has the same journal, so it is
+    // refused too.
+    #[cfg(unix)]
+    {
+        let link = out.with_file_name("link.jsonl");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(out, &link).unwrap();
+        let e = Journal::open(&link, &batch.identity, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("another packc batch is writing"), "{e}");
+        std::fs::remove_file(&link).unwrap();
+    }
     engine.run(input().rows, &mut first).unwrap();
     drop(first);
     let written = std::fs::read_to_string(out).unwrap();
     assert_eq!(written.lines().count(), 6);
+
+    // Text past what the journal records is cut off, and the journal says how much.
+    std::fs::write(out, format!("{written}{{\"id\":\"junk\"}}\n")).unwrap();
+    let again = batch.open(false).unwrap();
+    assert_eq!(again.cut(), 14);
+    assert!(!again.rebuilt());
+    drop(again);
+    assert_eq!(std::fs::read_to_string(out).unwrap(), written);
 
     for cut in [0, written.len() / 2] {
         std::fs::write(out, &written[..cut]).unwrap();

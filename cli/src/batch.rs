@@ -83,8 +83,9 @@ pub struct BatchArgs {
     /// The most model requests a minute, over all rows (retries included).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
-    /// The most tokens a minute, over all rows, as the API reports them: a request waits
-    /// while the last minute's tokens are past it.
+    /// Tokens a minute, over all rows, as the API reports them: a bucket of N tokens
+    /// refilled at N a minute, which a request waits on while it is empty (a full bucket
+    /// lets N go at once, so a minute can see up to about 2N).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub tpm: Option<u64>,
     /// Stop once N rows have failed: no row starts after that, the rows in flight finish,
@@ -227,6 +228,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             engine.cancel();
         });
     }
+    if journal.cut() > 0 && !args.quiet {
+        eprintln!(
+            "note: {} held {} byte(s) past what {} records (lines not committed before a stop, or added by hand); cut back to the journal",
+            args.output.display(),
+            journal.cut(),
+            journal.path().display()
+        );
+    }
     if journal.rebuilt() && !args.quiet {
         eprintln!(
             "note: {} was shorter than {} records; rewritten from it",
@@ -260,6 +269,21 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         let _ = r.join();
     }
     let summary = summary?;
+    if summary.rows == 0 && summary.skipped == 0 {
+        let name = if stdin {
+            "the standard input".to_owned()
+        } else {
+            args.input.display().to_string()
+        };
+        eprintln!(
+            "warning: {name} holds no rows (it is empty, or only blank lines{})",
+            if format == InputFormat::Csv {
+                " after the header"
+            } else {
+                ""
+            }
+        );
+    }
     if !args.quiet {
         eprintln!("{}", summary_text(&summary, &args.output));
     }

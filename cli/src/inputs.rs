@@ -321,7 +321,7 @@ pub(crate) fn read_input(args: &RunArgs) -> Result<Option<Value>> {
 }
 
 /// A JSON value given on the command line after `flag`, or `@file` holding one, read
-/// as strictly as a pack ([`crate::json_arg`]). Text that does not start like JSON gets
+/// as strictly as a pack ([`packc_host::json_arg`]). Text that does not start like JSON gets
 /// the advice to quote it as a string; JSON that does not parse, its error and place.
 /// An integer too large for 64 bits is read as the nearest double, with a warning.
 pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
@@ -329,15 +329,15 @@ pub(crate) fn parse_input(flag: &str, input: &str) -> Result<Value> {
         Some(file) => {
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("{flag} @{file}: cannot read {file}"))?;
-            crate::json_arg::parse(&text).map_err(|e| match e.classify() {
+            packc_host::json_arg::parse(&text).map_err(|e| match e.classify() {
                 serde_json::error::Category::Data => anyhow::anyhow!("{flag} @{file}: {e}"),
                 _ => anyhow::anyhow!("{flag} @{file}: {file} is not JSON: {e}"),
             })?
         }
-        None => crate::json_arg::parse(input).map_err(|e| {
+        None => packc_host::json_arg::parse(input).map_err(|e| {
             if e.classify() == serde_json::error::Category::Data {
                 anyhow::anyhow!("{flag}: {e}")
-            } else if crate::json_arg::looks_like_json(input) {
+            } else if packc_host::json_arg::looks_like_json(input) {
                 anyhow::anyhow!("{flag} is not valid JSON: {e}")
             } else {
                 let string = Value::String(input.to_owned()).to_string();

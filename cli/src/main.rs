@@ -20,6 +20,25 @@ macro_rules! out {
     };
 }
 
+/// `eprintln!` that does not panic when standard error cannot be written
+/// ([`out::err`]): `packc batch … 2>&1 >/dev/null | head` closes it early, and a command
+/// whose work is done must not end as a crash for want of a place to say so.
+macro_rules! eprintln {
+    () => {
+        $crate::out::err(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` that does not panic when standard error cannot be written ([`out::err`]).
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::out::err(format_args!($($arg)*))
+    };
+}
+
 mod batch;
 mod bench;
 mod build;
@@ -29,7 +48,6 @@ mod graph;
 mod hitl;
 mod inputs;
 mod inspect;
-mod json_arg;
 mod live;
 mod out;
 mod result;

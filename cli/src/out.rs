@@ -23,6 +23,13 @@ pub fn write(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes `args` to standard error ([`eprintln!`] and [`eprint!`] in this crate). A
+/// failure is ignored: what could not be said to a closed or full standard error is
+/// lost, and the command goes on to end with the exit code its work earned.
+pub fn err(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
 /// Writes `value` to standard output as indented JSON and a newline, its control
 /// characters escaped (`packc_compiler::render::json_pretty`): the JSON outputs of
 /// `packc run` and `packc resume`.

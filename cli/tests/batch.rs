@@ -610,3 +610,18 @@ fn a_refused_batch_leaves_no_output_behind() {
     assert!(!out_file.exists() && !journal.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An input with no rows is no error, but it is said, under `--quiet` too: a path to
+/// the wrong file, or a file not written yet, should not pass for a batch that ran.
+#[test]
+fn an_input_without_rows_is_warned_about() {
+    let (dir, mock, input) = answered("no-rows");
+    std::fs::write(&input, "\n\n").unwrap();
+    let out = batch(&input, &dir.join("o.jsonl"), &mock, &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rows.jsonl holds no rows"), "{err}");
+    assert!(mock.seen().is_empty());
+}

@@ -965,6 +965,46 @@ fn a_closed_output_pipe_ends_quietly() {
     }
 }
 
+/// A closed standard error is no crash (101): a run's warning there is lost and the run
+/// ends with the exit code its work earned, 0 with its output on stdout; a check, whose
+/// diagnostics are its output, ends quietly with 141, as for a closed stdout.
+#[cfg(unix)]
+#[test]
+fn a_closed_error_pipe_loses_the_text_not_the_exit_code() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use std::process::Stdio;
+    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let host = repo().join("examples/rfc0010-ex2.host.yaml");
+    let broken = write_temp("closed-err.pack.yaml", b"foo: [\n");
+    let commands: [(Vec<std::ffi::OsString>, i32); 2] = [
+        (
+            // `--var` that fills nothing: a warning on stderr.
+            vec![
+                "run".into(),
+                ex2.into(),
+                "--host".into(),
+                host.into(),
+                "--var".into(),
+                "nothing=1".into(),
+            ],
+            0,
+        ),
+        (vec!["check".into(), broken.into()], 141),
+    ];
+    for (args, code) in commands {
+        let (closed, ours) = UnixStream::pair().unwrap();
+        drop(closed);
+        let out = packc()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(OwnedFd::from(ours)))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
+}
+
 /// Notes honour the colour settings as errors do, and `run --quiet` leaves them out.
 #[test]
 fn notes_are_plain_without_colour_and_quiet_runs_leave_them_out() {

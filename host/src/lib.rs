@@ -26,6 +26,7 @@ pub mod case;
 mod case_format;
 pub mod governance;
 #[cfg(feature = "live")]
+pub mod json_arg;
 pub mod live;
 #[cfg(feature = "mock")]
 pub mod mock;

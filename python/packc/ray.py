@@ -27,6 +27,12 @@ as JSON text, ``None`` when it failed), ``error`` (``None``, or ``{"kind", "mess
 shape from row to row (ex2's paper and general analyses), and Arrow, which holds Ray's
 blocks, would merge such dicts into one struct and add the other shape's members as
 nulls: ``json.loads(row["output"])`` gives back exactly what the run returned.
+
+Arrow does the same to the input: a record that lacks a member another record has gets
+a null in that column. A null cell is therefore left out of the row's input (a missing
+optional member, not a ``null`` that an ``input_schema`` would refuse). A dataset with a
+column named like a result column is refused before anything runs: its values would be
+replaced; rename it first (``ds.rename_columns({"output": "previous_output"})``).
 """
 
 from __future__ import annotations
@@ -61,9 +67,13 @@ class PackRunner:
     def __call__(self, block: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
         # A list-valued cell comes as an array (a column of them is an array of arrays,
         # which `tolist` leaves as they are): every array, at any depth, becomes a list.
+        _refuse_result_columns(block.keys())
         columns = {name: plain(values) for name, values in block.items()}
         count = len(next(iter(columns.values()), []))
-        rows = [{name: values[i] for name, values in columns.items()} for i in range(count)]
+        # A null cell is a member the record lacked (Arrow fills the column): left out.
+        rows = [
+            {name: values[i] for name, values in columns.items() if values[i] is not None} for i in range(count)
+        ]
         results = self.batch.run(rows)
         # The input's columns go back out with each object cell plain too: a cell that is
         # a NumPy array (a list column, ragged) can crash Ray 2.60's `write_json` (pandas'
@@ -77,6 +87,16 @@ class PackRunner:
         for name in ("calls", "tokens", "wall_ms"):
             out[name] = np.array([r[name] for r in results], dtype=np.int64)
         return out
+
+
+def _refuse_result_columns(names: Any) -> None:
+    """Raises ``ValueError`` when the input has a column a result would replace."""
+    clash = [name for name in RESULT_COLUMNS if name in names]
+    if clash:
+        raise ValueError(
+            f"the dataset has a column named {', '.join(repr(c) for c in clash)}, which the results would "
+            f"replace: rename it first (ds.rename_columns({{{clash[0]!r}: 'input_{clash[0]}'}}))"
+        )
 
 
 def _error(error: Any) -> Any:
@@ -111,9 +131,13 @@ def run_dataset(
     CPUs and its own engine); ``batch_size`` rows go to an actor at a time. The other
     keyword arguments are :class:`packc.Batch`'s (``model`` is required); ``threads``
     defaults to the actor's CPUs. They are checked here, before Ray starts anything: a
-    bad option raises at once rather than in every actor. Returns the (lazy) dataset of
+    bad option, or a column named like a result column, raises at once rather than in
+    every actor. Returns the (lazy) dataset of
     results; nothing runs until it is consumed.
     """
+    schema = ds.schema()
+    if schema is not None:
+        _refuse_result_columns(schema.names)
     data = artifact.to_bytes() if isinstance(artifact, Artifact) else bytes(artifact)
     options: Dict[str, Any] = {"threads": max(1, int(num_cpus)), **live_options}
     # The same construction an actor does: a bad artifact or option fails here.

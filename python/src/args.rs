@@ -3,7 +3,7 @@
 //! `OverflowError: can't convert negative int to unsigned`, a `str` given an int
 //! `'int' object is not an instance of 'str'`. Each function here reads one parameter
 //! (`#[pyo3(from_py_with = args::retries)]`), so its error names it:
-//! `ValueError: retries must be an int from 0 to 4294967295, not -1`.
+//! `ValueError: retries must not be negative, not -1`.
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -51,10 +51,15 @@ fn unsigned<T: Unsigned>(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<T> {
         let shown = ob
             .str()
             .map_or_else(|_| "a larger int".to_owned(), |s| s.to_string());
-        PyValueError::new_err(format!(
-            "{name} must be an int from 0 to {}, not {shown}",
-            T::MAX
-        ))
+        let negative = ob.lt(0).unwrap_or(false);
+        if negative {
+            PyValueError::new_err(format!("{name} must not be negative, not {shown}"))
+        } else {
+            PyValueError::new_err(format!(
+                "{name} must be an int from 0 to {}, not {shown}",
+                T::MAX
+            ))
+        }
     })
 }
 

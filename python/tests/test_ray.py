@@ -148,3 +148,26 @@ def test_the_runner_hands_list_valued_cells_to_the_engine_as_lists() -> None:
         assert list(out["error"]) == [None, None]
         assert json.loads(out["output"][0]) == PAPER_OUTPUT
         assert list(out["calls"]) == [2, 2]
+
+
+def test_a_null_cell_is_a_member_the_record_lacked() -> None:
+    # Arrow fills a column a record lacks with nulls: such a cell is left out of the
+    # row, so an input_schema's optional member is missing rather than null.
+    import numpy as np
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}, "title": {"type": "string"}}}
+    with MockOpenAI(by_abstract) as mock:
+        runner = packc.ray.PackRunner(
+            packc.compile(EX2).to_bytes(), model="m", base_url=mock.base_url, input_schema=schema
+        )
+        title = np.empty(2, dtype=object)
+        title[0], title[1] = None, "T"
+        out = runner({"text": np.array(["Paper. Abstract: x", "Notice: y"]), "title": title})
+        assert list(out["error"]) == [None, None]
+        assert list(out["calls"]) == [2, 2]
+
+
+def test_a_column_named_like_a_result_is_refused(local_ray: None) -> None:
+    ds = ray.data.from_items([{"text": "x", "output": "earlier"}])
+    with pytest.raises(ValueError, match="column named 'output'.*rename it"):
+        packc.ray.run_dataset(ds, packc.compile(EX2), model="m", base_url="http://127.0.0.1:9/v1")

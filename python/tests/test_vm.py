@@ -319,24 +319,24 @@ def test_run_error_is_none_unless_the_run_failed(ex2_program: packc.Program) -> 
 
 def test_a_limit_out_of_range_is_a_value_error_naming_it(ex2_program: packc.Program) -> None:
     usize_max = 2 * sys.maxsize + 1
-    with pytest.raises(ValueError, match=f"^max_host_calls must be an int from 0 to {2**64 - 1}, not -1"):
+    with pytest.raises(ValueError, match="^max_host_calls must not be negative, not -1"):
         ex2_program.start(max_host_calls=-1)
     with pytest.raises(ValueError, match=f"^max_host_calls must be an int from 0 to {2**64 - 1}, not {2**64}"):
         ex2_program.start(max_host_calls=2**64)
-    with pytest.raises(ValueError, match=f"^max_value_bytes must be an int from 0 to {usize_max}, not -1"):
+    with pytest.raises(ValueError, match="^max_value_bytes must not be negative, not -1"):
         ex2_program.start(max_value_bytes=-1)
-    with pytest.raises(ValueError, match="^max_value_depth must be an int from 0 to"):
+    with pytest.raises(ValueError, match="^max_value_depth must not be negative, not -1"):
         ex2_program.start(max_value_depth=-1)
-    with pytest.raises(ValueError, match="^max_snapshot_bytes must be an int from 0 to"):
+    with pytest.raises(ValueError, match="^max_snapshot_bytes must not be negative, not -1"):
         ex2_program.start(max_snapshot_bytes=-1)
-    with pytest.raises(ValueError, match="^max_built_bytes must be an int from 0 to"):
+    with pytest.raises(ValueError, match="^max_built_bytes must not be negative, not -1"):
         ex2_program.start(max_built_bytes=-1)
     with pytest.raises(TypeError, match="^max_host_calls must be an int, not str"):
         ex2_program.start(max_host_calls="1")  # type: ignore[arg-type]
     saved = ex2_program.start().snapshot()
-    with pytest.raises(ValueError, match="^max_host_calls must be an int from 0 to"):
+    with pytest.raises(ValueError, match="^max_host_calls must not be negative, not -1"):
         ex2_program.restore(saved, max_host_calls=-1)
-    with pytest.raises(ValueError, match="^max_bytes must be an int from 0 to"):
+    with pytest.raises(ValueError, match="^max_bytes must not be negative, not -1"):
         packc.Artifact.from_bytes(b"", max_bytes=-1)
     # None is the default.
     assert ex2_program.start(max_host_calls=None, max_value_bytes=2**20) is not None

@@ -1,5 +1,6 @@
-//! JSON values given on the command line (`--input`, `--turn`), read as strictly as a
-//! pack: a key given twice in one object is refused, not silently the last one.
+//! JSON values a person hands in (`packc run --input`, `--turn`, the lines of a `packc
+//! batch` input), read as strictly as a pack: a key given twice in one object is
+//! refused, not silently the last one.
 //!
 //! Numbers follow the pack loader: an integer that fits in 64 bits stays exact, a larger
 //! one becomes the nearest double (a pack's does too, and the VM compares numbers as
