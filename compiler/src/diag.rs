@@ -148,9 +148,17 @@ diag_kinds! {
     /// block, comment or partial (`{{#if x}}`, `{{/if}}`), a filter (`{{name | upper}}`),
     /// a Jinja statement (`{% if %}`) or a placeholder closed by one brace (`{{name}`).
     /// PromptPack templates have none of them, so it is literal text, sent as written
-    /// (`workflow.md` §14).
+    /// (`workflow.md` §14). Also a composition step's binding (`input`, `args`) holding
+    /// `{{path}}`: a binding reads values with `${...}` and sends `{{...}}` as written.
     /// Triggered by: tests/cases/tpl-note-foreign-syntax.case.yaml
     ForeignTemplateSyntax = "foreign_template_syntax", Note;
+    /// (note) A step reads the output of an earlier step the walk may skip (a branch
+    /// target, or a step whose `depends_on` may all be skipped) and does not depend on
+    /// it: when it is skipped, the reference does not resolve and the run fails with
+    /// `unresolved_binding` (`compositions.md` §4.2–4.3: a skip never travels along the
+    /// step order alone). The fix is `depends_on: [that step]`.
+    /// Triggered by: tests/cases/comp-note-skippable-reference.case.yaml
+    SkippableReference = "skippable_reference", Note;
     /// Two steps of one composition share an id.
     /// Triggered by: cases/comp-err-duplicate-step-id-nested.case.yaml
     DuplicateStepId = "duplicate_step_id", Error;

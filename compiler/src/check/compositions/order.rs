@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use crate::doc::{Node, Obj};
 use crate::members::Name;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::super::{did_you_mean, Cx};
 use super::shape::{expect_array, expect_str, schema, What};
@@ -53,6 +53,20 @@ pub(super) struct Comp<'p> {
     /// Whether this composition's `cyclic_composition` has been reported (2.11 blames
     /// the first offending reference in document order).
     cycle_reported: bool,
+    /// Top-level steps a branch names in `then` / `else`, by index: the walk skips them
+    /// unless a branch that ran selected them (4.2(a)).
+    guarded: FxHashSet<usize>,
+    /// Each top-level step's `depends_on`, by index: the earlier steps it names.
+    deps: FxHashMap<usize, Vec<usize>>,
+    /// Top-level steps the walk may skip, by index: guarded, or with a `depends_on` whose
+    /// steps may all be skipped (4.2(b)). Known for a step once its `depends_on` is read,
+    /// before any later step reads its output.
+    skippable: FxHashSet<usize>,
+    /// Branch steps with both targets, by index: (branch, `then`, `else`). One that runs
+    /// selects one of the two, so a step joining on both is never skipped by it.
+    arms: Vec<(usize, usize, usize)>,
+    /// (reader, read) pairs already given `skippable_reference`: one note per pair.
+    noted: std::cell::RefCell<FxHashSet<(usize, usize)>>,
 }
 
 impl<'p> Comp<'p> {
@@ -68,6 +82,11 @@ impl<'p> Comp<'p> {
             nested: FxHashMap::default(),
             parallels: FxHashMap::default(),
             cycle_reported: false,
+            guarded: FxHashSet::default(),
+            deps: FxHashMap::default(),
+            skippable: FxHashSet::default(),
+            arms: Vec::new(),
+            noted: Default::default(),
         };
         // Pointers are built only for a duplicate, so a clean composition allocates none.
         let id_ptr = |(i, j): (usize, Option<usize>)| {
@@ -134,6 +153,25 @@ impl<'p> Comp<'p> {
         c
     }
 
+    /// Whether step `reader` running means step `read` ran: it is that step, or it has a
+    /// `depends_on` whose every step running means so (it runs only when one of them
+    /// ran). Chains deeper than 64 are taken as not implying it.
+    fn implies(&self, reader: usize, read: usize, depth: usize) -> bool {
+        reader == read
+            || depth < 64
+                && self.deps.get(&reader).is_some_and(|deps| {
+                    !deps.is_empty() && deps.iter().all(|&d| self.implies(d, read, depth + 1))
+                })
+    }
+
+    /// The id of top-level step `index`, for messages.
+    fn id_of(&self, index: usize) -> &'p str {
+        self.top
+            .iter()
+            .find(|(_, t)| t.index == index)
+            .map_or("", |(name, _)| name.0)
+    }
+
     /// Blame `ptr` with the composition's first `cyclic_composition`; later ones are
     /// consequences and stay quiet.
     fn report_cycle(&mut self, cx: &mut Cx<'_, '_>, ptr: &At<'_>, message: String) {
@@ -198,6 +236,13 @@ pub(super) fn check_output(cx: &mut Cx<'_, '_>, c: &Comp<'_>, output: &str, optr
 /// A branch's `then` / `else`: top-level steps later than the branch.
 pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_>) {
     let Step { obj, ptr, index } = step;
+    let target = |key: &str| {
+        let t = c.top.get(&Name(obj.get(key)?.as_str()?))?;
+        (t.index > index).then_some(t.index)
+    };
+    if let (Some(then), Some(otherwise)) = (target("then"), target("else")) {
+        c.arms.push((index, then, otherwise));
+    }
     for key in ["then", "else"] {
         let Some(target) = obj.get(key) else {
             continue;
@@ -222,7 +267,9 @@ pub(super) fn check_targets(cx: &mut Cx<'_, '_>, c: &mut Comp<'_>, step: Step<'_
                     "`{key}: {name}` names a step that is not later in `steps` than its branch; the walk only moves forward, so this is a cycle"
                 ));
             }
-            Some(_) => {}
+            Some(t) => {
+                c.guarded.insert(t.index);
+            }
         }
     }
 }
@@ -235,6 +282,32 @@ pub(super) fn check_depends_on(
     nested: bool,
 ) {
     let Step { obj, ptr, index } = step;
+    if !nested {
+        // Whether the walk may skip this step, once its `depends_on` is read.
+        let deps = obj.get("depends_on").and_then(Node::as_array).map(|deps| {
+            deps.iter()
+                .filter_map(Node::as_str)
+                .filter_map(|d| c.top.get(&Name(d)).map(|t| t.index))
+                .filter(|&d| d < index)
+                .collect::<Vec<usize>>()
+        });
+        // Skipped when every step it joins on is, which cannot happen when it joins on
+        // both targets of a branch that always runs.
+        let joined = deps.as_ref().is_some_and(|d| {
+            !d.is_empty()
+                && d.iter().all(|i| c.skippable.contains(i))
+                && !c
+                    .arms
+                    .iter()
+                    .any(|(b, t, e)| !c.skippable.contains(b) && d.contains(t) && d.contains(e))
+        });
+        if c.guarded.contains(&index) || joined {
+            c.skippable.insert(index);
+        }
+        if let Some(deps) = deps {
+            c.deps.insert(index, deps);
+        }
+    }
     let Some(deps) = obj.get("depends_on") else {
         return;
     };
@@ -296,6 +369,7 @@ pub(super) fn check_bindings(
 
 /// One string of `input`/`args` at `ptr`: a well-formed binding whose references are visible.
 fn check_binding(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>, index: usize) {
+    note_template_syntax(cx, c, s, ptr);
     // A malformed binding gets that diagnostic alone, so visibility waits for the whole
     // string to lex. The step ids met are kept meanwhile (a binding with more step
     // references than `roots` holds is lexed a second time for them; neither pass
@@ -319,16 +393,89 @@ fn check_binding(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>, index
         Ok(()) if steps <= roots.len() => {
             for step in &roots[..steps] {
                 check_visible(cx, c, step, ptr, index);
+                note_skippable(cx, c, step, ptr, index);
             }
         }
         Ok(()) => {
             let _ = binding_roots(s, |root| {
                 if let Some(step) = root {
                     check_visible(cx, c, step, ptr, index);
+                    note_skippable(cx, c, step, ptr, index);
                 }
             });
         }
     }
+}
+
+/// `foreign_template_syntax` for a binding holding `{{path}}`: a template placeholder,
+/// which a binding sends as written; a binding reads a value with `${...}`. Once per
+/// string, for the first such placeholder.
+fn note_template_syntax(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>) {
+    let Some(start) = s.find("{{") else {
+        return;
+    };
+    let rest = &s[start + 2..];
+    let Some(end) = rest.find("}}") else {
+        return;
+    };
+    let inner = rest[..end].trim();
+    let is_path = !inner.is_empty()
+        && inner
+            .split('.')
+            .all(|seg| !seg.is_empty() && seg.chars().all(|ch| ch.is_alphanumeric() || ch == '_'));
+    if !is_path {
+        return;
+    }
+    let first = inner.split('.').next().unwrap_or_default();
+    let reference = if first == "input" || c.top.contains_key(&Name(first)) {
+        format!("${{{inner}}}")
+    } else {
+        format!("${{input.{inner}}}")
+    };
+    cx.push(
+        Diagnostic::new(
+            DiagKind::ForeignTemplateSyntax,
+            format!(
+                "`{{{{{}}}}}` in a step's binding is sent as written: a binding reads values with `${{...}}`, not a template's `{{{{...}}}}`",
+                &rest[..end]
+            ),
+        )
+        .at(ptr)
+        .help(format!("write `{reference}`")),
+    );
+}
+
+/// `skippable_reference`: step `index` reads `name`'s output, an earlier step the walk
+/// may skip, and may run when it is skipped (4.2–4.3). Once per pair of steps.
+fn note_skippable(cx: &mut Cx<'_, '_>, c: &Comp<'_>, name: &str, ptr: &At<'_>, index: usize) {
+    let Some(t) = c.top.get(&Name(name)) else {
+        return;
+    };
+    if t.index >= index
+        || !c.skippable.contains(&t.index)
+        || c.implies(index, t.index, 0)
+        || !c.noted.borrow_mut().insert((index, t.index))
+    {
+        return;
+    }
+    let reader = c.id_of(index);
+    let why = if c.guarded.contains(&t.index) {
+        "a branch selects it, and the walk skips it when none that ran did"
+    } else {
+        "the walk skips it when every step of its `depends_on` was skipped"
+    };
+    cx.push(
+        Diagnostic::new(
+            DiagKind::SkippableReference,
+            format!(
+                "step `{reader}` reads `{name}.output`, but `{name}` may be skipped ({why}) while `{reader}` still runs: the reference then does not resolve, and the run fails with `unresolved_binding`"
+            ),
+        )
+        .at(ptr)
+        .help(format!(
+            "give `{reader}` `depends_on: [{name}]`, so that it is skipped with `{name}` (a skip never follows the order of `steps` alone)"
+        )),
+    );
 }
 
 /// 3.3: `<name>.output` is visible when `name` is an earlier top-level step with an
@@ -455,5 +602,85 @@ mod tests {
             messages[0].starts_with("malformed reference"),
             "{messages:?}"
         );
+    }
+
+    /// `skippable_reference` blames a step that reads a step the walk may skip, once per
+    /// pair of steps; not one that depends on it (directly or through a chain), nor one
+    /// that reads a step nothing can skip, nor a step after a join that something ran.
+    #[test]
+    fn a_read_of_a_skippable_step_is_noted_once_per_pair() {
+        let step = |id: &str, input: &str| json!({"id": id, "kind": "prompt", "prompt_task": "p", "input": input});
+        let mut steps = vec![
+            step("a", "${input}"),
+            json!({"id": "b", "kind": "branch", "predicate": {"path": "${a.output.x}", "exists": true}, "then": "t", "else": "e"}),
+            step("t", "${input}"),
+            step("e", "${input}"),
+        ];
+        let mut confirm = step("confirm", "${t.output}");
+        confirm["depends_on"] = json!(["t"]);
+        let mut chained = step("chained", "${t.output}");
+        chained["depends_on"] = json!(["confirm"]);
+        let mut join = step("join", "${input}");
+        join["depends_on"] = json!(["t", "e"]);
+        steps.extend([
+            confirm,
+            chained,
+            join,
+            step("reads_t", "${t.output} ${t.output.y}"),
+            step("reads_join", "${join.output}"),
+            step("reads_a", "${a.output}"),
+        ]);
+        let pack = json!({
+            "id": "d", "name": "D", "version": "1.0.0",
+            "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+            "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
+            "compositions": {"c": {"version": 1, "steps": steps}},
+        });
+        let noted: Vec<String> = crate::check_bytes(
+            &serde_json::to_vec(&pack).unwrap(),
+            &crate::Options::default(),
+        )
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.kind == crate::diag::DiagKind::SkippableReference)
+        .map(|d| d.pointer().unwrap_or_default().to_owned())
+        .collect();
+        // `join` may be skipped only when both `t` and `e` are, which one branch never
+        // does; `reads_t` reads `t` twice and is noted once.
+        assert_eq!(noted, ["/compositions/c/steps/7/input"]);
+    }
+
+    /// A template placeholder in a binding is noted, once per string, with the reference
+    /// to write; `{{` that does not hold a path is left alone.
+    #[test]
+    fn a_template_placeholder_in_a_binding_is_noted() {
+        let noted = |input: &str| -> Vec<(String, String)> {
+            let pack = json!({
+                "id": "d", "name": "D", "version": "1.0.0",
+                "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+                "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
+                "compositions": {"c": {"version": 1, "steps": [
+                    {"id": "s0", "kind": "prompt", "prompt_task": "p", "input": "${input}"},
+                    {"id": "s1", "kind": "prompt", "prompt_task": "p", "input": input},
+                ]}},
+            });
+            crate::check_bytes(
+                &serde_json::to_vec(&pack).unwrap(),
+                &crate::Options::default(),
+            )
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.kind == crate::diag::DiagKind::ForeignTemplateSyntax)
+            .map(|d| (d.message, d.help.unwrap_or_default()))
+            .collect()
+        };
+        let n = noted("Order: {{s0.output.id}} and {{ name }}");
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0]
+            .0
+            .starts_with("`{{s0.output.id}}` in a step's binding is sent as written"));
+        assert_eq!(n[0].1, "write `${s0.output.id}`");
+        assert_eq!(noted("{{ name }}")[0].1, "write `${input.name}`");
+        assert!(noted("a {{ literal, text }} and {{}}").is_empty());
     }
 }
