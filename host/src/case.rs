@@ -248,8 +248,8 @@ fn load_checked(text: &str, root: Section) -> Result<Loaded, Vec<Problem>> {
             column: 1,
             message: "this is a pack, not a case: a case file names its pack with \
                       `pack_file: PATH` (relative to the case file) or holds it under `pack:`, \
-                      and says what to expect under `expect:` (the case format is in the \
-                      conformance README)"
+                      and says what to expect under `expect:` (docs/authoring.md §5 lists \
+                      the case format's members)"
                 .into(),
         }]);
     }

@@ -263,7 +263,10 @@ fn read_pack_file(
             "{shown}: the case's `pack_file` is outside the case's folder, the folder above it and the current folder, and a case reads its pack only from those (or from a folder given with --allow-path)"
         ),
         packc_compiler::paths::OpenError::Unusable(why) => {
-            format!("{shown}: the case's `pack_file` cannot be read: {why}")
+            format!(
+                "{shown}: the case's `pack_file` cannot be read: {why}{}",
+                nearest_pack(path)
+            )
         }
     })?;
     let limit = packc_compiler::load::Limits::default().max_source_bytes as u64;
@@ -275,6 +278,28 @@ fn read_pack_file(
         return Err(format!("{shown}: larger than {limit} bytes"));
     }
     Ok(bytes)
+}
+
+/// `; did you mean `x.pack.yaml`?` for a `pack_file` that is not there: the closest
+/// name of a pack file in the same folder, if one is close.
+fn nearest_pack(path: &Path) -> String {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return String::new();
+    };
+    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return String::new();
+    };
+    let names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json"))
+        .filter(|n| !n.ends_with(".case.yaml"))
+        .collect();
+    ir_spec::suggest::suggest(name, names.iter().map(String::as_str))
+        .map_or_else(String::new, |n| format!("; did you mean `{n}`?"))
 }
 
 /// Runs a lowered module with the scripted host of `spec`.
@@ -480,6 +505,26 @@ mod tests {
     use serde_json::json;
 
     use super::{compare_calls, first_difference};
+
+    /// A `pack_file` that is not there names the closest pack file beside it.
+    #[test]
+    fn a_missing_pack_file_offers_the_closest_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join("support.pack.yaml"), "id: x\n").unwrap();
+        std::fs::write(dir.join("other.case.yaml"), "about: x\n").unwrap();
+        let case = dir.join("c.case.yaml");
+        std::fs::write(
+            &case,
+            "about: x\npack_file: suport.pack.yaml\nexpect: {warnings: []}\n",
+        )
+        .unwrap();
+        let e = crate::run_case_file(&case).unwrap_err();
+        assert!(
+            e.ends_with("not found; did you mean `support.pack.yaml`?"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_call_that_differs_names_the_member() {

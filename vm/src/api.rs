@@ -54,9 +54,19 @@ impl Target {
                     unknown("composition", name, keys.collect())
                 });
         }
+        // A bare name: the composition or agent member it names, if one does.
+        let named = if module.composition_by_name(text).is_some() {
+            format!("; did you mean `composition:{text}`?")
+        } else if module.agent_by_name(text).is_some() {
+            format!("; did you mean `agent:{text}`?")
+        } else {
+            String::new()
+        };
         Err(RunError::new(
             ErrorKind::InvalidTarget,
-            format!("target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`"),
+            format!(
+                "target `{text}` is not `workflow`, `agent:<member>` or `composition:<name>`{named}"
+            ),
         ))
     }
 }

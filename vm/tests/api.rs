@@ -219,6 +219,13 @@ fn an_unknown_target_is_invalid_target() {
         let e = Target::parse(&m, text).unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidTarget, "{text}: {e}");
     }
+    // A composition's bare name gets the target to write.
+    let e = Target::parse(&m, "deep_analyze").unwrap_err();
+    assert!(
+        e.message
+            .ends_with("did you mean `composition:deep_analyze`?"),
+        "{e}"
+    );
     // A target of another module's shape: an agent index this module does not have.
     let program = std::sync::Arc::new(packc_vm::Program::new(m).unwrap());
     let far = Target::Agent(ir_spec::AgentId(1000));

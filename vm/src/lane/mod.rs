@@ -268,7 +268,10 @@ fn issue(ctx: &Ctx<'_>, lanes: &mut [Lane], i: usize, io: &mut Io) -> Result<boo
     if let Some(max) = ctx.config.max_host_calls.filter(|max| io.next_id >= *max) {
         return Err(io.set_fatal(RunError::new(
             ErrorKind::LimitExceeded,
-            format!("the embedder's limit of {max} host calls was reached (`max_host_calls`)"),
+            format!(
+                "the embedder's limit of {max} host call{} was reached (`max_host_calls`)",
+                if max == 1 { "" } else { "s" }
+            ),
         )));
     }
     let id = CallId(io.next_id);
