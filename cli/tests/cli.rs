@@ -925,39 +925,53 @@ fn graph_and_inspect_show_extension_steps() {
     assert_contains(&text, "composition main: 1 model, 0 tool, 1 extension");
 }
 
+/// A pipe whose reader went away: a socket whose other end is closed before `packc`
+/// starts, so every write to it fails with a broken pipe.
+#[cfg(unix)]
+fn closed_pipe() -> std::process::Stdio {
+    let (closed, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+    drop(closed);
+    std::process::Stdio::from(std::os::fd::OwnedFd::from(ours))
+}
+
+/// A run of ex2 with its host script, with `extra` arguments, and a check of a broken
+/// pack, with the exit code each must end with.
+#[cfg(unix)]
+fn run_and_check(
+    name: &str,
+    extra: &[&str],
+    codes: [i32; 2],
+) -> [(Vec<std::ffi::OsString>, i32); 2] {
+    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
+    let host = repo().join("examples/rfc0010-ex2.host.yaml");
+    let broken = write_temp(name, b"foo: [\n");
+    let mut run: Vec<std::ffi::OsString> =
+        vec!["run".into(), ex2.into(), "--host".into(), host.into()];
+    run.extend(extra.iter().map(Into::into));
+    [
+        (run, codes[0]),
+        (vec!["check".into(), broken.into()], codes[1]),
+    ]
+}
+
 /// A reader that went away (`packc run … | head`) ends the command quietly with 141, as
 /// `SIGPIPE` would, for output printed line by line and for diagnostics written in one
-/// go; no panic. Standard output is a socket whose other end is closed before `packc`
-/// starts, so every write fails with a broken pipe.
+/// go; no panic.
 #[cfg(unix)]
 #[test]
 fn a_closed_output_pipe_ends_quietly() {
-    use std::os::fd::OwnedFd;
-    use std::os::unix::net::UnixStream;
-    use std::process::Stdio;
-    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
-    let host = repo().join("examples/rfc0010-ex2.host.yaml");
-    let broken = write_temp("closed-pipe.pack.yaml", b"foo: [\n");
-    let commands: [Vec<std::ffi::OsString>; 2] = [
-        vec!["run".into(), ex2.into(), "--host".into(), host.into()],
-        vec![
-            "check".into(),
-            "--format".into(),
-            "json".into(),
-            broken.into(),
-        ],
-    ];
-    for args in commands {
-        let (closed, ours) = UnixStream::pair().unwrap();
-        drop(closed);
+    for (mut args, code) in run_and_check("closed-pipe.pack.yaml", &[], [141, 141]) {
+        if args[0] == "check" {
+            args.splice(1..1, ["--format".into(), "json".into()]);
+        }
         let out = packc()
             .args(&args)
-            .stdout(Stdio::from(OwnedFd::from(ours)))
-            .stderr(Stdio::piped())
+            .stdout(closed_pipe())
+            .stderr(std::process::Stdio::piped())
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(
             !err.contains("panicked") && !err.contains("error"),
             "{args:?}: {err}"
@@ -965,40 +979,18 @@ fn a_closed_output_pipe_ends_quietly() {
     }
 }
 
-/// A closed standard error is no crash (101): a run's warning there is lost and the run
-/// ends with the exit code its work earned, 0 with its output on stdout; a check, whose
-/// diagnostics are its output, ends quietly with 141, as for a closed stdout.
+/// A closed standard error is no crash (101): a run's warning there (`--var` that fills
+/// nothing) is lost and the run ends with the exit code its work earned, 0 with its
+/// output on stdout; a check, whose diagnostics are its output, ends quietly with 141, as
+/// for a closed stdout.
 #[cfg(unix)]
 #[test]
 fn a_closed_error_pipe_loses_the_text_not_the_exit_code() {
-    use std::os::fd::OwnedFd;
-    use std::os::unix::net::UnixStream;
-    use std::process::Stdio;
-    let ex2 = repo().join("examples/rfc0010-ex2.pack.yaml");
-    let host = repo().join("examples/rfc0010-ex2.host.yaml");
-    let broken = write_temp("closed-err.pack.yaml", b"foo: [\n");
-    let commands: [(Vec<std::ffi::OsString>, i32); 2] = [
-        (
-            // `--var` that fills nothing: a warning on stderr.
-            vec![
-                "run".into(),
-                ex2.into(),
-                "--host".into(),
-                host.into(),
-                "--var".into(),
-                "nothing=1".into(),
-            ],
-            0,
-        ),
-        (vec!["check".into(), broken.into()], 141),
-    ];
-    for (args, code) in commands {
-        let (closed, ours) = UnixStream::pair().unwrap();
-        drop(closed);
+    for (args, code) in run_and_check("closed-err.pack.yaml", &["--var", "nothing=1"], [0, 141]) {
         let out = packc()
             .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(OwnedFd::from(ours)))
+            .stdout(std::process::Stdio::piped())
+            .stderr(closed_pipe())
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(code), "{args:?}");
@@ -1294,12 +1286,7 @@ fn a_pack_not_named_as_one_is_refused_with_the_fix() {
 fn build_makes_the_folder_it_writes_into() {
     let dir = scratch("make-folder");
     let out = dir.join("build/deep/ex1.ppk");
-    let res = packc_output!(
-        "build",
-        repo().join("examples/rfc0010-ex1.pack.yaml"),
-        "-o",
-        &out
-    );
+    let res = build_to(repo().join("examples/rfc0010-ex1.pack.yaml"), &out);
     assert_code(&res, 0);
     assert!(out.is_file());
 }
