@@ -185,6 +185,10 @@ fn did_you_mean<'a>(
     let mut all: Vec<&str> = candidates.into_iter().collect();
     all.sort_unstable();
     match all.len() {
+        // Steps are relative to the one naming them: there are none before (or after) it.
+        0 if what.starts_with("earlier") || what.starts_with("later") => {
+            format!("there are no {what}")
+        }
         0 => format!("the pack defines no {what}"),
         1..=8 => format!(
             "the {what} defined are: {}",

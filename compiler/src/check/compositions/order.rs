@@ -385,11 +385,22 @@ fn check_binding(cx: &mut Cx<'_, '_>, c: &Comp<'_>, s: &str, ptr: &At<'_>, index
         }
     });
     match lexed {
-        Err(e) => cx.push(
-            Diagnostic::new(DiagKind::UnresolvedBinding, format!("malformed reference: {e}"))
+        Err(e) => {
+            // An unclosed `${` may be meant as text, which a binding cannot hold.
+            let help = if e.to_string().contains("is not closed") {
+                "a reference is `${input.a.b}` or `${step_id.output.a.b}`, closed by `}`; there is no way to write a literal `${` in a binding"
+            } else {
+                "a reference is `${input.a.b}` or `${step_id.output.a.b}`"
+            };
+            cx.push(
+                Diagnostic::new(
+                    DiagKind::UnresolvedBinding,
+                    format!("malformed reference: {e}"),
+                )
                 .at(ptr)
-                .help("a reference is `${input.a.b}` or `${step_id.output.a.b}`; there is no way to write a literal `${` in a binding"),
-        ),
+                .help(help),
+            );
+        }
         Ok(()) if steps <= roots.len() => {
             for step in &roots[..steps] {
                 check_visible(cx, c, step, ptr, index);
@@ -682,5 +693,33 @@ mod tests {
         assert_eq!(n[0].1, "write `${s0.output.id}`");
         assert_eq!(noted("{{ name }}")[0].1, "write `${input.name}`");
         assert!(noted("a {{ literal, text }} and {{}}").is_empty());
+    }
+
+    /// The help of a reference problem fits it: no earlier steps for a first step, the
+    /// literal-`${` remark only for a reference left open.
+    #[test]
+    fn reference_help_fits_the_problem() {
+        let help = |first: &str| -> Vec<String> {
+            let pack = json!({
+                "id": "d", "name": "D", "version": "1.0.0",
+                "template_engine": {"version": "v1", "syntax": "{{variable}}"},
+                "prompts": {"p": {"id": "p", "name": "P", "version": "1.0.0", "system_template": "Hi"}},
+                "compositions": {"c": {"version": 1, "steps": [
+                    {"id": "s0", "kind": "prompt", "prompt_task": "p", "input": first},
+                    {"id": "s1", "kind": "prompt", "prompt_task": "p", "input": "${input}"},
+                ]}},
+            });
+            crate::check_bytes(
+                &serde_json::to_vec(&pack).unwrap(),
+                &crate::Options::default(),
+            )
+            .diagnostics
+            .into_iter()
+            .filter_map(|d| d.help)
+            .collect()
+        };
+        assert!(help("${s1.output}")[0].ends_with("there are no earlier steps"));
+        assert!(!help("${s1.outptu}")[0].contains("literal"));
+        assert!(help("${s1.output")[0].contains("no way to write a literal `${`"));
     }
 }
