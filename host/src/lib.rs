@@ -25,8 +25,8 @@ pub mod calls;
 pub mod case;
 mod case_format;
 pub mod governance;
-#[cfg(feature = "live")]
 pub mod json_arg;
+#[cfg(feature = "live")]
 pub mod live;
 #[cfg(feature = "mock")]
 pub mod mock;
