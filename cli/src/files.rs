@@ -20,12 +20,7 @@ use anyhow::{bail, Context, Result};
 const TEMP_TRIES: u32 = 16;
 
 /// The folder a file at `path` goes into (`.` for a bare name).
-pub(crate) fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
+pub(crate) use packc_compiler::paths::folder_of;
 
 /// Make the folder an output file at `path` goes into, and the folders above it, when
 /// it does not exist yet (`packc build -o build/x.ppk` in a fresh checkout). `what` names

@@ -165,6 +165,40 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The extensions a pack file's name ends in: `*.json` is read strictly as JSON, the
+/// others as YAML.
+pub const PACK_EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// Whether `path` is named as a pack file: its extension is one of [`PACK_EXTENSIONS`].
+pub fn is_pack_name(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| PACK_EXTENSIONS.contains(&e))
+}
+
+/// The folder `path` is in, `.` for a bare name.
+pub fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// All of an open file, refused as larger than `limit` bytes once it has given `limit +
+/// 1` (not trusting the size it had when it was looked at).
+pub fn read_bounded(file: File, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Why `path` is not read: it is a symbolic link to a file outside the link's own folder
 /// and the current folder. `None` for anything else (a missing file is left to the read).
 fn link_out(path: &Path) -> Option<String> {
@@ -173,16 +207,7 @@ fn link_out(path: &Path) -> Option<String> {
         return None;
     }
     let real = std::fs::canonicalize(path).ok()?;
-    let folder = path
-        .parent()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                p
-            }
-        })
-        .and_then(|p| std::fs::canonicalize(p).ok());
+    let folder = std::fs::canonicalize(folder_of(path)).ok();
     let cwd = std::env::current_dir()
         .ok()
         .and_then(|d| std::fs::canonicalize(d).ok());

@@ -7,8 +7,6 @@
 //! loaded, by a parser that stops at 128 levels, so deeper schemas are refused here,
 //! where the author can be told.
 
-use std::io::Read;
-
 use serde_json::Value;
 
 use crate::load::{json_fast, load_bytes, Limits};
@@ -41,15 +39,8 @@ pub fn read(folders: &Folders, name: &str) -> Result<Value, OpenError> {
     }
     let (file, _) = crate::paths::open(folders, name)?;
     let unusable = OpenError::Unusable;
-    // Read one byte past the limit rather than trusting the size the file had when it
-    // was looked at.
-    let mut bytes = Vec::new();
-    file.take(MAX_SCHEMA_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
+    let bytes = crate::paths::read_bounded(file, MAX_SCHEMA_BYTES as u64)
         .map_err(|e| unusable(e.to_string()))?;
-    if bytes.len() > MAX_SCHEMA_BYTES {
-        return Err(unusable(format!("larger than {MAX_SCHEMA_BYTES} bytes")));
-    }
     let limits = Limits {
         max_source_bytes: MAX_SCHEMA_BYTES,
         max_depth: MAX_SCHEMA_DEPTH,

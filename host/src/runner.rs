@@ -233,13 +233,8 @@ fn read_pack_file(
     path: &Path,
     allow_paths: &[std::path::PathBuf],
 ) -> Result<Vec<u8>, String> {
-    use std::io::Read;
     let shown = path.display();
-    let pack_like = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
-    if !pack_like {
+    if !packc_compiler::paths::is_pack_name(path) {
         return Err(format!(
             "{shown}: the case's `pack_file` must name a pack file (.yaml, .yml or .json)"
         ));
@@ -270,33 +265,21 @@ fn read_pack_file(
         }
     })?;
     let limit = packc_compiler::load::Limits::default().max_source_bytes as u64;
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!("{shown}: larger than {limit} bytes"));
-    }
-    Ok(bytes)
+    packc_compiler::paths::read_bounded(file, limit).map_err(|e| format!("{shown}: {e}"))
 }
 
 /// `; did you mean `x.pack.yaml`?` for a `pack_file` that is not there: the closest
 /// name of a pack file in the same folder, if one is close.
 fn nearest_pack(path: &Path) -> String {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return String::new();
     };
-    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    }) else {
+    let Ok(entries) = std::fs::read_dir(packc_compiler::paths::folder_of(path)) else {
         return String::new();
     };
     let names: Vec<String> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json"))
-        .filter(|n| !n.ends_with(".case.yaml"))
+        .filter(|n| packc_compiler::paths::is_pack_name(Path::new(n)) && !n.ends_with(".case.yaml"))
         .collect();
     ir_spec::suggest::suggest(name, names.iter().map(String::as_str))
         .map_or_else(String::new, |n| format!("; did you mean `{n}`?"))
