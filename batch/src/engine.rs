@@ -35,6 +35,13 @@ pub struct BatchOptions {
     /// Stop starting rows once this many have failed (`--max-failures`); the rows in
     /// flight then finish.
     pub max_failures: Option<u64>,
+    /// Stop starting rows once this many rows in a row have failed with
+    /// [`RowError::HOST_ERROR`] (`--max-failures-in-a-row`): the model server down, a
+    /// key refused, a tool binding broken. A row that finishes, or fails for another
+    /// reason, starts the count again; a row that fails for its own sake
+    /// ([`RowError::INVALID_ROW`], [`RowError::INVALID_INPUT`]) neither counts nor
+    /// starts it again. The rows in flight then finish.
+    pub max_failures_in_a_row: Option<u64>,
     /// The runtime's worker threads; 0: one per core, at most 4. At most
     /// [`MAX_THREADS`]: the engine refuses more rather than exhaust the system's threads.
     pub threads: usize,
@@ -64,6 +71,7 @@ impl Default for BatchOptions {
             rpm: None,
             tpm: None,
             max_failures: None,
+            max_failures_in_a_row: None,
             threads: 0,
             run: RunOptions::default(),
             input_schema: None,
@@ -165,8 +173,13 @@ pub struct Summary {
     pub tokens: u64,
     /// The rows' wall times in milliseconds, sorted (for percentiles).
     pub latencies_ms: Vec<u64>,
-    /// Why the batch stopped before the end: `--max-failures`, or a cancel.
-    pub stopped: Option<String>,
+    /// Why the batch stopped before the end, if it did.
+    pub stopped: Option<Stop>,
+    /// 429 answers this batch's model requests took (each paused every request).
+    pub rate_limited: u64,
+    /// Model requests this batch sent again after a 5xx, a timeout or a failed
+    /// connection.
+    pub retried: u64,
     /// The batch's own wall time.
     pub elapsed: Duration,
 }
@@ -185,6 +198,37 @@ impl Summary {
     /// Failed rows of this batch.
     pub fn failed(&self) -> u64 {
         self.failures.values().sum()
+    }
+}
+
+/// Why a batch stopped before its last row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stop {
+    /// [`BatchOptions::max_failures`] rows failed.
+    MaxFailures(u64),
+    /// [`BatchOptions::max_failures_in_a_row`] rows in a row failed with a host error.
+    FailedInARow {
+        /// How many.
+        rows: u64,
+        /// The last one's error message.
+        last: String,
+    },
+    /// [`Engine::cancel`] was called.
+    Cancelled,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::MaxFailures(n) => write!(f, "stopped after {n} failed row(s) (--max-failures)"),
+            Stop::FailedInARow { rows, last } => write!(
+                f,
+                "stopped after {rows} rows in a row failed with {} \
+                 (--max-failures-in-a-row), the last with: {last}",
+                RowError::HOST_ERROR
+            ),
+            Stop::Cancelled => f.write_str("cancelled"),
+        }
     }
 }
 
@@ -327,6 +371,12 @@ impl Engine {
         &self.shared.progress
     }
 
+    /// The gate every model request passes: its 429s, retries and pause, over the
+    /// engine's life.
+    pub fn gate(&self) -> &crate::http::Gate {
+        &self.shared.host.client().gate
+    }
+
     /// Stops the batch running now: no row starts, the rows in flight stop where they
     /// are (a journal keeps their last saved state), and [`Engine::run`] returns.
     pub fn cancel(&self) {
@@ -409,11 +459,17 @@ impl Engine {
             }
         });
         let shared = self.shared.clone();
+        let gate = self.gate();
+        let before = (gate.rate_limited(), gate.retried());
         let result = self
             .runtime
             .block_on(async move { drive(shared, &mut row_rx, max_rows, sink).await });
         let _ = reader.join();
-        result
+        result.map(|mut summary| {
+            summary.rate_limited = gate.rate_limited() - before.0;
+            summary.retried = gate.retried() - before.1;
+            summary
+        })
     }
 }
 
@@ -428,6 +484,8 @@ async fn drive(
     let mut tasks = JoinSet::new();
     let mut summary = Summary::default();
     let mut in_flight = 0usize;
+    // Rows in a row that failed with a host error (`max_failures_in_a_row`).
+    let mut streak = 0u64;
     let mut more = true;
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -468,14 +526,28 @@ async fn drive(
                     summary.calls += result.calls;
                     summary.tokens += result.tokens;
                     summary.latencies_ms.push(result.wall_ms);
-                    if let Err(e) = &result.outcome {
-                        progress.failed.fetch_add(1, Ordering::Relaxed);
-                        *summary.failures.entry(e.kind.clone()).or_default() += 1;
-                        if let Some(max) = shared.options.max_failures {
-                            if summary.failed() >= max && summary.stopped.is_none() {
-                                summary.stopped = Some(format!(
-                                    "stopped after {max} failed row(s) (--max-failures)"
-                                ));
+                    match &result.outcome {
+                        Ok(_) => streak = 0,
+                        Err(e) => {
+                            progress.failed.fetch_add(1, Ordering::Relaxed);
+                            *summary.failures.entry(e.kind.clone()).or_default() += 1;
+                            if let Some(max) = shared.options.max_failures {
+                                if summary.failed() >= max && summary.stopped.is_none() {
+                                    summary.stopped = Some(Stop::MaxFailures(max));
+                                }
+                            }
+                            if e.kind == RowError::HOST_ERROR {
+                                streak += 1;
+                                if let Some(max) = shared.options.max_failures_in_a_row {
+                                    if streak >= max && summary.stopped.is_none() {
+                                        summary.stopped = Some(Stop::FailedInARow {
+                                            rows: streak,
+                                            last: e.message.clone(),
+                                        });
+                                    }
+                                }
+                            } else if !e.is_the_rows_own() {
+                                streak = 0;
                             }
                         }
                     }
@@ -488,7 +560,7 @@ async fn drive(
                 while tasks.try_join_next().is_some() {}
                 sink.flush()?;
                 if shared.cancel.load(Ordering::SeqCst) {
-                    summary.stopped = Some("cancelled".into());
+                    summary.stopped = Some(Stop::Cancelled);
                     tasks.abort_all();
                     // Whatever the rows saved before they stopped is written.
                     while let Ok(event) = events.try_recv() {

@@ -10,6 +10,7 @@
 //! its error texts; a 429 does not use up `--retries` (the gate paces the batch), up to
 //! [`MAX_RATE_LIMITED`] of them per request.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -44,6 +45,11 @@ pub struct Gate {
     tokens: Option<(std::sync::Mutex<(f64, Instant)>, u64)>,
     /// No request starts before this time (the last 429's back-off).
     paused_until: std::sync::Mutex<Option<Instant>>,
+    /// 429 answers taken so far.
+    rate_limited: AtomicU64,
+    /// Requests sent again after another retryable failure (5xx, a timeout, no
+    /// connection).
+    retried: AtomicU64,
 }
 
 impl Gate {
@@ -62,7 +68,25 @@ impl Gate {
                 .filter(|t| *t > 0)
                 .map(|tpm| (std::sync::Mutex::new((tpm as f64, Instant::now())), tpm)),
             paused_until: std::sync::Mutex::new(None),
+            rate_limited: AtomicU64::new(0),
+            retried: AtomicU64::new(0),
         }
+    }
+
+    /// How long no request starts yet, while a 429's back-off holds the gate closed.
+    pub fn paused_for(&self) -> Option<Duration> {
+        self.paused().map(|until| until - Instant::now())
+    }
+
+    /// The 429 answers taken so far.
+    pub fn rate_limited(&self) -> u64 {
+        self.rate_limited.load(Ordering::Relaxed)
+    }
+
+    /// The requests sent again so far after a 5xx, a timeout or a failed connection
+    /// (429s apart: see [`Gate::rate_limited`]).
+    pub fn retried(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
     }
 
     /// Waits until a request may start; the permit ends it.
@@ -208,9 +232,11 @@ impl Client {
             let wait = next_wait(after, backoff, max);
             if rate_limited {
                 // Everyone waits, then this request goes through the gate again.
+                self.gate.rate_limited.fetch_add(1, Ordering::Relaxed);
                 self.gate.pause(wait);
                 limited += 1;
             } else {
+                self.gate.retried.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(wait).await;
                 attempt += 1;
             }

@@ -49,7 +49,7 @@ mod result;
 pub mod rows;
 
 pub use engine::{
-    BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Summary, MAX_CONCURRENCY,
+    BatchOptions, Collect, Engine, Progress, Resume, Saved, Sink, Stop, Summary, MAX_CONCURRENCY,
     MAX_THREADS,
 };
 pub use host::AsyncHost;

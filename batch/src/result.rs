@@ -26,6 +26,20 @@ impl RowError {
     /// before it finished: [`Engine::run_rows`](crate::Engine::run_rows) still gives it a
     /// result, so the results line up with the rows.
     pub const CANCELLED: &'static str = "cancelled";
+    /// A host call failed: the model server, a tool binding or a host validator
+    /// answered with an error (the VM's `host_error`).
+    pub const HOST_ERROR: &'static str = "host_error";
+
+    /// Whether `kind` is a failure of the row itself ([`RowError::INVALID_ROW`],
+    /// [`RowError::INVALID_INPUT`]): running it again fails again.
+    pub fn is_own_kind(kind: &str) -> bool {
+        kind == RowError::INVALID_ROW || kind == RowError::INVALID_INPUT
+    }
+
+    /// Whether this row failed for its own sake (see [`RowError::is_own_kind`]).
+    pub fn is_the_rows_own(&self) -> bool {
+        RowError::is_own_kind(&self.kind)
+    }
 
     /// A new error.
     pub fn new(kind: &str, message: impl Into<String>, at: Option<String>) -> RowError {

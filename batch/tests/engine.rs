@@ -461,3 +461,87 @@ fn a_journal_is_held_by_one_batch_and_rebuilds_a_lost_output() {
     let again = batch.open(false).unwrap();
     assert!(!again.rebuilt());
 }
+
+/// Rows run one at a time through `engine.run`; what they gave and how the batch ended.
+fn one_at_a_time(
+    mock: &Mock,
+    rows: Vec<Value>,
+    in_a_row: Option<u64>,
+) -> (Vec<packc_batch::RowResult>, packc_batch::Summary) {
+    let program = ex2();
+    let target = Target::parse(program.module(), "workflow").unwrap();
+    let options = BatchOptions {
+        concurrency: 1,
+        rows_in_flight: 1,
+        max_failures_in_a_row: in_a_row,
+        input_schema: Some(schema()),
+        ..BatchOptions::default()
+    };
+    let engine = Engine::new(program, target, live(mock), options).unwrap();
+    let rows = rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| packc_batch::Row::new(i as u64, i as u64 + 1, v));
+    let mut sink = packc_batch::Collect::default();
+    let summary = engine.run(rows, &mut sink).unwrap();
+    (sink.0, summary)
+}
+
+/// A model server that refuses every request stops the batch after the given number of
+/// host errors in a row, rather than failing every row of the input; rows that fail for
+/// their own sake neither count nor break the run of host errors.
+#[test]
+fn host_errors_in_a_row_stop_the_batch() {
+    let refused = Mock::start(|_, _| {
+        MockReply::status(401, &json!({"error": {"message": "bad key"}}).to_string())
+    });
+    let mut rows: Vec<Value> = (0..50)
+        .map(|i| json!({"text": format!("doc {i}")}))
+        .collect();
+    rows[2] = json!({"title": "no text"});
+    let (results, summary) = one_at_a_time(&refused, rows.clone(), Some(5));
+    // Five host errors and the invalid row between them.
+    assert_eq!(results.len(), 6);
+    assert_eq!(summary.failures.get("invalid_input"), Some(&1));
+    assert_eq!(summary.failures.get("host_error"), Some(&5));
+    match &summary.stopped {
+        Some(packc_batch::Stop::FailedInARow { rows, last }) => {
+            assert_eq!(*rows, 5);
+            assert!(
+                last.ends_with("answered 401 (check the API key): bad key"),
+                "{last}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = summary.stopped.as_ref().unwrap().to_string();
+    assert!(
+        text.starts_with("stopped after 5 rows in a row failed with host_error"),
+        "{text}"
+    );
+    // Without the limit every row runs, and fails.
+    let (results, summary) = one_at_a_time(&refused, rows, None);
+    assert_eq!((results.len(), summary.stopped), (50, None));
+}
+
+/// A row that finishes starts the count again: a server failing every other row does
+/// not stop the batch.
+#[test]
+fn a_finished_row_starts_the_count_of_host_errors_again() {
+    let flaky = Mock::start(|_, body| {
+        let text = body["messages"][1]["content"].as_str().unwrap_or_default();
+        let n: u32 = text.trim_start_matches("doc ").parse().unwrap_or(0);
+        if n % 2 == 1 {
+            MockReply::status(400, &json!({"error": {"message": "odd"}}).to_string())
+        } else {
+            answer(body)
+        }
+    });
+    let rows: Vec<Value> = (0..20)
+        .map(|i| json!({"text": format!("doc {i}")}))
+        .collect();
+    let (results, summary) = one_at_a_time(&flaky, rows, Some(2));
+    assert_eq!(results.len(), 20);
+    assert_eq!(summary.stopped, None);
+    assert_eq!(summary.failures.get("host_error"), Some(&10));
+}

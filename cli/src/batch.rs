@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, RowError, Summary};
+use packc_batch::{
+    BatchOptions, Engine, Identity, Input, InputFormat, Journal, RowError, Stop, Summary,
+};
 use packc_vm::{Program, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -38,7 +40,7 @@ use crate::inputs::{load_module, LiveArgs};
 /// every row's requests for its Retry-After.
 ///
 /// Exit codes: 0 every row ran (failed rows included), 1 stopped by
-/// `--max-failures`, 2 refused before any call (unreadable input, unwritable output,
+/// `--max-failures` or `--max-failures-in-a-row`, 2 refused before any call (unreadable input, unwritable output,
 /// a journal of another pack, input or model, or in use by another batch), 130 interrupted.
 ///
 /// Examples:
@@ -92,6 +94,12 @@ pub struct BatchArgs {
     /// and the exit code is 1. Run the same command again to go on.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_failures: Option<u64>,
+    /// Stop once N rows in a row have failed with host_error (the model server down, the
+    /// key refused, a tool binding broken): no row starts after that, the rows in flight
+    /// finish, and the exit code is 1. A row that finishes, or fails for another reason,
+    /// starts the count again; 0: never stop for this.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_failures_in_a_row: u64,
     /// Write each row's line as soon as it is done, not in input order.
     #[arg(long)]
     pub unordered: bool,
@@ -136,7 +144,8 @@ fn threads(text: &str) -> Result<usize, String> {
 }
 
 /// Runs the batch. Exit codes: 0 every row ran (failed rows are lines of the output
-/// too), 1 stopped by `--max-failures`, 2 refused before any call, 130 interrupted.
+/// too), 1 stopped by `--max-failures` or `--max-failures-in-a-row`, 2 refused before any
+/// call, 130 interrupted.
 pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     // What can be checked without the model is checked before the first call: the
     // input can be read, the output and its journal written.
@@ -204,6 +213,7 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         rpm: args.rpm,
         tpm: args.tpm,
         max_failures: args.max_failures,
+        max_failures_in_a_row: Some(args.max_failures_in_a_row).filter(|&n| n > 0),
         threads: args.threads.unwrap_or(0),
         run: RunOptions {
             host_variables: variables,
@@ -296,6 +306,13 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             );
             ExitCode::from(130)
         }
+        Some(why @ Stop::FailedInARow { .. }) => {
+            eprintln!(
+                "{why}\nnothing is lost: fix that, then run the same command with \
+                 --retry-failed to run the failed rows again and go on with the rest"
+            );
+            ExitCode::from(1)
+        }
         Some(why) => {
             eprintln!("{why}: run the same command again to go on");
             ExitCode::from(1)
@@ -311,23 +328,33 @@ fn report(engine: &Engine, total: u64, done: &AtomicBool) {
     let read = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} rows {msg} [{elapsed_precise}, ETA {eta}]",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
+        let style = |template: &str| {
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        };
+        // No ETA until a row of this batch is done: before that it would read 0s.
+        bar.set_style(style("{bar:30} {pos}/{len} rows {msg} [{elapsed_precise}]"));
+        let mut timed = false;
         while !done.load(Ordering::SeqCst) {
             let rows = read(&p.done);
             bar.set_length(total.max(rows));
-            bar.set_position(rows);
             let ran = rows - read(&p.skipped);
+            if ran > 0 && !timed {
+                timed = true;
+                bar.set_style(style(
+                    "{bar:30} {pos}/{len} rows {msg} [{elapsed_precise}, ETA {eta}]",
+                ));
+                // The rate so far starts with this batch's rows, not the skipped ones.
+                bar.reset_eta();
+            }
+            bar.set_position(rows);
             bar.set_message(format!(
-                "({} failed, {} in flight, {:.0} rows/s, {} tokens)",
+                "({} failed, {} in flight, {:.0} rows/s, {} tokens{})",
                 read(&p.failed),
                 read(&p.in_flight),
                 ran as f64 / started.elapsed().as_secs_f64().max(1e-3),
-                read(&p.tokens)
+                read(&p.tokens),
+                limited_text(engine.gate())
             ));
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -351,11 +378,34 @@ fn report(engine: &Engine, total: u64, done: &AtomicBool) {
                     "rows_per_sec": ((rows - read(&p.skipped)) as f64 / secs * 10.0).round() / 10.0,
                     "tokens": read(&p.tokens),
                     "elapsed_sec": secs.round(),
+                    "rate_limited": engine.gate().rate_limited(),
+                    "retried": engine.gate().retried(),
+                    "paused_sec": engine.gate().paused_for().map_or(0.0, |d| (d.as_secs_f64() * 10.0).ceil() / 10.0),
                 }
             });
             eprintln!("{}", packc_compiler::render::json_line(&line));
         }
     }
+}
+
+/// What the progress bar adds about the gate: the 429s and retries so far, and the
+/// pause a 429 holds every request in (empty when there is none of these).
+fn limited_text(gate: &packc_batch::http::Gate) -> String {
+    let mut text = String::new();
+    let (limited, retried) = (gate.rate_limited(), gate.retried());
+    if limited > 0 {
+        text.push_str(&format!(", {limited} × 429"));
+    }
+    if retried > 0 {
+        text.push_str(&format!(", {retried} retried"));
+    }
+    if let Some(wait) = gate.paused_for() {
+        text.push_str(&format!(
+            ", paused {:.0} s by a 429",
+            wait.as_secs_f64().ceil()
+        ));
+    }
+    text
 }
 
 /// The closing summary: rows, failures by kind, tokens, p50/p99 row latency.
@@ -383,14 +433,18 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         ));
     }
     text.push_str(&format!("; {} calls, {} tokens", s.calls, s.tokens));
+    if s.rate_limited > 0 || s.retried > 0 {
+        text.push_str(&format!(
+            " ({} × 429, {} request(s) retried)",
+            s.rate_limited, s.retried
+        ));
+    }
     if let (Some(p50), Some(p99)) = (s.percentile(50.0), s.percentile(99.0)) {
         text.push_str(&format!("; row latency p50 {p50} ms, p99 {p99} ms"));
     }
     text.push_str(&format!("; results in {}", output.display()));
     // Rows that failed for their own sake (not JSON, not the input schema's) fail again.
-    let retryable = s.failures.iter().any(|(kind, _)| {
-        ![RowError::INVALID_ROW, RowError::INVALID_INPUT].contains(&kind.as_str())
-    });
+    let retryable = s.failures.keys().any(|kind| !RowError::is_own_kind(kind));
     if retryable {
         text.push_str("; --retry-failed runs the failed rows again");
     }

@@ -253,9 +253,13 @@ fn a_rate_limited_model_still_completes_every_row_under_rpm() {
         }
     });
     let output = dir.join("out.jsonl");
-    let out = batch(&input, &output, &mock, &["--rpm", "1800", "--retries", "1"])
-        .output()
-        .unwrap();
+    let args: Vec<std::ffi::OsString> =
+        batch(&input, &output, &mock, &["--rpm", "1800", "--retries", "1"])
+            .get_args()
+            .filter(|a| *a != "--quiet")
+            .map(ToOwned::to_owned)
+            .collect();
+    let out = packc().args(args).output().unwrap();
     ok(&out);
     let got = lines(&output);
     assert_eq!(got.len(), 60);
@@ -263,6 +267,11 @@ fn a_rate_limited_model_still_completes_every_row_under_rpm() {
     let seen = mock.seen();
     let limited = seen.iter().filter(|s| s.status == 429).count();
     assert!(limited >= 20, "{limited} 429s");
+    // The summary counts them.
+    assert_contains(
+        stderr(&out),
+        &format!("; 120 calls, 1800 tokens ({limited} × 429, 0 request(s) retried);"),
+    );
     assert_eq!(seen.len() - limited, 120);
     // 1800 a minute is 30 a second: no second holds more than 30 requests.
     for (i, s) in seen.iter().enumerate() {
@@ -541,6 +550,62 @@ fn retry_failed_runs_the_failed_rows_again() {
     ok(&batch(&input, &clean, &mock, &[]).output().unwrap());
     let expected: Vec<Value> = lines(&clean).into_iter().map(stable).collect();
     assert_eq!(retried, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model server that refuses every request stops the batch after 100 host errors in
+/// a row (exit 1), not after failing every row; once it answers, `--retry-failed` runs
+/// the failed rows and the rest.
+#[test]
+fn a_dead_server_stops_the_batch_after_host_errors_in_a_row() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = scratch("in-a-row");
+    let input = dir.join("rows.jsonl");
+    std::fs::write(&input, rows(150)).unwrap();
+    let down = Arc::new(AtomicBool::new(true));
+    let mock = {
+        let down = down.clone();
+        Mock::start(move |_, body| {
+            if down.load(Ordering::SeqCst) {
+                MockReply::status(401, &json!({"error": {"message": "bad key"}}).to_string())
+            } else {
+                answer(body)
+            }
+        })
+    };
+    let output = dir.join("o.jsonl");
+    let out = batch(&input, &output, &mock, &["--rows-in-flight", "1"])
+        .output()
+        .unwrap();
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert_contains(
+        &err,
+        "stopped after 100 rows in a row failed with host_error (--max-failures-in-a-row), \
+         the last with: model call `doc_classifier` failed: ",
+    );
+    assert_contains(&err, "answered 401 (check the API key): bad key");
+    assert_contains(&err, "then run the same command with --retry-failed");
+    assert_eq!(lines(&output).len(), 100);
+
+    down.store(false, Ordering::SeqCst);
+    let out = batch(&input, &output, &mock, &["--retry-failed"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let done = lines(&output);
+    assert_eq!(done.len(), 150);
+    assert!(done.iter().all(|l| l.get("output").is_some()));
+    // `0` turns the stop off: every row runs, and fails.
+    down.store(true, Ordering::SeqCst);
+    let off = dir.join("off.jsonl");
+    let out = batch(&input, &off, &mock, &["--max-failures-in-a-row", "0"])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(lines(&off).iter().all(|l| l.get("error").is_some()));
+    assert_eq!(lines(&off).len(), 150);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -156,6 +156,8 @@ impl Batch {
             rpm,
             tpm,
             max_failures: None,
+            // A block returns one result per row; a Python host sees every failure.
+            max_failures_in_a_row: None,
             threads,
             run: RunOptions {
                 host_variables,
