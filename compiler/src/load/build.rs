@@ -225,10 +225,14 @@ impl<'t> Builder<'t> {
                 )
                 .help("YAML does not allow tabs for indentation; use spaces");
         }
-        self.error(
+        let d = self.error(
             format!("the file is not valid YAML or JSON: {info}"),
             at..at,
-        )
+        );
+        match super::yaml_help::help(self.text, at, info) {
+            Some(help) => d.help(help),
+            None => d,
+        }
     }
 
     fn depth_error(&self, at: Range<usize>) -> Diagnostic {

@@ -30,6 +30,7 @@ mod span_index;
 pub mod strict_json;
 #[cfg(test)]
 mod tests;
+mod yaml_help;
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};

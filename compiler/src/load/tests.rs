@@ -668,6 +668,55 @@ fn tab_indentation_is_blamed_on_the_tab() {
     }
 }
 
+/// The parser's commonest errors name its state ("did not find expected key"); each gets
+/// a help line saying what to change on the line, read from the lines above it.
+#[test]
+fn yaml_mistakes_get_a_help_line_saying_what_to_change() {
+    let head = "name: x\nprompts:\n  a:\n    system: hi\n";
+    for (tail, help) in [
+        (
+            "   model: x\n",
+            "line 5 is indented 3 spaces, which lines up with no level above it (YAML nests \
+             by indentation): indent it 4 spaces to put it beside `system:` (line 4), or \
+             indent it 2 spaces to put it beside `a:` (line 3)",
+        ),
+        (
+            " model: x\n",
+            "line 5 is indented 1 space, which lines up with no level above it (YAML nests \
+             by indentation): indent it 2 spaces to put it beside `a:` (line 3), or start it \
+             in the first column to put it beside `prompts:` (line 2)",
+        ),
+        (
+            "      model: x\n",
+            "this line is indented deeper than `system:` on line 4, so YAML reads it as \
+             more of that line's value: indent it 4 spaces to put it beside `system:`",
+        ),
+        (
+            "    user: say: \"hi\"\n",
+            r#"a plain value cannot hold `: ` (a colon and a space): quote it, `user: "say: \"hi\""`"#,
+        ),
+        (
+            "    user: \"hi\n",
+            r#"the double quote opened here is never closed: end the value with `"` (a `"` inside it is written `\"`)"#,
+        ),
+    ] {
+        let text = format!("{head}{tail}");
+        let d = fail(&text);
+        assert_eq!(d.help.as_deref(), Some(help), "{text:?}: {}", d.message);
+    }
+    let d = fail("items:\n  - a: 1\n  b: 2\n");
+    assert_eq!(
+        d.help.as_deref(),
+        Some(
+            "line 3 starts in the column of the list on line 2, without a `- `: start it \
+             with `- ` to add an item, or indent it 4 spaces to put it beside `a:` (line 2)"
+        )
+    );
+    // Other errors keep the parser's message alone.
+    let d = fail("a: [1, 2\n");
+    assert_eq!(d.help, None, "{}", d.message);
+}
+
 /// A JSON pack with something to report is parsed twice (the second time for spans);
 /// what is reported, and where, is what checking the located document gives.
 #[test]
