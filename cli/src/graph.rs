@@ -15,7 +15,8 @@
 //! - each composition: its top-level steps in walk order joined by unlabeled sequential
 //!   edges, a branch step's edges labeled `then` / `else`, a parallel step boxed with its
 //!   branches and joined to each, and a dashed edge from each `depends_on` step to its
-//!   dependent. A step some branch selects is entered only by that branch's edge: the
+//!   dependent (the sequential edge labeled `depends_on` when the dependent comes right
+//!   after it). A step some branch selects is entered only by that branch's edge: the
 //!   step before it is joined to the first step after it that no branch selects (where
 //!   the walk goes on when it is skipped), and a branch without `else` gets a dashed
 //!   `false: skip` edge there.
@@ -40,7 +41,8 @@ pub use print::{to_dot, to_mermaid};
 /// plain edges, a branch's `then` / `else` edges labeled (a branch without `else`
 /// also gets a dashed `false: skip` edge; a step only a branch selects has no plain
 /// edge into it), a parallel step boxed with its branches, and a dashed edge from
-/// each `depends_on` step to its dependent.
+/// each `depends_on` step to its dependent (a label on the plain edge when the dependent
+/// comes right after it).
 ///
 /// Examples:
 ///   packc graph examples/rfc0010-ex2.pack.yaml | dot -Tsvg > ex2.svg
@@ -370,9 +372,18 @@ fn composition(m: &Module, ci: usize, c: &Composition, edges: &mut Vec<Edge>) ->
         }
     }
     // `depends_on` edges last, so each step's sequential and branch edges stay together.
+    // A step that follows the one it depends on has its sequential edge labelled
+    // instead: one arrow between the two.
     for &s in &c.walk {
         for &d in &c.steps[s.index()].depends_on {
-            edges.push(edge(id(d), id(s), None, true));
+            let (from, to) = (id(d), id(s));
+            let along = edges
+                .iter_mut()
+                .find(|e| !e.dashed && e.label.is_none() && e.from == from && e.to == to);
+            match along {
+                Some(e) => e.label = Some("depends_on".into()),
+                None => edges.push(edge(from, to, None, true)),
+            }
         }
     }
     Group {
@@ -557,15 +568,20 @@ compositions:
             "  c0_0 --> c0_2",
             "  c0_0_par --> c0_3",
             "  c0_3 -->|\"then\"| c0_4",
-            "  c0_4 --> c0_5",
-            "  c0_4 -.-> c0_5",
+            "  c0_4 -->|\"depends_on\"| c0_5",
         ];
         let lines: Vec<&str> = text.lines().collect();
         for line in expected {
             assert!(lines.contains(&line), "missing {line:?} in\n{text}");
         }
-        // The branch's `then` edge replaces the sequential edge to the same step.
+        // The branch's `then` edge replaces the sequential edge to the same step, and
+        // the `depends_on` of a step that follows its dependency labels the edge
+        // between them rather than drawing a second one.
         assert!(!lines.contains(&"  c0_3 --> c0_4"));
+        assert!(
+            !lines.iter().any(|l| l.starts_with("  c0_4 -.->")),
+            "{text}"
+        );
     }
 
     /// `classify`, then `route` (then `paper`, else `memo`), then `summary`; and `gate`
