@@ -119,8 +119,12 @@ pub enum BindingsError {
         #[source]
         error: std::io::Error,
     },
-    /// What is wrong with the text of the file at `path`.
-    #[error("{}: {error}", path.display())]
+    /// What is wrong with the text of the file at `path` (`path:line:column: ...` when
+    /// the error says where).
+    #[error("{}{}", path.display(), match error.as_ref() {
+        BindingsError::At { line, column, error } => format!(":{line}:{column}: {error}"),
+        other => format!(": {other}"),
+    })]
     In {
         /// The file.
         path: PathBuf,
@@ -128,12 +132,32 @@ pub enum BindingsError {
         #[source]
         error: Box<BindingsError>,
     },
+    /// Where in the text `error` is: 1-based line and column.
+    #[error("line {line}, column {column}: {error}")]
+    At {
+        /// The line.
+        line: usize,
+        /// The column, in characters.
+        column: usize,
+        /// What is wrong there.
+        #[source]
+        error: Box<BindingsError>,
+    },
     /// The text is not YAML or JSON: the loader's message.
     #[error("{0}")]
     Syntax(String),
-    /// None of the three mappings is there.
-    #[error("a bindings file needs a `tools`, `guards` or `extensions` mapping")]
-    NoSection,
+    /// None of the three mappings is there; the keys at the top that look like
+    /// bindings (a mapping with `command` or `http`), if any.
+    #[error("a bindings file needs a `tools`, `guards` or `extensions` mapping{}",
+        match .0.as_slice() {
+            [] => String::new(),
+            [key] => format!("; `{key}` at the top looks like a binding: indent it under `tools:`"),
+            keys => format!(
+                "; `{}` at the top look like bindings: indent them under `tools:`",
+                keys.join("`, `")
+            ),
+        })]
+    NoSection(Vec<String>),
     /// One binding is wrong, e.g. "tools.lookup: needs `command` or `http`".
     #[error("{section}.{key}: {problem}")]
     Binding {
@@ -162,39 +186,86 @@ impl ToolBindings {
         })
     }
 
-    /// Parses bindings from text; relative command paths are resolved against `dir`.
+    /// Parses bindings from text; relative command paths are resolved against `dir`. An
+    /// error that can say where it is is [`BindingsError::At`] a line and column.
     pub fn parse(text: &str, dir: &Path) -> Result<ToolBindings, BindingsError> {
-        let loaded = packc_compiler::load::load_str(text, &Default::default())
-            .map_err(|d| BindingsError::Syntax(d.message))?;
+        let at = |offset: usize, error: BindingsError| {
+            let (line, column) = crate::case_format::line_col(text, offset);
+            BindingsError::At {
+                line,
+                column,
+                error: Box::new(error),
+            }
+        };
+        let loaded = packc_compiler::load::load_str(text, &Default::default()).map_err(|d| {
+            let error = BindingsError::Syntax(d.message);
+            match d.site {
+                packc_compiler::diag::Site::Span(span) => at(span.start, error),
+                _ => error,
+            }
+        })?;
         let section = |name: &str| loaded.value().get(name).and_then(Value::as_object);
         if ["tools", "guards", "extensions"]
             .iter()
             .all(|name| section(name).is_none())
         {
-            return Err(BindingsError::NoSection);
+            let looks_bound = |v: &Value| {
+                v.as_object()
+                    .is_some_and(|b| b.contains_key("command") || b.contains_key("http"))
+            };
+            let keys = loaded
+                .value()
+                .as_object()
+                .map(|top| {
+                    top.iter()
+                        .filter(|(_, v)| looks_bound(v))
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Err(BindingsError::NoSection(keys));
         }
         let empty = serde_json::Map::new();
+        let read = |name: &str| {
+            parse_section(name, section(name).unwrap_or(&empty), dir).map_err(|(error, pointer)| {
+                match loaded.spans.key_or_value(&pointer) {
+                    Some(span) => at(span.start, error),
+                    None => error,
+                }
+            })
+        };
         Ok(ToolBindings {
-            tools: parse_section("tools", section("tools").unwrap_or(&empty), dir)?,
-            guards: parse_section("guards", section("guards").unwrap_or(&empty), dir)?,
-            extensions: parse_section("extensions", section("extensions").unwrap_or(&empty), dir)?,
+            tools: read("tools")?,
+            guards: read("guards")?,
+            extensions: read("extensions")?,
         })
     }
 }
 
-/// One mapping of a bindings file (`tools` or `guards`): bindings by key.
+/// One mapping of a bindings file (`tools` or `guards`): bindings by key. An error
+/// comes with the JSON pointer of the binding, or of its member, that is wrong.
 fn parse_section(
     name: &str,
     section: &serde_json::Map<String, Value>,
     dir: &Path,
-) -> Result<BTreeMap<String, Binding>, BindingsError> {
+) -> Result<BTreeMap<String, Binding>, (BindingsError, String)> {
+    use crate::case_format::escape;
     let mut out = BTreeMap::new();
     for (key, b) in section {
-        let at = |m: &str| BindingsError::Binding {
-            section: name.to_owned(),
-            key: key.clone(),
-            problem: m.to_owned(),
+        let binding = format!("/{name}/{}", escape(key));
+        let fail = |member: Option<&str>, m: &str| {
+            let error = BindingsError::Binding {
+                section: name.to_owned(),
+                key: key.clone(),
+                problem: m.to_owned(),
+            };
+            let pointer = match member {
+                Some(member) => format!("{binding}/{}", escape(member)),
+                None => binding.clone(),
+            };
+            (error, pointer)
         };
+        let at = |m: &str| fail(None, m);
         let b = b.as_object().ok_or_else(|| at("not a mapping"))?;
         if let Some(k) = b.keys().find(|k| {
             !matches!(
@@ -202,31 +273,33 @@ fn parse_section(
                 "command" | "http" | "headers" | "timeout_sec" | "env"
             )
         }) {
-            return Err(at(&format!("unknown member `{k}`")));
+            return Err(fail(Some(k), &format!("unknown member `{k}`")));
         }
         let timeout = match b.get("timeout_sec") {
             None => DEFAULT_TIMEOUT,
             Some(v) => {
+                let bad = |m: &str| fail(Some("timeout_sec"), m);
                 let secs = v
                     .as_f64()
-                    .ok_or_else(|| at("`timeout_sec` is not a positive number"))?;
-                timeout_secs(secs, "`timeout_sec`").map_err(|e| at(&e.to_string()))?
+                    .ok_or_else(|| bad("`timeout_sec` is not a positive number"))?;
+                timeout_secs(secs, "`timeout_sec`").map_err(|e| bad(&e.to_string()))?
             }
         };
         if b.contains_key("env") && b.contains_key("http") {
-            return Err(at("`env` is for `command` bindings"));
+            return Err(fail(Some("env"), "`env` is for `command` bindings"));
         }
         let env = match b.get("env") {
             None => Vec::new(),
-            Some(v) => parse_env(v).map_err(|e| at(&e))?,
+            Some(v) => parse_env(v).map_err(|e| fail(Some("env"), &e))?,
         };
+        let at_command = |m: &str| fail(Some("command"), m);
         let binding = match (b.get("command"), b.get("http")) {
             (Some(cmd), None) => {
                 let argv: Vec<String> = match cmd {
                     // A string is split at white space, with no shell's quoting: a quote
                     // or a backslash would be taken literally, so it asks for the list.
                     Value::String(s) if s.contains(['"', '\'', '\\']) => {
-                        return Err(at(
+                        return Err(at_command(
                             "`command` as a string is split at spaces, without quoting: write it as a list, e.g. [python3, -c, \"print(1)\"]",
                         ))
                     }
@@ -235,11 +308,11 @@ fn parse_section(
                         .iter()
                         .map(|v| v.as_str().map(str::to_owned))
                         .collect::<Option<_>>()
-                        .ok_or_else(|| at("`command` items must be strings"))?,
-                    _ => return Err(at("`command` is not a list of strings")),
+                        .ok_or_else(|| at_command("`command` items must be strings"))?,
+                    _ => return Err(at_command("`command` is not a list of strings")),
                 };
                 if argv.is_empty() {
-                    return Err(at("`command` is empty"));
+                    return Err(at_command("`command` is empty"));
                 }
                 Binding::Command {
                     argv,
@@ -266,7 +339,7 @@ fn parse_section(
                     .unwrap_or_default(),
                 timeout,
             },
-            (None, Some(_)) => return Err(at("`http` is not a URL string")),
+            (None, Some(_)) => return Err(fail(Some("http"), "`http` is not a URL string")),
             (Some(_), Some(_)) => return Err(at("give `command` or `http`, not both")),
             (None, None) => return Err(at("needs `command` or `http`")),
         };
@@ -549,6 +622,42 @@ mod tests {
         );
     }
 
+    /// A file's errors say where: `file:line:column:` of the member at fault (or of the
+    /// binding), and of a syntax error; bindings written at the top are pointed under
+    /// `tools:`.
+    #[test]
+    fn a_files_errors_name_the_line_and_column() {
+        let dir = std::env::temp_dir().join(format!("packc-bindings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tools.yaml");
+        for (text, want) in [
+            (
+                "tools:\n  kb:\n    command: [echo]\n    timeout_sec: abc\n",
+                ":4:5: tools.kb: `timeout_sec` is not a positive number",
+            ),
+            (
+                "tools:\n  kb:\n    command: [echo]\n    bogus: 1\n",
+                ":4:5: tools.kb: unknown member `bogus`",
+            ),
+            ("tools:\n  kb: 3\n", ":2:3: tools.kb: not a mapping"),
+            (
+                "tools:\n  kb:\n    command: [echo\n",
+                ":4:1: the file is not valid YAML or JSON: ",
+            ),
+            (
+                "kb:\n  command: [echo]\n",
+                ": a bindings file needs a `tools`, `guards` or `extensions` mapping; `kb` at \
+                 the top looks like a binding: indent it under `tools:`",
+            ),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = ToolBindings::read(&path).unwrap_err().to_string();
+            let want = format!("{}{want}", path.display());
+            assert!(e.starts_with(&want), "{text:?}:\n{e}\n{want}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn timeouts_past_the_maximum_or_not_positive_are_refused_at_parse_time() {
         for t in ["1e19", "1e20", "-1", "0", "86401", "'10'"] {
@@ -556,7 +665,10 @@ mod tests {
             let e = ToolBindings::parse(&text, Path::new("."))
                 .unwrap_err()
                 .to_string();
-            assert!(e.starts_with("tools.a: `timeout_sec`"), "{t}: {e}");
+            assert!(
+                e.starts_with("line 1, column 27: tools.a: `timeout_sec`"),
+                "{t}: {e}"
+            );
         }
         let e = ToolBindings::parse(
             "tools: {a: {command: [x], timeout_sec: 1e20}}",
