@@ -35,6 +35,7 @@ pub struct BuildArgs {
 
 /// Check, lower and write the artifact; exit 1 (writing nothing) when the pack has errors.
 pub fn run(args: &BuildArgs) -> Result<ExitCode> {
+    crate::out::set_stderr_color(args.diagnostics.color.for_stderr());
     let out = args
         .output
         .clone()

@@ -136,6 +136,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let mut failed = false;
     let d = &args.diagnostics;
     let color = d.color.for_stderr();
+    crate::out::set_stderr_color(color);
     let (mut errors, mut warnings, mut notes) = (0usize, 0usize, 0usize);
     let mut unreadable = 0usize;
     let allow = allowed_folders(&d.allow_paths)?;

@@ -129,10 +129,30 @@ impl ColorChoice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                !no_color(std::env::var_os("NO_COLOR")) && std::io::stderr().is_terminal()
+                !no_color(std::env::var_os("NO_COLOR"))
+                    && (std::io::stderr().is_terminal() || force_color())
             }
         }
     }
+
+    /// Whether to colour output written to stdout (`packc test`'s `FAIL` lines).
+    pub fn for_stdout(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                !no_color(std::env::var_os("NO_COLOR"))
+                    && (std::io::stdout().is_terminal() || force_color())
+            }
+        }
+    }
+}
+
+/// Whether `CLICOLOR_FORCE` asks for colour where it would not be (not a terminal): set,
+/// not empty and not `0`. `NO_COLOR` still wins.
+fn force_color() -> bool {
+    std::env::var_os("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Whether `NO_COLOR` turns colour off: set and not empty (no-color.org: "when present

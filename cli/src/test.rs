@@ -77,6 +77,7 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     }
+    let color = crate::ColorChoice::Auto.for_stdout();
     let (mut passed, mut failures) = (0usize, Vec::new());
     let mut results = Vec::new();
     for file in &files {
@@ -88,7 +89,8 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
             Err(diff) => {
                 failures.push(file);
                 outln!(
-                    "FAIL {}",
+                    "{} {}",
+                    crate::out::paint("FAIL", true, color),
                     packc_compiler::render::escape_control(&file.display().to_string())
                 );
                 for line in diff.lines() {
@@ -112,7 +114,11 @@ pub fn run(args: &TestArgs) -> Result<ExitCode> {
         outln!();
     }
     let failed = failures.len();
-    outln!("{passed} passed, {failed} failed");
+    let failed_text = format!("{failed} failed");
+    outln!(
+        "{passed} passed, {}",
+        crate::out::paint(&failed_text, failed > 0, color && failed > 0)
+    );
     Ok(if failed > 0 {
         ExitCode::from(1)
     } else {

@@ -497,3 +497,65 @@ fn the_json_result_has_the_reply() {
     assert_eq!(r["output"], "Balance: 42.");
     assert_eq!(r["reply"], "Verified.\n\nBalance: 42.");
 }
+
+/// Errors and warnings are painted as `packc check` paints its diagnostics, when
+/// standard error is a terminal or `CLICOLOR_FORCE` asks; `NO_COLOR` and `--color never`
+/// keep them plain. `packc test` paints its `FAIL` lines the same way on stdout.
+#[test]
+fn errors_are_coloured_where_colour_is_asked_for() {
+    let (dir, pack) = pack("colour");
+    let missing = dir.join("nothere.pack.yaml");
+    let coloured = |envs: &[(&str, &str)], args: &[&std::ffi::OsStr]| {
+        let mut cmd = packc();
+        cmd.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.args(args).output().unwrap()
+    };
+    let run = ["run".as_ref(), missing.as_os_str()];
+    let out = coloured(&[("CLICOLOR_FORCE", "1")], &run);
+    assert!(
+        stderr(&out).starts_with("\u{1b}[1;31merror\u{1b}[0m: "),
+        "{}",
+        stderr(&out)
+    );
+    for envs in [
+        &[][..],
+        &[("CLICOLOR_FORCE", "0")][..],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")][..],
+    ] {
+        let out = coloured(envs, &run);
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "{envs:?}: {}",
+            stderr(&out)
+        );
+    }
+    // A check's own flag wins over the environment, for its diagnostics and its errors.
+    let check = [
+        "check".as_ref(),
+        "--color".as_ref(),
+        "never".as_ref(),
+        pack.as_os_str(),
+        missing.as_os_str(),
+    ];
+    let out = coloured(&[("CLICOLOR_FORCE", "1")], &check);
+    assert!(!stderr(&out).contains('\u{1b}'), "{}", stderr(&out));
+    // `packc test`: a failing case's FAIL line and the count of failures.
+    let case = write(
+        &dir,
+        "wrong.case.yaml",
+        "pack_file: review.pack.yaml\nexpect: {compile_error: duplicate_step_id}\n",
+    );
+    let out = coloured(
+        &[("CLICOLOR_FORCE", "1")],
+        &["test".as_ref(), case.as_os_str()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("\u{1b}[1;31mFAIL\u{1b}[0m "), "{stdout}");
+    assert!(
+        stdout.ends_with("0 passed, \u{1b}[1;31m1 failed\u{1b}[0m\n"),
+        "{stdout}"
+    );
+}
