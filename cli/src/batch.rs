@@ -273,7 +273,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         let (engine, done) = (engine.clone(), done.clone());
         std::thread::spawn(move || report(&engine, total, &done))
     });
-    let summary = engine.run(input.rows, &mut journal);
+    let ids = Arc::new(std::sync::Mutex::new(Ids::default()));
+    let rows = {
+        let ids = ids.clone();
+        input
+            .rows
+            .inspect(move |row| ids.lock().unwrap_or_else(|e| e.into_inner()).note(row))
+    };
+    let summary = engine.run(rows, &mut journal);
     done.store(true, Ordering::SeqCst);
     if let Some(r) = reporter {
         let _ = r.join();
@@ -293,6 +300,9 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
                 ""
             }
         );
+    }
+    if let Some(warning) = ids.lock().unwrap_or_else(|e| e.into_inner()).warning() {
+        eprintln!("{warning}");
     }
     if !args.quiet {
         eprintln!("{}", summary_text(&summary, &args.output));
@@ -318,6 +328,43 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// The ids of the rows read, to warn when two rows share one: their lines in the output
+/// cannot be told apart. Kept as hashes (8 bytes a row).
+#[derive(Default)]
+struct Ids {
+    seen: std::collections::HashSet<u64>,
+    repeated: u64,
+    /// The first id a row shared with an earlier one, and that row's position (from 1).
+    first: Option<(serde_json::Value, u64)>,
+}
+
+impl Ids {
+    fn note(&mut self, row: &packc_batch::Row) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        match &row.id {
+            serde_json::Value::String(s) => (0u8, s.as_str()).hash(&mut h),
+            other => (1u8, other.to_string()).hash(&mut h),
+        }
+        if !self.seen.insert(h.finish()) {
+            self.repeated += 1;
+            self.first
+                .get_or_insert_with(|| (row.id.clone(), row.index + 1));
+        }
+    }
+
+    fn warning(&self) -> Option<String> {
+        let (id, row) = self.first.as_ref()?;
+        Some(format!(
+            "warning: {} row(s) have the id of an earlier row (the first: row {row}, id {}): \
+             their lines in the output cannot be told apart by id; give each row an `id` of \
+             its own, or leave `id` out to number the rows by line",
+            self.repeated,
+            packc_compiler::render::escape_control(&id.to_string())
+        ))
+    }
 }
 
 /// Shows progress until `done`: a bar on a terminal, else a JSON line on stderr every 5

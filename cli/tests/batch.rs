@@ -690,3 +690,31 @@ fn an_input_without_rows_is_warned_about() {
     assert!(err.contains("rows.jsonl holds no rows"), "{err}");
     assert!(mock.seen().is_empty());
 }
+
+/// Two rows with one id make two output lines no reader can tell apart: said at the
+/// end, under `--quiet` too, with the first such row. Rows without an `id` are numbered
+/// by line and never clash.
+#[test]
+fn rows_sharing_an_id_are_warned_about() {
+    let (dir, mock, input) = answered("repeated-ids");
+    std::fs::write(
+        &input,
+        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\": \"y\"}\n{\"text\": \"z\"}\n\
+         {\"id\": \"a\", \"text\": \"w\"}\n{\"id\": \"a\", \"text\": \"v\"}\n",
+    )
+    .unwrap();
+    let out = batch(&input, &dir.join("o.jsonl"), &mock, &[])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert_contains(
+        stderr(&out),
+        "warning: 2 row(s) have the id of an earlier row (the first: row 4, id \"a\")",
+    );
+    std::fs::write(&input, rows(5)).unwrap();
+    let out = batch(&input, &dir.join("p.jsonl"), &mock, &[])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
