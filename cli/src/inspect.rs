@@ -349,7 +349,7 @@ fn summarize(w: &mut String, m: &Module) {
         }
     }
     let _ = writeln!(w, "  agents ({}):", m.agents.len());
-    for a in &m.agents {
+    for (index, a) in m.agents.iter().enumerate() {
         let start = match a.start {
             AgentStart::Plain(Some(p)) => format!("prompt {}", m.str(m.prompts[p.index()].key)),
             AgentStart::Plain(None) => "no prompt".into(),
@@ -362,6 +362,10 @@ fn summarize(w: &mut String, m: &Module) {
             }
         };
         let _ = writeln!(w, "    {}  {start}", m.str(a.key));
+        if let Some(g) = m.spec.agent_governance(ir_spec::AgentId(index as u32)) {
+            let _ = writeln!(w, "      governance:");
+            describe_governance_facts(w, g, "        ");
+        }
     }
     let _ = writeln!(w, "  compositions ({}):", m.compositions.len());
     for c in &m.compositions {
@@ -394,6 +398,12 @@ fn describe_governance(w: &mut String, m: &Module) {
         return;
     };
     let _ = writeln!(w, "governance:");
+    describe_governance_facts(w, g, "  ");
+}
+
+/// The facts of one `governance` object (the pack's or an agent member's), each line
+/// starting with `indent`.
+fn describe_governance_facts(w: &mut String, g: &serde_json::Value, indent: &str) {
     let text = |k: &str| g.get(k).and_then(serde_json::Value::as_str);
     for (label, key) in [
         ("purpose", "intended_purpose"),
@@ -402,23 +412,23 @@ fn describe_governance(w: &mut String, m: &Module) {
         ("accountable owner", "accountable_owner"),
     ] {
         if let Some(v) = text(key) {
-            let _ = writeln!(w, "  {label}: {}", v.trim());
+            let _ = writeln!(w, "{indent}{label}: {}", v.trim());
         }
     }
     if let Some(envs) = g.get("approved_environments").and_then(|e| e.as_array()) {
         let envs: Vec<&str> = envs.iter().filter_map(|e| e.as_str()).collect();
-        let _ = writeln!(w, "  approved environments: {}", envs.join(", "));
+        let _ = writeln!(w, "{indent}approved environments: {}", envs.join(", "));
     }
     let obligations = g.get("obligations").and_then(|o| o.as_array());
     for o in obligations.into_iter().flatten() {
         let id = o.get("id").and_then(|v| v.as_str()).unwrap_or("?");
         let what = o.get("obligation").and_then(|v| v.as_str()).unwrap_or("?");
-        let _ = writeln!(w, "  obligation {id}: {what}");
+        let _ = writeln!(w, "{indent}obligation {id}: {what}");
         let controls = o.get("controls").and_then(|c| c.as_array());
         for c in controls.into_iter().flatten().filter_map(|c| c.as_object()) {
             for (kind, v) in c {
                 let v = v.as_str().unwrap_or_default().trim();
-                let _ = writeln!(w, "    control {kind}: {v}");
+                let _ = writeln!(w, "{indent}  control {kind}: {v}");
             }
         }
     }

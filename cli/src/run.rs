@@ -28,7 +28,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(module) => module,
         Err(code) => return Ok(code),
     };
-    if let Err(refusal) = packc_host::governance::admission(&module, args.environment.as_deref()) {
+    // A run of one agent member answers to that member's governance too.
+    let member = match args.target.as_deref().map(|t| Target::parse(&module, t)) {
+        Some(Ok(Target::Agent(a))) => Some(a),
+        _ => None,
+    };
+    let admitted = match member {
+        Some(a) => {
+            packc_host::governance::member_admission(&module, a, args.environment.as_deref())
+        }
+        None => packc_host::governance::admission(&module, args.environment.as_deref()),
+    };
+    if let Err(refusal) = admitted {
         eprintln!("error: {}", escape_control(&refusal.to_string()));
         return Ok(ExitCode::from(2));
     }

@@ -234,9 +234,43 @@ fn environments_outside_the_approved_list_are_refused() {
             "{line:?} in {stdout}"
         );
     }
+    // An agent member's own governance is kept and printed under it.
+    assert!(
+        stdout.contains(
+            "    helper  prompt helper\n      governance:\n        autonomy level: acts_with_approval\n        approved environments: staging\n"
+        ),
+        "{stdout}"
+    );
     // The artifact alone admits or refuses.
     let from_ppk = packc_output!("run", &ppk, "--host", &host, ["--environment", "dev"]);
     assert_eq!(from_ppk.status.code(), Some(2));
+    // A run of the member answers to its list too: production-eu passes the pack's and
+    // not the member's.
+    let helper = write(
+        &dir,
+        "helper.yaml",
+        "input: hi\nhost:\n  prompts:\n    helper: [{output: ok}]\n",
+    );
+    for source in [&pack, &ppk] {
+        let member = |env: &str| {
+            packc_output!(
+                "run",
+                source,
+                "--host",
+                &helper,
+                ["--target", "agent:helper", "--environment", env]
+            )
+        };
+        let refused = member("production-eu");
+        let (_, stderr) = text(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{stderr}");
+        assert_contains(
+            &stderr,
+            "environment `production-eu` is not among agent member `helper`'s approved_environments (staging)",
+        );
+        let admitted = member("staging");
+        assert!(admitted.status.success(), "{:?}", text(&admitted));
+    }
 }
 
 /// The corpus pack `transparency-obligation-with-controls` declares no `$schema`: at its

@@ -38,7 +38,7 @@ pub mod scripted;
 pub mod yaml;
 
 pub use case::{Case, CaseError, Expect, PackSource, Problem, RunSpec};
-pub use governance::{admission, Refused};
+pub use governance::{admission, member_admission, Refused};
 pub use queues::{unknown_queues, UnknownQueue};
 pub use runner::{
     check_case, execute, run_case, run_case_file, run_case_file_with, run_case_with, Actual,

@@ -32,6 +32,16 @@ pub const GARD: Tag = Tag(*b"GARD");
 /// (format 1.1). A file without it is read as level 1.5 with no providers or governance.
 pub const SPEC: Tag = Tag(*b"spec");
 
+/// The tag of the optional section holding each agent member's `governance` (format
+/// 1.2): one optional JSON text per member, in table order
+/// ([`SpecInfo::agent_governance`](crate::SpecInfo::agent_governance)), written only when
+/// some member has one. A file without it has no member governance.
+pub const AGOV: Tag = Tag(*b"agov");
+
+/// One member's `governance` in the `agov` section.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct MemberGovernance(#[serde(with = "crate::json_text::option")] Option<serde_json::Value>);
+
 /// A compiled pack: its provenance and its lowered module.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Artifact {
@@ -58,6 +68,16 @@ impl Artifact {
             gard = postcard::to_allocvec(&self.module.guards()).expect("the IR always serializes");
             sections.push((GARD, &gard));
         }
+        let agov;
+        let members = &self.module.spec.agent_governance;
+        if members.iter().any(Option::is_some) {
+            let list: Vec<MemberGovernance> = members
+                .iter()
+                .map(|g| MemberGovernance(g.clone()))
+                .collect();
+            agov = postcard::to_allocvec(&list).expect("the IR always serializes");
+            sections.push((AGOV, &agov));
+        }
         Container::encode(self.source_hash, &self.compiler, &sections)
     }
 
@@ -77,7 +97,7 @@ impl Artifact {
     /// the module's counts once it decoded, then [`Module::validate`].
     pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<Artifact, ArtifactError> {
         let container = Container::decode(bytes, limits.max_artifact_bytes)?;
-        container.check_known(&[MODL, SPEC, GARD])?;
+        container.check_known(&[MODL, SPEC, GARD, AGOV])?;
         let payload = container.require(MODL)?;
         let mut module = decode_module(payload)?;
         if let Some(spec) = container.section(SPEC) {
@@ -85,6 +105,9 @@ impl Artifact {
         }
         if let Some(gard) = container.section(GARD) {
             decode_guards(gard, &mut module)?;
+        }
+        if let Some(agov) = container.section(AGOV) {
+            module.spec.agent_governance = decode_member_governance(agov, &module)?;
         }
         limits.check(&module)?;
         module.validate()?;
@@ -107,6 +130,23 @@ fn decode_spec(payload: &[u8]) -> Result<crate::SpecInfo, ArtifactError> {
         )));
     }
     Ok(spec)
+}
+
+/// Decode an `agov` payload: exactly one optional governance per agent member.
+fn decode_member_governance(
+    payload: &[u8],
+    module: &Module,
+) -> Result<Vec<Option<serde_json::Value>>, ArtifactError> {
+    let (list, rest) = postcard::take_from_bytes::<Vec<MemberGovernance>>(payload)
+        .map_err(|e| ArtifactError::Decode(format!("section agov: {e}")))?;
+    if !rest.is_empty() || list.len() != module.agents.len() {
+        return Err(ArtifactError::Decode(format!(
+            "section agov holds {} governance entries for {} agent members",
+            list.len(),
+            module.agents.len()
+        )));
+    }
+    Ok(list.into_iter().map(|g| g.0).collect())
 }
 
 /// Decode a `GARD` payload into `module`'s prompts: exactly one list of guards per prompt.
@@ -132,15 +172,15 @@ fn decode_module(payload: &[u8]) -> Result<Module, ArtifactError> {
     let (module, rest) = postcard::take_from_bytes::<Module>(payload).map_err(|e| {
         if crate::nesting::take_exceeded() {
             ArtifactError::Decode(format!(
-                "predicates or bindings nested deeper than {MAX_NESTING} levels"
+                "section MODL does not decode as a module: predicates or bindings nested deeper than {MAX_NESTING} levels"
             ))
         } else {
-            ArtifactError::Decode(e.to_string())
+            ArtifactError::Decode(format!("section MODL does not decode as a module: {e}"))
         }
     })?;
     if !rest.is_empty() {
         return Err(ArtifactError::Decode(format!(
-            "{} unexpected bytes after the module",
+            "section MODL does not decode as a module: {} unexpected bytes after the module",
             rest.len()
         )));
     }
@@ -256,6 +296,7 @@ mod tests {
                 prompt_providers: vec![1],
                 step_providers: vec![vec![0, 1, 0]],
                 governance: Some(serde_json::json!({"approved_environments": ["prod"]})),
+                agent_governance: vec![],
             },
         };
         Artifact {
@@ -284,7 +325,7 @@ mod tests {
         let a = sample();
         let bytes = a.encode();
         let c = Container::decode(&bytes, usize::MAX).unwrap();
-        assert_eq!(c.minor, 1);
+        assert_eq!(c.minor, 2);
         assert_eq!(c.sections.len(), 2);
         assert_eq!(c.sections[1].0, SPEC);
         assert!(SPEC.is_optional());
@@ -299,6 +340,45 @@ mod tests {
         );
         // The module starts with its id: a postcard string, varint length then UTF-8.
         assert_eq!(&c.sections[0].1[..5], b"\x04demo");
+    }
+
+    /// Agent members' governance travels in the optional `agov` section, written only
+    /// when some member has one, one entry per member; an older file has none, and an
+    /// entry count that is not the member count is refused.
+    #[test]
+    fn member_governance_is_an_optional_section() {
+        let mut a = sample();
+        let key = a.module.prompts[0].key;
+        for _ in 0..2 {
+            a.module.agents.push(crate::Agent {
+                key,
+                start: crate::AgentStart::Plain(None),
+            });
+        }
+        let plain = a.encode();
+        let c = Container::decode(&plain, usize::MAX).unwrap();
+        assert!(c.section(AGOV).is_none());
+        let gov = serde_json::json!({"approved_environments": ["staging"]});
+        a.module.spec.agent_governance = vec![None, Some(gov.clone())];
+        let bytes = a.encode();
+        let c = Container::decode(&bytes, usize::MAX).unwrap();
+        assert!(AGOV.is_optional() && c.section(AGOV).is_some());
+        let back = Artifact::decode(&bytes, usize::MAX).unwrap();
+        assert_eq!(
+            back.module.spec.agent_governance(crate::AgentId(1)),
+            Some(&gov)
+        );
+        assert_eq!(back.module.spec.agent_governance(crate::AgentId(0)), None);
+        assert_eq!(back, a);
+        // One entry for two members.
+        let modl = postcard::to_allocvec(&a.module).unwrap();
+        let one = postcard::to_allocvec(&vec![MemberGovernance(Some(gov))]).unwrap();
+        let short = Container::encode(a.source_hash, &a.compiler, &[(MODL, &modl), (AGOV, &one)]);
+        let e = Artifact::decode(&short, usize::MAX).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "malformed .ppk file: section agov holds 1 governance entries for 2 agent members"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 
 /// The format minor version this crate writes. Minor versions only add optional sections,
 /// so a reader accepts any minor version of its major.
-pub const FORMAT_MINOR: u16 = 1;
+pub const FORMAT_MINOR: u16 = 2;
 
 /// The largest artifact [`Container::decode`] accepts by default (64 MiB).
 pub const DEFAULT_MAX_ARTIFACT_BYTES: usize = 64 << 20;
@@ -434,7 +434,7 @@ pub(crate) mod tests {
     fn header_layout_is_pinned() {
         let bytes = Container::encode([0; 32], "x", &[]);
         assert_eq!(&bytes[..8], b"\x89PPK\r\n\x1a\n");
-        assert_eq!(&bytes[8..12], &[1, 0, 1, 0]);
+        assert_eq!(&bytes[8..12], &[1, 0, 2, 0]);
         assert_eq!(bytes[44], 1);
         assert_eq!(bytes[45], b'x');
         assert_eq!(&bytes[46..50], &[0, 0, 0, 0]);

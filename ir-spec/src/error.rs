@@ -17,9 +17,11 @@ pub enum ArtifactError {
     /// the [`ContainerError`]).
     #[error(transparent)]
     Container(#[from] ContainerError),
-    /// `malformed_module`: the `MODL` section is not exactly one postcard-encoded module
-    /// (FORMAT.md §2), or nests predicates or bindings too deeply.
-    #[error("malformed .ppk file: section MODL does not decode as a module: {0}")]
+    /// `malformed_module`: a section does not decode as its payload (FORMAT.md §2): the
+    /// `MODL` section is not exactly one postcard-encoded module or nests predicates or
+    /// bindings too deeply, or `spec`, `GARD` or `agov` is not what it holds. The text
+    /// names the section.
+    #[error("malformed .ppk file: {0}")]
     Decode(String),
     /// `invalid_module`: the module decoded but fails verification (FORMAT.md §3).
     #[error("malformed .ppk file: {0}")]

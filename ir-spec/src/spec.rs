@@ -130,9 +130,20 @@ pub struct SpecInfo {
     /// read by the VM.
     #[serde(with = "crate::json_text::option")]
     pub governance: Option<serde_json::Value>,
+    /// Per agent member (by [`AgentId`](crate::AgentId)): its `governance` as written
+    /// (RFC 0013, RFC 0016); carried for inspection and admission, never read by the VM.
+    /// Not in the `spec` payload: an artifact carries it in its optional `agov` section
+    /// (format 1.2). Empty: no member has governance.
+    #[serde(skip)]
+    pub agent_governance: Vec<Option<serde_json::Value>>,
 }
 
 impl SpecInfo {
+    /// The `governance` of agent member `agent`, if it has one.
+    pub fn agent_governance(&self, agent: crate::AgentId) -> Option<&serde_json::Value> {
+        self.agent_governance.get(agent.index())?.as_ref()
+    }
+
     /// The key of provider `index`: `default` for index 0 or an index past the table.
     pub fn provider_key(&self, index: u32) -> &str {
         match self.providers.get(index as usize) {

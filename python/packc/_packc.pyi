@@ -125,7 +125,7 @@ class Artifact:
     def from_bytes(data: bytes, *, max_bytes: Optional[int] = None) -> Artifact:
         """Decodes and verifies ``.ppk`` bytes; raises :class:`ArtifactError`."""
     def inspect(self) -> Dict[str, Any]:
-        """The header, the targets, each prompt's validators and the static call bounds, as plain dicts."""
+        """The header, the targets, each prompt's validators, the static call bounds and the governance (the pack's and each agent member's), as plain dicts."""
 
 @final
 class Need:

@@ -501,9 +501,11 @@ impl Artifact {
 
     /// The header, the run targets and the static call bounds, as plain dicts:
     /// `{"format", "compiler", "source_sha256", "module", "targets", "prompts",
-    /// "validators", "tools", "bounds"}`. `validators` maps each prompt that has any to
-    /// their types as written, in the order they run. A bound is `{"model": n, "tool":
-    /// n}`, with `None` for unbounded.
+    /// "validators", "tools", "bounds", "governance", "agent_governance"}`. `validators`
+    /// maps each prompt that has any to their types as written, in the order they run. A
+    /// bound is `{"model": n, "tool": n}`, with `None` for unbounded. `governance` is the
+    /// pack's `metadata.governance` as written (`None` without one, or below level
+    /// 1.5.1), `agent_governance` each agent member's that has one.
     fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let a = &*self.inner;
         let m = &a.module;
@@ -559,6 +561,18 @@ impl Artifact {
             None => bounds.set_item("workflow_turn", py.None())?,
         }
         out.set_item("bounds", bounds)?;
+        let governance = match &m.spec.governance {
+            Some(g) => crate::convert::to_py(py, g)?,
+            None => py.None().into_bound(py),
+        };
+        out.set_item("governance", governance)?;
+        let members = PyDict::new(py);
+        for (i, agent) in m.agents.iter().enumerate() {
+            if let Some(g) = m.spec.agent_governance(ir_spec::AgentId(i as u32)) {
+                members.set_item(m.str(agent.key), crate::convert::to_py(py, g)?)?;
+            }
+        }
+        out.set_item("agent_governance", members)?;
         Ok(out)
     }
 

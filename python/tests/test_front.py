@@ -153,6 +153,32 @@ def test_inspect_gives_header_targets_and_bounds() -> None:
     assert info["bounds"]["compositions"]["analyze_document"] == {"model": 2, "tool": 0}
     assert info["bounds"]["workflow_turn"]["executions"] == 1
     assert info["validators"] == {}
+    assert info["governance"] is None
+    assert info["agent_governance"] == {}
+
+
+GOVERNED_PACK = """\
+$schema: "https://promptpack.org/schema/v1.8.1/promptpack.schema.json"
+id: governed
+name: Governed
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+metadata:
+  governance: {intended_purpose: Answers., approved_environments: [staging]}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: hi}
+agents:
+  entry: p
+  members:
+    p: {governance: {autonomy_level: suggests}}
+"""
+
+
+def test_inspect_gives_the_pack_and_member_governance() -> None:
+    info = packc.compile(text=GOVERNED_PACK).inspect()
+    assert info["format"] == "1.2"
+    assert info["governance"] == {"intended_purpose": "Answers.", "approved_environments": ["staging"]}
+    assert info["agent_governance"] == {"p": {"autonomy_level": "suggests"}}
 
 
 def test_inspect_lists_each_prompts_validators() -> None:

@@ -147,6 +147,23 @@ pub(super) fn lower_spec(cx: &mut Cx<'_>, level: SpecLevel) {
             .get("metadata")
             .and_then(|m| m.get("governance"))
             .map(Node::to_value);
+        // Each member's own, in the table's order (that of `agents.members`).
+        let members = root
+            .get("agents")
+            .and_then(|a| a.get("members"))
+            .and_then(Node::as_object);
+        spec.agent_governance = cx
+            .module
+            .agents
+            .iter()
+            .map(|a| {
+                let key = cx.module.str(a.key);
+                members?.get(key)?.get("governance").map(Node::to_value)
+            })
+            .collect();
+        if spec.agent_governance.iter().all(Option::is_none) {
+            spec.agent_governance.clear();
+        }
     }
     cx.module.spec = spec;
 }
