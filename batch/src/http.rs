@@ -213,6 +213,9 @@ impl Client {
                     rate_limited,
                 } => (error, after, rate_limited),
             };
+            if rate_limited {
+                self.gate.rate_limited.fetch_add(1, Ordering::Relaxed);
+            }
             let tries = attempt + limited;
             let spent = if rate_limited {
                 limited >= MAX_RATE_LIMITED
@@ -232,7 +235,6 @@ impl Client {
             let wait = next_wait(after, backoff, max);
             if rate_limited {
                 // Everyone waits, then this request goes through the gate again.
-                self.gate.rate_limited.fetch_add(1, Ordering::Relaxed);
                 self.gate.pause(wait);
                 limited += 1;
             } else {

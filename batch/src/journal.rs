@@ -339,6 +339,29 @@ impl Journal {
         self.finished.len()
     }
 
+    /// Rows an earlier batch finished that failed (their lines hold an `error`): what
+    /// `--retry-failed` would run again.
+    pub fn failed_earlier(&self) -> Result<u64, BatchError> {
+        if self.finished.is_empty() {
+            return Ok(0);
+        }
+        let path = self.path.display().to_string();
+        let sql = |e: rusqlite::Error| BatchError::Journal(format!("{path}: {e}"));
+        // Only lines that may hold an error are read back and judged.
+        let mut stmt = self
+            .db
+            .prepare("SELECT line FROM rows WHERE state IN (?1, ?2) AND line LIKE '%\"error\":%'")
+            .map_err(sql)?;
+        let mut rows = stmt.query(params![ROW_DONE, ROW_WRITTEN]).map_err(sql)?;
+        let mut failed = 0;
+        while let Some(r) = rows.next().map_err(sql)? {
+            if crate::result::is_failure_line(&r.get::<_, String>(0).map_err(sql)?) {
+                failed += 1;
+            }
+        }
+        Ok(failed)
+    }
+
     /// Rows an earlier batch left in flight.
     pub fn in_flight_earlier(&self) -> usize {
         self.restore.len()

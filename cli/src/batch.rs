@@ -13,6 +13,7 @@ use clap::Args;
 use packc_batch::{
     BatchOptions, Engine, Identity, Input, InputFormat, Journal, RowError, Stop, Summary,
 };
+use packc_compiler::render::escape_control;
 use packc_vm::{Program, RunOptions, Target};
 use serde_json::{json, Value};
 
@@ -39,8 +40,8 @@ use crate::inputs::{load_module, LiveArgs};
 /// `--concurrency` model calls in flight (default 64), `--rpm`, `--tpm`; a 429 holds
 /// every row's requests for its Retry-After.
 ///
-/// Exit codes: 0 every row ran (failed rows included), 1 stopped by
-/// `--max-failures` or `--max-failures-in-a-row`, 2 refused before any call (unreadable input, unwritable output,
+/// Exit codes: 0 every row ran (failed rows included, as long as one did not fail), 1
+/// every row failed, or stopped by `--max-failures` or `--max-failures-in-a-row`, 2 refused before any call (unreadable input, unwritable output,
 /// a journal of another pack, input or model, or in use by another batch), 130 interrupted.
 ///
 /// Examples:
@@ -97,7 +98,8 @@ pub struct BatchArgs {
     /// Stop once N rows in a row have failed with host_error (the model server down, the
     /// key refused, a tool binding broken): no row starts after that, the rows in flight
     /// finish, and the exit code is 1. A row that finishes, or fails for another reason,
-    /// starts the count again; 0: never stop for this.
+    /// starts the count again; invalid_row and invalid_input rows leave it as it is; 0:
+    /// never stop for this.
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_failures_in_a_row: u64,
     /// Write each row's line as soon as it is done, not in input order.
@@ -144,8 +146,8 @@ fn threads(text: &str) -> Result<usize, String> {
 }
 
 /// Runs the batch. Exit codes: 0 every row ran (failed rows are lines of the output
-/// too), 1 stopped by `--max-failures` or `--max-failures-in-a-row`, 2 refused before any
-/// call, 130 interrupted.
+/// too), 1 every row that ran failed, or stopped by `--max-failures` or
+/// `--max-failures-in-a-row`, 2 refused before any call, 130 interrupted.
 pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     // What can be checked without the model is checked before the first call: the
     // input can be read, the output and its journal written.
@@ -259,9 +261,14 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             eprintln!("retrying {retried} row(s) that failed earlier");
         }
     }
+    let failed_earlier = journal.failed_earlier()?;
     if !args.quiet && (journal.finished_earlier() > 0 || journal.in_flight_earlier() > 0) {
+        let failed = match failed_earlier {
+            0 => String::new(),
+            n => format!(" ({n} of them failed: --retry-failed runs them again)"),
+        };
         eprintln!(
-            "resuming {}: {} row(s) done earlier, {} to continue from their last answer",
+            "resuming {}: {} row(s) done earlier{failed}, {} to continue from their last answer",
             journal.path().display(),
             journal.finished_earlier(),
             journal.in_flight_earlier()
@@ -304,10 +311,35 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     if let Some(warning) = ids.lock().unwrap_or_else(|e| e.into_inner()).warning() {
         eprintln!("{warning}");
     }
+    // Rows of the input no run started (a stop): the count of lines, less the rows read.
+    let not_started = match summary.stopped {
+        Some(_) => total.saturating_sub(summary.rows),
+        None => 0,
+    };
     if !args.quiet {
-        eprintln!("{}", summary_text(&summary, &args.output));
+        eprintln!(
+            "{}",
+            summary_text(&summary, &args.output, failed_earlier, not_started)
+        );
     }
+    let go_on = match not_started {
+        0 => String::new(),
+        n => format!(" and go on with the rows not started (about {n})"),
+    };
+    // Every row this batch ran failed, for a reason a rerun may not have: no result at
+    // all is no success.
+    let all_failed = summary.ran > 0
+        && summary.failed() == summary.ran
+        && summary.failures.keys().any(|k| !RowError::is_own_kind(k));
     Ok(match &summary.stopped {
+        None if all_failed && !interrupted.load(Ordering::SeqCst) => {
+            eprintln!(
+                "error: every row failed ({}); nothing is lost: fix the cause, then run the \
+                 same command with --retry-failed",
+                failure_kinds(&summary)
+            );
+            ExitCode::from(1)
+        }
         None => ExitCode::SUCCESS,
         Some(_) if interrupted.load(Ordering::SeqCst) => {
             eprintln!(
@@ -317,14 +349,19 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
             ExitCode::from(130)
         }
         Some(why @ Stop::FailedInARow { .. }) => {
+            // The last error is the server's text: escaped, as every message is.
             eprintln!(
-                "{why}\nnothing is lost: fix that, then run the same command with \
-                 --retry-failed to run the failed rows again and go on with the rest"
+                "{}\nnothing is lost: fix that, then run the same command with \
+                 --retry-failed to run the failed rows again{go_on}",
+                escape_control(&why.to_string())
             );
             ExitCode::from(1)
         }
         Some(why) => {
-            eprintln!("{why}: run the same command again to go on");
+            eprintln!(
+                "{}: run the same command again to go on",
+                escape_control(&why.to_string())
+            );
             ExitCode::from(1)
         }
     })
@@ -362,7 +399,7 @@ impl Ids {
              their lines in the output cannot be told apart by id; give each row an `id` of \
              its own, or leave `id` out to number the rows by line",
             self.repeated,
-            packc_compiler::render::escape_control(&id.to_string())
+            escape_control(&id.to_string())
         ))
     }
 }
@@ -385,7 +422,8 @@ fn report(engine: &Engine, total: u64, done: &AtomicBool) {
         while !done.load(Ordering::SeqCst) {
             let rows = read(&p.done);
             bar.set_length(total.max(rows));
-            let ran = rows - read(&p.skipped);
+            // `skipped` is counted before `done`: read apart, it can be ahead.
+            let ran = rows.saturating_sub(read(&p.skipped));
             if ran > 0 && !timed {
                 timed = true;
                 bar.set_style(style(
@@ -422,7 +460,7 @@ fn report(engine: &Engine, total: u64, done: &AtomicBool) {
                     "rows_total": total.max(rows),
                     "failed": read(&p.failed),
                     "in_flight": read(&p.in_flight),
-                    "rows_per_sec": ((rows - read(&p.skipped)) as f64 / secs * 10.0).round() / 10.0,
+                    "rows_per_sec": (rows.saturating_sub(read(&p.skipped)) as f64 / secs * 10.0).round() / 10.0,
                     "tokens": read(&p.tokens),
                     "elapsed_sec": secs.round(),
                     "rate_limited": engine.gate().rate_limited(),
@@ -455,8 +493,16 @@ fn limited_text(gate: &packc_batch::http::Gate) -> String {
     text
 }
 
-/// The closing summary: rows, failures by kind, tokens, p50/p99 row latency.
-fn summary_text(s: &Summary, output: &Path) -> String {
+/// The failures of a batch by kind: `host_error 3, invalid_row 1`.
+fn failure_kinds(s: &Summary) -> String {
+    let kinds: Vec<String> = s.failures.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    kinds.join(", ")
+}
+
+/// The closing summary: rows, failures by kind, tokens, p50/p99 row latency, and the
+/// rows `failed_earlier` among those done by an earlier batch, and `not_started` after a
+/// stop.
+fn summary_text(s: &Summary, output: &Path, failed_earlier: u64, not_started: u64) -> String {
     let mut text = format!(
         "{} row(s) in {:.1} s: {} ran, {} failed",
         s.rows,
@@ -465,11 +511,13 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         s.failed()
     );
     if !s.failures.is_empty() {
-        let kinds: Vec<String> = s.failures.iter().map(|(k, n)| format!("{k} {n}")).collect();
-        text.push_str(&format!(" ({})", kinds.join(", ")));
+        text.push_str(&format!(" ({})", failure_kinds(s)));
     }
     if s.skipped > 0 {
         text.push_str(&format!(", {} done earlier", s.skipped));
+        if failed_earlier > 0 {
+            text.push_str(&format!(" ({failed_earlier} of them failed)"));
+        }
     }
     // Rows started and stopped before they finished (Ctrl-C, --max-failures): the
     // journal keeps their last state.
@@ -478,6 +526,9 @@ fn summary_text(s: &Summary, output: &Path) -> String {
         text.push_str(&format!(
             ", {unfinished} stopped in flight (the next run goes on from their last answer)"
         ));
+    }
+    if not_started > 0 {
+        text.push_str(&format!(", about {not_started} not started"));
     }
     text.push_str(&format!("; {} calls, {} tokens", s.calls, s.tokens));
     if s.rate_limited > 0 || s.retried > 0 {
@@ -492,7 +543,7 @@ fn summary_text(s: &Summary, output: &Path) -> String {
     text.push_str(&format!("; results in {}", output.display()));
     // Rows that failed for their own sake (not JSON, not the input schema's) fail again.
     let retryable = s.failures.keys().any(|kind| !RowError::is_own_kind(kind));
-    if retryable {
+    if retryable || failed_earlier > 0 {
         text.push_str("; --retry-failed runs the failed rows again");
     }
     text
@@ -509,12 +560,12 @@ mod tests {
             ran: 7423,
             ..Summary::default()
         };
-        let text = summary_text(&s, Path::new("o.jsonl"));
+        let text = summary_text(&s, Path::new("o.jsonl"), 0, 0);
         assert!(
             text.starts_with("7679 row(s) in 0.0 s: 7423 ran, 0 failed, 256 stopped in flight (the next run goes on from their last answer);"),
             "{text}"
         );
         s.ran = 7679;
-        assert!(!summary_text(&s, Path::new("o.jsonl")).contains("in flight"));
+        assert!(!summary_text(&s, Path::new("o.jsonl"), 0, 0).contains("in flight"));
     }
 }

@@ -97,7 +97,7 @@ fn inspect_shows_header_sections_and_module() {
         .collect();
     let size = std::fs::metadata(&ppk).unwrap().len();
     for expected in [
-        "format:    1.1".to_owned(),
+        "format:    1.2".to_owned(),
         format!("compiler:  {}", packc_compiler::COMPILER_VERSION),
         format!("source:    sha256:{hash}"),
         format!("size:      {size} bytes"),

@@ -416,7 +416,8 @@ fn a_failed_parallel_branch_is_where_the_row_failed() {
         .args(["--quiet"])
         .output()
         .unwrap();
-    ok(&out);
+    // Both rows fail: that is an exit code of 1, the rows' lines written.
+    assert_code(&out, 1);
     let got = lines(&output);
     assert_eq!(got.len(), 2, "{got:?}");
     for (line, step) in got.iter().zip(["step s", "step t"]) {
@@ -586,8 +587,33 @@ fn a_dead_server_stops_the_batch_after_host_errors_in_a_row() {
          the last with: model call `doc_classifier` failed: ",
     );
     assert_contains(&err, "answered 401 (check the API key): bad key");
-    assert_contains(&err, "then run the same command with --retry-failed");
+    assert_contains(
+        &err,
+        "then run the same command with --retry-failed to run the failed rows again and go \
+         on with the rows not started (about 50)",
+    );
     assert_eq!(lines(&output).len(), 100);
+    // Run again as it was: the 50 rows not started run (and fail), and what failed
+    // earlier is said.
+    let again = batch(&input, &output, &mock, &["--rows-in-flight", "1"])
+        .get_args()
+        .filter(|a| *a != "--quiet")
+        .map(ToOwned::to_owned)
+        .collect::<Vec<_>>();
+    let out = packc().args(&again).output().unwrap();
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert_contains(
+        &err,
+        "o.jsonl.journal.sqlite: 100 row(s) done earlier (100 of them failed: --retry-failed runs them again)",
+    );
+    assert_contains(&err, ", 100 done earlier (100 of them failed);");
+    assert_contains(
+        &err,
+        "error: every row failed (host_error 50); nothing is lost: fix the cause, then run \
+         the same command with --retry-failed",
+    );
+    assert_eq!(lines(&output).len(), 150);
 
     down.store(false, Ordering::SeqCst);
     let out = batch(&input, &output, &mock, &["--retry-failed"])
@@ -603,7 +629,8 @@ fn a_dead_server_stops_the_batch_after_host_errors_in_a_row() {
     let out = batch(&input, &off, &mock, &["--max-failures-in-a-row", "0"])
         .output()
         .unwrap();
-    ok(&out);
+    assert_code(&out, 1);
+    assert_contains(stderr(&out), "error: every row failed (host_error 150)");
     assert!(lines(&off).iter().all(|l| l.get("error").is_some()));
     assert_eq!(lines(&off).len(), 150);
     let _ = std::fs::remove_dir_all(&dir);

@@ -118,6 +118,8 @@ fn test_command_reports_passes_and_failures() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.last(), Some(&"0 passed, 1 failed"), "{stdout}");
     assert!(lines[0].starts_with("FAIL "), "{stdout}");
+    // What the case shows comes first.
+    assert!(lines[1].starts_with("    about: "), "{stdout}");
     // The trace mismatch is a line diff: the expected line and the line run, each marked.
     assert!(
         lines.contains(&"      - skip extract_somethingelse")

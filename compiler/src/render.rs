@@ -541,8 +541,10 @@ fn order(span: &std::ops::Range<usize>) -> i32 {
     i32::try_from(span.start).unwrap_or(i32::MAX)
 }
 
-/// One diagnostic as a JSON object: kind, severity, message, file, line, column, pointer
-/// (line and column are 1-based, `null` when the diagnostic points nowhere).
+/// One diagnostic as a JSON object: kind, severity, message, file, line, column, pointer,
+/// help and related (line and column are 1-based, `null` when the diagnostic points
+/// nowhere; `related` lists the other places involved, each `{message, line, column,
+/// pointer}`).
 pub fn json(src: &RenderSource<'_>, d: &Diagnostic) -> serde_json::Value {
     json_at(src, d, src.position(d))
 }
@@ -552,6 +554,25 @@ fn json_at(
     d: &Diagnostic,
     pos: Option<(usize, usize)>,
 ) -> serde_json::Value {
+    // The other places involved (a misspelt member beside the missing one, the first of
+    // two duplicates), each with its own message.
+    let related: Vec<serde_json::Value> = d
+        .labels
+        .iter()
+        .map(|l| {
+            let at = src.span_of(&l.site).map(|s| src.line_col(s.start));
+            let pointer = match &l.site {
+                Site::Pointer(p) => Some(p.as_str()),
+                _ => None,
+            };
+            json!({
+                "message": l.message,
+                "line": at.map(|p| p.0),
+                "column": at.map(|p| p.1),
+                "pointer": pointer,
+            })
+        })
+        .collect();
     json!({
         "kind": d.kind.as_str(),
         "severity": d.severity.as_str(),
@@ -561,6 +582,7 @@ fn json_at(
         "column": pos.map(|p| p.1),
         "pointer": d.pointer(),
         "help": d.help,
+        "related": related,
     })
 }
 

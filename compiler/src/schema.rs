@@ -241,10 +241,15 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                 for name in unexpected {
                     let meant = misspelt.iter().find(|m| m.at == path && m.name == *name);
                     // A near miss of a required member that is missing is one mistake:
-                    // the `Required` error names both, with the rename as its help.
-                    if meant.is_some_and(|m| m.missing)
-                        && later_level_defining(path, name, level).is_none()
-                    {
+                    // the `Required` error names both, with the rename as its help. It
+                    // names the first near miss only; a second one is reported here.
+                    let linked = meant.filter(|m| m.missing).is_some_and(|m| {
+                        misspelt
+                            .iter()
+                            .find(|x| x.at == path && x.meant == m.meant)
+                            .is_some_and(|first| first.name == *name)
+                    });
+                    if linked && later_level_defining(path, name, level).is_none() {
                         continue;
                     }
                     let ptr = join(path, &[name]);
@@ -433,25 +438,79 @@ fn is_in_composition(path: &str) -> bool {
     path.strip_prefix("/compositions/").is_some()
 }
 
+/// What the schemas' long patterns mean, said in words rather than as the regex: a
+/// semantic version, an ISO 8601 duration. The help suggests the value fixed when the
+/// mistake is a common one (`1.0` for `1.0.0`).
+fn pattern_meaning(pattern: &str, instance: &Value) -> Option<(&'static str, String)> {
+    if pattern.starts_with(r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.") {
+        let text = instance.as_str().unwrap_or_default();
+        let parts: Vec<&str> = text.trim_start_matches('v').split('.').collect();
+        let numbers = parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()));
+        let help = match parts.len() {
+            1 | 2 if numbers => {
+                let mut fixed = parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+                fixed.resize(3, "0".into());
+                format!("write a version of three numbers: \"{}\"", fixed.join("."))
+            }
+            _ => "write a version of three numbers, MAJOR.MINOR.PATCH: \"1.0.0\" (a `-pre` or `+build` suffix may follow)".to_owned(),
+        };
+        return Some(("a semantic version (MAJOR.MINOR.PATCH)", help));
+    }
+    if pattern.starts_with("^P(?:") {
+        return Some((
+            "an ISO 8601 duration",
+            "write a duration such as \"P30D\" (30 days), \"PT1H\" (an hour) or \"P1Y2M\""
+                .to_owned(),
+        ));
+    }
+    None
+}
+
 fn describe(which: Which, error: &jsonschema::ValidationError<'_>) -> (String, Option<String>) {
     let instance = error.instance();
     match error.kind() {
-        ValidationErrorKind::Type { kind } => (
-            format!(
-                "expected {}, found {}",
-                type_name(kind),
-                json_type(instance)
-            ),
-            Some(format!("write {} here", type_name(kind))),
-        ),
+        ValidationErrorKind::Type { kind } => {
+            let name = type_name(kind);
+            let help = match (&**instance, name.as_str()) {
+                // `version: 1.0` is read as a number: the fix is quoting a full version.
+                (Value::Number(n), "a string")
+                    if error.instance_path().as_str().ends_with("/version") =>
+                {
+                    let mut parts: Vec<String> =
+                        n.to_string().split('.').map(str::to_owned).collect();
+                    parts.resize(3, "0".into());
+                    format!(
+                        "write the version as a string of three numbers: \"{}\"",
+                        parts.join(".")
+                    )
+                }
+                (v @ (Value::Number(_) | Value::Bool(_)), "a string") => {
+                    format!("quote it to make it a string: \"{v}\"")
+                }
+                _ => format!("write {name} here"),
+            };
+            (
+                format!(
+                    "expected {}, found {}",
+                    type_name(kind),
+                    json_type(instance)
+                ),
+                Some(help),
+            )
+        }
         ValidationErrorKind::Enum { options } => (
             format!("{} is not one of {options}", shown(instance)),
             Some(format!("use one of {options}")),
         ),
-        ValidationErrorKind::Pattern { pattern } => (
-            format!("{} does not match the pattern `{pattern}`", shown(instance)),
-            Some(format!("change the value to match `{pattern}`")),
-        ),
+        ValidationErrorKind::Pattern { pattern } => match pattern_meaning(pattern, instance) {
+            Some((what, help)) => (format!("{} is not {what}", shown(instance)), Some(help)),
+            None => (
+                format!("{} does not match the pattern `{pattern}`", shown(instance)),
+                Some(format!("change the value to match `{pattern}`")),
+            ),
+        },
         ValidationErrorKind::Minimum { limit }
         | ValidationErrorKind::ExclusiveMinimum { limit } => (
             error.to_string(),
@@ -685,6 +744,28 @@ mod tests {
         );
     }
 
+    /// A version is said to be a semantic version, not shown as the schema's regex, and
+    /// the help gives it fixed; a number where a string belongs is to be quoted.
+    #[test]
+    fn versions_and_numbers_get_a_fix_not_a_regex() {
+        let mut v = minimal();
+        for (version, help) in [
+            (json!("1.0"), "write a version of three numbers: \"1.0.0\""),
+            (json!("2"), "write a version of three numbers: \"2.0.0\""),
+            (
+                json!("one"),
+                "write a version of three numbers, MAJOR.MINOR.PATCH: \"1.0.0\" (a `-pre` or `+build` suffix may follow)",
+            ),
+            (json!(1.5), "write the version as a string of three numbers: \"1.5.0\""),
+        ] {
+            v["prompts"]["p"]["version"] = version.clone();
+            let got = helps(&v);
+            assert_eq!(got.len(), 1, "{version}: {got:?}");
+            assert_eq!(got[0].0, "/prompts/p/version");
+            assert_eq!(got[0].1, help, "{version}");
+        }
+    }
+
     /// One mistake, one error: the missing member's, pointing at the misspelt one too;
     /// the unknown member is not reported again on its own.
     #[test]
@@ -702,6 +783,19 @@ mod tests {
                     .into(),
                 vec!["/prompts/p/sytem_template".into()]
             ),]
+        );
+        // A second near miss of the same member is not linked: it is reported alone.
+        let p = v["prompts"]["p"].as_object_mut().unwrap();
+        p.insert("system_templte".into(), json!("hi"));
+        let got = helps(&v);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[1],
+            (
+                "/prompts/p/system_templte".into(),
+                "did you mean `system_template`?".into(),
+                vec![]
+            )
         );
     }
 

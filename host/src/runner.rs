@@ -54,10 +54,15 @@ pub fn run_case_file(path: &Path) -> CaseResult {
     run_case_file_with(path, RunCaseOptions::default())
 }
 
-/// Reads and runs the case file at `path` with `options`.
+/// Reads and runs the case file at `path` with `options`. A failure starts with the
+/// case's `about` line (`about: ...`), when it has one.
 pub fn run_case_file_with(path: &Path, options: RunCaseOptions) -> CaseResult {
     let case = Case::read(path).map_err(|e| e.to_string())?;
-    run_case_with(&case, options)
+    // A failure starts with what the case shows, so a reader knows what broke.
+    run_case_with(&case, options).map_err(|diff| match case.about.trim() {
+        "" => diff,
+        about => format!("about: {about}\n{diff}"),
+    })
 }
 
 /// Runs a parsed case: the compile half ([`check_case`]), then, for a run case, the run.

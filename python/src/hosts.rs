@@ -347,7 +347,15 @@ pub(crate) fn bindings(tools: Option<&Bound<'_, PyAny>>) -> PyResult<ToolBinding
         ));
     }
     let text = serde_json::json!({ "tools": value }).to_string();
-    ToolBindings::parse(&text, Path::new(".")).map_err(|e| PyValueError::new_err(e.to_string()))
+    // A position in this text would point into JSON the caller never wrote: the error
+    // names the binding (`tools.kb: ...`) without it.
+    ToolBindings::parse(&text, Path::new(".")).map_err(|e| {
+        let e = match e {
+            packc_host::live::BindingsError::At { error, .. } => *error,
+            other => other,
+        };
+        PyValueError::new_err(e.to_string())
+    })
 }
 
 /// run_live(artifact, input=None, *, model, provider="openai", base_url=None, ...)

@@ -712,9 +712,43 @@ fn yaml_mistakes_get_a_help_line_saying_what_to_change() {
              with `- ` to add an item, or indent it 4 spaces to put it beside `a:` (line 2)"
         )
     );
-    // Other errors keep the parser's message alone.
-    let d = fail("a: [1, 2\n");
-    assert_eq!(d.help, None, "{}", d.message);
+    // Other errors keep the parser's message alone: among them, a line in its place
+    // whose mistake is further on.
+    for text in [
+        "a: [1, 2\n",
+        "name: x\nprompts:\n  a:\n    system: \"hi\"\n    user: [1, 2] x\n",
+        "items:\n- a: 1\n- [1] x\n",
+        "\"sys: tem\": say: hi\n",
+    ] {
+        let d = fail(text);
+        assert_eq!(d.help, None, "{text:?}: {}", d.message);
+    }
+    // A key over a list in its own column is a level of its own.
+    let d = fail("host:\n  prompts:\n    intake:\n    - output: ok\n      event: Ready\n     resolve:\n      - output: done\n");
+    assert_eq!(
+        d.help.as_deref(),
+        Some(
+            "line 6 is indented 5 spaces, which lines up with no level above it (YAML nests \
+             by indentation): indent it 6 spaces to put it beside `event:` (line 5), or \
+             indent it 4 spaces to put it beside `intake:` (line 3)"
+        )
+    );
+    // A comment stays out of the quotes; a blank line does not hide the line above.
+    let d = fail(&format!("{head}    user: say: hi # greet\n"));
+    assert_eq!(
+        d.help.as_deref(),
+        Some(
+            r#"a plain value cannot hold `: ` (a colon and a space): quote it, `user: "say: hi"`"#
+        )
+    );
+    let d = fail(&format!("{head}\n      model: x\n"));
+    assert!(
+        d.help
+            .as_deref()
+            .is_some_and(|h| h.starts_with("this line is indented deeper than `system:` on line 4")),
+        "{:?}",
+        d.help
+    );
 }
 
 /// A JSON pack with something to report is parsed twice (the second time for spans);

@@ -8,8 +8,18 @@
 /// the mistakes above explains it.
 pub(super) fn help(text: &str, at: usize, info: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
-    let row = text.get(..at)?.matches('\n').count();
+    let before = text.get(..at)?;
+    let row = before.matches('\n').count();
     if info.contains("did not find expected key") || info.contains("expected '-' indicator") {
+        // Only when the parser stopped where the line starts: an error further on
+        // (`key: [1, 2] x`) is not about indentation.
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let indent = lines
+            .get(row)
+            .map_or(0, |l| l.len() - l.trim_start_matches(' ').len());
+        if at - line_start != indent {
+            return None;
+        }
         return misaligned(&lines, row);
     }
     if info.contains("mapping values are not allowed") {
@@ -52,7 +62,14 @@ fn levels<'t>(lines: &[&'t str], row: usize) -> Vec<Level<'t>> {
             continue;
         }
         let column = line.len() - body.len();
-        if out.last().is_some_and(|l| l.column <= column) {
+        let dash = body.starts_with("- ");
+        // A key in the column of the list below it (`key:` over `- item`, which YAML
+        // allows) opens a level of its own there.
+        let beside_list = |l: &Level<'_>| l.column == column && l.what == "-" && !dash;
+        if out
+            .last()
+            .is_some_and(|l| l.column <= column && !beside_list(l))
+        {
             continue;
         }
         if let Some(item) = body.strip_prefix("- ") {
@@ -110,8 +127,18 @@ fn indent(n: usize) -> String {
 /// Line `row` starts at a column that matches no level opened above it.
 fn misaligned(lines: &[&str], row: usize) -> Option<String> {
     let line = lines.get(row)?;
-    let column = line.len() - line.trim_start_matches(' ').len();
+    let body = line.trim_start_matches(' ');
+    let column = line.len() - body.len();
     let levels = levels(lines, row);
+    // A line that starts a key where a mapping above has its keys, or an item where a
+    // list above has its dashes, is where it belongs: the mistake is elsewhere.
+    let item = body.starts_with("- ") || body == "-";
+    if levels
+        .iter()
+        .any(|l| l.column == column && (l.what == "-") == item)
+    {
+        return None;
+    }
     let beside = |l: &Level<'_>| match l.what {
         "-" => format!(
             "{} with `- ` to add an item to the list of line {}",
@@ -124,7 +151,10 @@ fn misaligned(lines: &[&str], row: usize) -> Option<String> {
             l.line
         ),
     };
-    if let Some(list) = levels.iter().find(|l| l.column == column && l.what == "-") {
+    if let Some(list) = levels
+        .iter()
+        .find(|l| l.column == column && l.what == "-" && !item)
+    {
         let item = levels.iter().find(|l| l.line == list.line && l.what != "-");
         let mut help = format!(
             "line {} starts in the column of the list on line {}, without a `- `: start it with `- ` to add an item",
@@ -174,16 +204,24 @@ fn colon_in_value(lines: &[&str], row: usize) -> Option<String> {
     let content = body.strip_prefix("- ").unwrap_or(body);
     if let Some(first) = content.find(": ") {
         let value = content[first + 2..].trim();
-        if value.contains(": ") && !value.starts_with(['"', '\'', '[', '{', '|', '>']) {
-            let key = &content[..=first];
+        // A comment after the value stays outside the quotes.
+        let value = value
+            .find(" #")
+            .map_or(value, |end| value[..end].trim_end());
+        let key = &content[..=first];
+        if value.contains(": ")
+            && !value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!'])
+            && !key.starts_with(['"', '\''])
+        {
             let quoted = value.replace('\\', "\\\\").replace('"', "\\\"");
             return Some(format!(
                 "a plain value cannot hold `: ` (a colon and a space): quote it, `{key} \"{quoted}\"`"
             ));
         }
     }
+    // The nearest line above that is not blank or a comment.
     let above = levels(lines, row).into_iter().next()?;
-    if above.column < column && above.what != "-" && above.line == row {
+    if above.column < column && above.what != "-" {
         let key = above.what;
         return Some(format!(
             "this line is indented deeper than `{key}` on line {}, so YAML reads it as more of that line's value: {} to put it beside `{key}`",

@@ -198,7 +198,10 @@ impl ToolBindings {
             }
         };
         let loaded = packc_compiler::load::load_str(text, &Default::default()).map_err(|d| {
-            let error = BindingsError::Syntax(d.message);
+            let error = BindingsError::Syntax(match d.help {
+                Some(help) => format!("{}; {help}", d.message),
+                None => d.message,
+            });
             match d.site {
                 packc_compiler::diag::Site::Span(span) => at(span.start, error),
                 _ => error,
