@@ -11,13 +11,18 @@
 //! pack: /abs/path/review.pack.yaml
 //! target: workflow
 //! module: 5f0c8e1a2b3c4d5e
+//! answered: {"prompt draft":1}
 //! <blank line>
 //! <snapshot bytes>
 //! ```
 //!
 //! `module` is the fingerprint of the compiled module the run belongs to: resuming with
 //! a pack that compiles to anything else is refused before the snapshot is read.
+//! `answered` (present when a host script answered calls) counts the script's answers
+//! used so far, by queue: `packc resume --host` with the same script goes on after
+//! them, so one script serves the whole session.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -93,19 +98,28 @@ pub struct Saved {
     pub module: u64,
     /// The VM snapshot.
     pub snapshot: Vec<u8>,
+    /// The host script's answers the run has used, by queue (`prompt NAME`, ...;
+    /// [`ScriptedHost::used`](packc_host::ScriptedHost::used)): a resume with a script
+    /// goes on after them. Written only when some were used.
+    pub answered: BTreeMap<String, u64>,
 }
 
 impl Saved {
     /// Writes the save file.
     pub fn write(&self, path: &Path) -> Result<()> {
         let pack = std::path::absolute(&self.pack).unwrap_or_else(|_| self.pack.clone());
-        let mut bytes = format!(
-            "{HEADER}\npack: {}\ntarget: {}\nmodule: {:016x}\n\n",
+        let mut head = format!(
+            "{HEADER}\npack: {}\ntarget: {}\nmodule: {:016x}\n",
             pack.display(),
             self.target,
             self.module
-        )
-        .into_bytes();
+        );
+        if !self.answered.is_empty() {
+            let used = serde_json::to_string(&self.answered).unwrap_or_default();
+            head.push_str(&format!("answered: {used}\n"));
+        }
+        head.push('\n');
+        let mut bytes = head.into_bytes();
         bytes.extend_from_slice(&self.snapshot);
         crate::files::write_atomically(path, &bytes, true)
     }
@@ -127,11 +141,13 @@ impl Saved {
             return Err(bad());
         }
         let (mut pack, mut target, mut module) = (None, None, None);
+        let mut answered = BTreeMap::new();
         for line in lines {
             match line.split_once(": ") {
                 Some(("pack", v)) => pack = Some(PathBuf::from(v)),
                 Some(("target", v)) => target = Some(v.to_owned()),
                 Some(("module", v)) => module = u64::from_str_radix(v, 16).ok(),
+                Some(("answered", v)) => answered = serde_json::from_str(v).map_err(|_| bad())?,
                 _ => return Err(bad()),
             }
         }
@@ -141,6 +157,7 @@ impl Saved {
                 target,
                 module,
                 snapshot: bytes[end + 2..].to_vec(),
+                answered,
             }),
             _ => Err(bad()),
         }
@@ -304,6 +321,10 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
     let before = run.calls().len();
     let program = run.program().clone();
     let mut host = resume_host(args, program.module())?;
+    // A host script goes on after the answers the run used before it was saved.
+    if let CallerHost::Scripted(script) = &mut host {
+        script.skip(&saved.answered);
+    }
     let mut recorder = packc_host::calls::Recorder {
         inner: &mut host,
         calls: Vec::new(),
@@ -318,6 +339,10 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
         answered,
         before,
         tokens: host.tokens(),
+        script_used: match &host {
+            CallerHost::Scripted(script) => script.used().clone(),
+            CallerHost::Live(_) => saved.answered.clone(),
+        },
     };
     finish(
         &mut run,
@@ -532,6 +557,8 @@ pub struct Calls {
     pub before: usize,
     /// The tokens used, as the model API reported them.
     pub tokens: u64,
+    /// The host script's answers used so far, over saves ([`Saved::answered`]).
+    pub script_used: BTreeMap<String, u64>,
 }
 
 /// Prints where the run stopped and its output (or, `--format json`, the whole result);
@@ -553,6 +580,7 @@ pub fn finish(
             target: target.to_owned(),
             module: packc_vm::snapshot::fingerprint(run.program().module()),
             snapshot: run.snapshot(),
+            answered: calls.script_used.clone(),
         }
         .write(file)?;
     }

@@ -209,6 +209,10 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
         answered,
         before: 0,
         tokens: host.tokens(),
+        script_used: match &host {
+            hitl::CallerHost::Scripted(script) => script.used().clone(),
+            hitl::CallerHost::Live(_) => Default::default(),
+        },
     };
     let save = args
         .save

@@ -408,3 +408,53 @@ fn interactive_quit_prints_the_last_output_once() {
     assert_eq!(stdout, "\"draft 1\"\n", "{stderr}");
     assert_contains(&stderr, "stopped: done");
 }
+
+/// One host script serves a whole session: a prompt called again after a resume gets
+/// its next answer, not its first (the save file counts what the run used).
+#[test]
+fn a_resumed_run_goes_on_in_the_host_script() {
+    let dir = scratch("script-goes-on");
+    let (pack, _) = review(&dir);
+    let host = write(
+        &dir,
+        "two.yaml",
+        "host:\n  prompts:\n    draft:\n      - {output: draft 1, event: Submit}\n      - {output: draft 2, event: Submit}\n",
+    );
+    let snap = dir.join("run.snap");
+    let out = packc()
+        .args(["run", "--input", "\"write it\"", "--host"])
+        .arg(&host)
+        .arg(&pack)
+        .arg("--save")
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "\"draft 1\"",
+        "{}",
+        text(&out.stderr)
+    );
+    let saved = std::fs::read(&snap).unwrap();
+    assert!(
+        text(&saved).contains("\nanswered: {\"prompt draft\":1}\n\n"),
+        "{}",
+        text(&saved[..200.min(saved.len())])
+    );
+    let out = packc_output!(["resume", "--event", "Reject", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = packc_output!(["resume", "--turn", "\"again\"", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "\"draft 2\"",
+        "{}",
+        text(&out.stderr)
+    );
+    // A third draft has no answer left.
+    let out = packc_output!(["resume", "--event", "Reject", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = packc_output!(["resume", "--turn", "\"more\"", "--host"], &host, &snap);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_stderr_contains(&out, "no scripted answer for prompt draft");
+}

@@ -17,6 +17,9 @@ pub struct ScriptedHost {
     extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     reads: usize,
+    /// Answers taken so far, by queue: `prompt NAME`, `tool NAME`, `guard NAME`,
+    /// `extension NAME` (see [`ScriptedHost::used`]).
+    used: BTreeMap<String, u64>,
 }
 
 impl ScriptedHost {
@@ -29,6 +32,37 @@ impl ScriptedHost {
             extensions: spec.extensions.clone(),
             clock: spec.clock.clone(),
             reads: 0,
+            used: BTreeMap::new(),
+        }
+    }
+
+    /// The answers taken so far, by queue (`prompt NAME`, `tool NAME`, `guard NAME`,
+    /// `extension NAME`), those of [`ScriptedHost::skip`] included: what a run continued
+    /// later, from the same script, has used of it.
+    pub fn used(&self) -> &BTreeMap<String, u64> {
+        &self.used
+    }
+
+    /// Drops the answers `used` (as [`ScriptedHost::used`] gives them) from the front of
+    /// their queues: a run resumed with the script it started with goes on where it was
+    /// rather than taking the first answers again.
+    pub fn skip(&mut self, used: &BTreeMap<String, u64>) {
+        for (queue, &n) in used {
+            let Some((what, name)) = queue.split_once(' ') else {
+                continue;
+            };
+            let queues = match what {
+                "prompt" => &mut self.prompts,
+                "tool" => &mut self.tools,
+                "guard" => &mut self.guards,
+                "extension" => &mut self.extensions,
+                _ => continue,
+            };
+            if let Some(q) = queues.get_mut(name) {
+                let n = usize::try_from(n).unwrap_or(usize::MAX).min(q.len());
+                q.drain(..n);
+            }
+            *self.used.entry(queue.clone()).or_default() += n;
         }
     }
 }
@@ -59,7 +93,10 @@ impl Host for ScriptedHost {
             (None, None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
-            Some(answer) => parse_answer(&answer),
+            Some(answer) => {
+                *self.used.entry(format!("{what} {name}")).or_default() += 1;
+                parse_answer(&answer)
+            }
             None => Answer::Error(format!("{NO_ANSWER} {what} {name}")),
         }
     }
