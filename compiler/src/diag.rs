@@ -159,6 +159,13 @@ diag_kinds! {
     /// step order alone). The fix is `depends_on: [that step]`.
     /// Triggered by: tests/cases/comp-note-skippable-reference.case.yaml
     SkippableReference = "skippable_reference", Note;
+    /// A composition step's prompt declares a required variable that the step's `input`
+    /// can never hold: the input is always a string (text around a reference, a
+    /// literal), another literal that is not an object, or an object without that
+    /// member. A declared variable is read from the call's input object (`workflow.md`
+    /// §14), so every run of the step fails with `invalid_variable`.
+    /// Triggered by: tests/cases/comp-warn-unbound-variable.case.yaml
+    UnboundVariable = "unbound_variable", Warning;
     /// Two steps of one composition share an id.
     /// Triggered by: cases/comp-err-duplicate-step-id-nested.case.yaml
     DuplicateStepId = "duplicate_step_id", Error;

@@ -144,6 +144,7 @@ fn check_step(
         Kind::Prompt | Kind::Agent => {
             check_prompt_task(cx, obj, ptr);
             check_bindings(cx, c, obj.get("input"), &ptr.key("input"), index);
+            check_input_holds_variables(cx, obj, ptr);
             check_output_schema(cx, obj, ptr);
             if kind == Kind::Agent {
                 check_agent(cx, obj, ptr);
@@ -230,6 +231,83 @@ fn unresolved_tool(cx: &Cx<'_, '_>, name: &str, ptr: &At<'_>) -> Diagnostic {
     )
     .at(ptr)
     .help(did_you_mean("tools", name, cx.names.tools.iter()))
+}
+
+/// `unbound_variable`: the step's prompt declares a required variable that the step's
+/// `input` can never hold. A declared variable is read from the call's input object
+/// (`workflow.md` §14), so an input that is always a string (text around a reference, a
+/// literal), a literal number, list or boolean, or an object without that member makes
+/// every run of the step fail with `invalid_variable`. An input that is one reference
+/// alone (`${input}`) may be an object, and is left to the run.
+fn check_input_holds_variables(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
+    let Some(prompt) = obj.get("prompt_task").and_then(Node::as_str) else {
+        return;
+    };
+    let Some(declared) = cx
+        .root
+        .get("prompts")
+        .and_then(|ps| ps.get(prompt))
+        .and_then(|p| p.get("variables"))
+        .and_then(Node::as_array)
+    else {
+        return;
+    };
+    let required: Vec<&str> = declared
+        .iter()
+        .filter(|v| v.get("required").and_then(Node::as_bool) == Some(true))
+        .filter_map(|v| v.get("name").and_then(Node::as_str))
+        .filter(|n| !matches!(*n, "input" | "artifacts"))
+        .collect();
+    let Some(&first) = required.first() else {
+        return;
+    };
+    let input = obj.get("input");
+    let missing: Vec<&str> = match input {
+        // The composition's input, or one reference: its shape is known only at run time.
+        None => return,
+        Some(Node::String(s)) => {
+            let s = s.as_str().trim();
+            if s.starts_with("${") && s.ends_with('}') && s.matches("${").count() == 1 {
+                return;
+            }
+            required.clone()
+        }
+        Some(Node::Object(o)) => required
+            .iter()
+            .copied()
+            .filter(|n| o.get(n).is_none())
+            .collect(),
+        Some(_) => required.clone(),
+    };
+    let Some(&name) = missing.first() else {
+        return;
+    };
+    let names = missing
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (message, help) = match input {
+        Some(Node::Object(_)) => (
+            format!(
+                "prompt `{prompt}` requires the variable(s) {names}, and this step's input object has no such member: every run of the step fails with `invalid_variable`"
+            ),
+            format!("add `{name}: \"${{input.{name}}}\"` (or the value it should have) to the step's `input`"),
+        ),
+        _ => (
+            format!(
+                "prompt `{prompt}` requires the variable(s) {names}, read from the members of the call's input, and this step's input is never an object: every run of the step fails with `invalid_variable`"
+            ),
+            format!(
+                "bind an object that holds them, e.g. `input: {{text: \"...\", {first}: \"${{input.{first}}}\"}}`"
+            ),
+        ),
+    };
+    cx.push(
+        Diagnostic::new(DiagKind::UnboundVariable, message)
+            .at(ptr.key("input"))
+            .help(help),
+    );
 }
 
 fn check_prompt_task(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
