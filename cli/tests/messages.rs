@@ -559,3 +559,47 @@ fn errors_are_coloured_where_colour_is_asked_for() {
         "{stdout}"
     );
 }
+
+/// A variable that breaks its declaration says how: the type it is and the one wanted,
+/// its value or length and the bound it passes.
+#[test]
+fn a_variable_of_the_wrong_type_or_size_says_what_it_is() {
+    let dir = scratch("variable-checks");
+    let pack = write(
+        &dir,
+        "vt.pack.yaml",
+        r#"id: vt
+name: VT
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p:
+    id: p
+    name: P
+    version: 1.0.0
+    system_template: "Hi {{customer}} {{age}} {{code}}"
+    variables:
+      - {name: customer, type: string, required: true}
+      - {name: age, type: number, required: false, validation: {minimum: 18, maximum: 130}}
+      - {name: code, type: string, required: false, validation: {max_length: 3}}
+workflow:
+  version: 1
+  entry: a
+  states:
+    a: {prompt_task: p, terminal: true}
+"#,
+    );
+    for (input, said) in [
+        (r#"{"customer": 5}"#, "variable `customer` is a number, not a string"),
+        (r#"{"customer": "x", "age": 7}"#, "variable `age` is 7, below the least (18)"),
+        (r#"{"customer": "x", "age": 131.5}"#, "variable `age` is 131.5, past the most (130)"),
+        (
+            r#"{"customer": "x", "code": "ABCDE"}"#,
+            "variable `code` is 5 characters long, past the most (3)",
+        ),
+    ] {
+        let out = packc_output!("run", &pack, "--input", input);
+        assert_eq!(out.status.code(), Some(1), "{input}");
+        assert_stderr_contains(&out, &format!("error[invalid_variable]: prompt `p`: {said}"));
+    }
+}

@@ -250,6 +250,33 @@ impl<'a> Env<'a> {
     }
 }
 
+/// "is a number, not a string" (cold: only a failing run builds it).
+#[cold]
+fn wrong_type(wanted: Ty, got: Ty) -> String {
+    format!("is {}, not {}", got.described(), wanted.described())
+}
+
+/// "is 12 characters long, past the most (10)" / "is 3, below the least (5)".
+#[cold]
+fn out_of_bounds(verb: &str, x: f64, unit: &str, least: Option<f64>, most: Option<f64>) -> String {
+    let unit = if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    };
+    let n = |v: f64| {
+        serde_json::Number::from_f64(v).map_or_else(
+            || v.to_string(),
+            |n| ir_spec::text_form::text_form(&serde_json::Value::Number(n)),
+        )
+    };
+    match (least, most) {
+        (Some(l), _) if x < l => format!("{verb} {}{unit}, below the least ({})", n(x), n(l)),
+        (_, Some(m)) => format!("{verb} {}{unit}, past the most ({})", n(x), n(m)),
+        _ => format!("{verb} {}{unit}, out of range", n(x)),
+    }
+}
+
 /// The type and validation rules of `workflow.md` §14.
 fn check(
     var: &Variable,
@@ -257,16 +284,16 @@ fn check(
     v: BVal<'_>,
 ) -> Result<(), String> {
     let ty = v.ty();
-    let type_ok = match var.ty {
-        None => true,
-        Some(VarType::String) => ty == Ty::String,
-        Some(VarType::Number) => ty == Ty::Number,
-        Some(VarType::Boolean) => ty == Ty::Bool,
-        Some(VarType::Object) => ty == Ty::Object,
-        Some(VarType::Array) => ty == Ty::Array,
+    let wanted = match var.ty {
+        None => None,
+        Some(VarType::String) => Some(Ty::String),
+        Some(VarType::Number) => Some(Ty::Number),
+        Some(VarType::Boolean) => Some(Ty::Bool),
+        Some(VarType::Object) => Some(Ty::Object),
+        Some(VarType::Array) => Some(Ty::Array),
     };
-    if !type_ok {
-        return Err("has the wrong type".into());
+    if let Some(wanted) = wanted.filter(|w| *w != ty) {
+        return Err(wrong_type(wanted, ty));
     }
     let rules = &var.validation;
     let no_rules = rules.pattern.is_none()
@@ -287,12 +314,18 @@ fn check(
         }
         let len = s.chars().count() as u64;
         if rules.min_length.is_some_and(|m| len < m) || rules.max_length.is_some_and(|m| len > m) {
-            return Err("has the wrong length".into());
+            return Err(out_of_bounds(
+                "is",
+                len as f64,
+                "characters long",
+                rules.min_length.map(|m| m as f64),
+                rules.max_length.map(|m| m as f64),
+            ));
         }
     }
     if let Some(x) = v.as_f64() {
         if rules.minimum.is_some_and(|m| x < m) || rules.maximum.is_some_and(|m| x > m) {
-            return Err("is out of range".into());
+            return Err(out_of_bounds("is", x, "", rules.minimum, rules.maximum));
         }
     }
     if let Some(allowed) = &rules.allowed {
