@@ -590,9 +590,18 @@ workflow:
 "#,
     );
     for (input, said) in [
-        (r#"{"customer": 5}"#, "variable `customer` is a number, not a string"),
-        (r#"{"customer": "x", "age": 7}"#, "variable `age` is 7, below the least (18)"),
-        (r#"{"customer": "x", "age": 131.5}"#, "variable `age` is 131.5, past the most (130)"),
+        (
+            r#"{"customer": 5}"#,
+            "variable `customer` is a number, not a string",
+        ),
+        (
+            r#"{"customer": "x", "age": 7}"#,
+            "variable `age` is 7, below the least (18)",
+        ),
+        (
+            r#"{"customer": "x", "age": 131.5}"#,
+            "variable `age` is 131.5, past the most (130)",
+        ),
         (
             r#"{"customer": "x", "code": "ABCDE"}"#,
             "variable `code` is 5 characters long, past the most (3)",
@@ -600,6 +609,9 @@ workflow:
     ] {
         let out = packc_output!("run", &pack, "--input", input);
         assert_eq!(out.status.code(), Some(1), "{input}");
-        assert_stderr_contains(&out, &format!("error[invalid_variable]: prompt `p`: {said}"));
+        assert_stderr_contains(
+            &out,
+            &format!("error[invalid_variable]: prompt `p`: {said}"),
+        );
     }
 }

@@ -481,7 +481,7 @@ mod tests {
             got,
             [
                 (5, 9, "an answer for `p` in `run.host.prompts`: unknown member `ouput`; did you mean `output`?"),
-                (6, 9, "an answer for `p` in `run.host.prompts`: not an object"),
+                (6, 9, "an answer for `p` in `run.host.prompts`: not an object; write the answer as `{output: 3}` (with `event: NAME` for a workflow state)"),
                 (7, 10, "an answer for `p` in `run.host.prompts`: a tool call without a `name`"),
             ]
         );

@@ -147,7 +147,18 @@ pub fn parse_answer(v: &Value) -> Answer {
 /// string `name`, or else an `event` that is not a string.
 pub(crate) fn malformed(v: &Value) -> Option<(Option<&str>, String)> {
     let Some(obj) = v.as_object() else {
-        return Some((None, "not an object".into()));
+        let shown = v.to_string();
+        let shown = if shown.chars().count() > 40 {
+            "VALUE"
+        } else {
+            shown.as_str()
+        };
+        return Some((
+            None,
+            format!(
+                "not an object; write the answer as `{{output: {shown}}}` (with `event: NAME` for a workflow state)"
+            ),
+        ));
     };
     if let Some(k) = obj.keys().find(|k| !ANSWER_MEMBERS.contains(&k.as_str())) {
         let help = match ir_spec::suggest::suggest(k, ANSWER_MEMBERS.iter().copied()) {

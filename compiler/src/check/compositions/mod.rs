@@ -649,6 +649,18 @@ mod tests {
         }
     }
 
+    /// A mapping where a list belongs (`steps:` written as `key: value` lines) is told
+    /// how a list is written.
+    #[test]
+    fn a_mapping_for_a_list_says_how_a_list_is_written() {
+        let got = diagnostics(json!({"a": {"id": "a", "kind": "prompt", "prompt_task": "p"}}));
+        let help = help_at(&got, "/compositions/c/steps");
+        assert_eq!(
+            help,
+            "write a list: each item on a line of its own starting with `- `, not `key: value` lines"
+        );
+    }
+
     /// A branch target is suggested among the later steps only, a `depends_on` among the
     /// earlier ones: the nearest name elsewhere would be a cycle.
     #[test]

@@ -45,10 +45,27 @@ impl fmt::Display for What<'_> {
 
 /// "`what` must be `expected`, found <type of v>" at `ptr`.
 pub(super) fn wrong_type(ptr: &At<'_>, what: What<'_>, expected: &str, v: &Node) -> Diagnostic {
-    schema(
+    let d = schema(
         ptr,
         format!("{what} must be {expected}, found {}", type_of(v)),
-    )
+    );
+    // How to write what is wanted, for the shapes YAML makes easy to confuse.
+    let help = match v {
+        Node::Object(_) if expected.starts_with("an array") || expected.contains("list") => {
+            Some("write a list: each item on a line of its own starting with `- `, not `key: value` lines")
+        }
+        Node::Array(_) if expected == "an object" => {
+            Some("write a mapping (`key: value` lines, or `{...}`) without the `- ` of list items")
+        }
+        Node::Number(_) | Node::Bool(_) if expected == "a string" => {
+            Some("quote the value to make it a string")
+        }
+        _ => None,
+    };
+    match help {
+        Some(help) => d.help(help),
+        None => d,
+    }
 }
 
 /// `get(v)`, or a `schema_violation` "`what` must be `expected`" at `ptr` and `None`.
