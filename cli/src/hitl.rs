@@ -631,6 +631,9 @@ pub fn finish(
         Err(e) => {
             if human {
                 eprintln!("{}", error_line(&e));
+                if let Some(place) = crate::result::place_line(run) {
+                    eprintln!("{place}");
+                }
             }
         }
     }

@@ -484,7 +484,14 @@ pub(crate) fn load_module(
         }
     }
     match module {
-        Some(module) => Ok(Ok(module)),
+        Some(module) => {
+            // A run's error points into the source.
+            crate::result::remember_source(
+                path.display().to_string(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            );
+            Ok(Ok(module))
+        }
         // A pack with errors returned above; one without a document has errors.
         None => Ok(Err(ExitCode::from(1))),
     }

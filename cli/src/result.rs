@@ -127,6 +127,60 @@ pub(crate) fn error_line(e: &packc_vm::RunError) -> String {
     format!("error[{}]: {message}{hint}", e.kind.as_str())
 }
 
+/// The pack source a run was compiled from (its name and text), kept by
+/// [`remember_source`] so that a run's error can point into it.
+static SOURCE: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+
+/// Keeps the source of the pack being run (not an artifact's: it has none).
+pub(crate) fn remember_source(name: String, text: String) {
+    let _ = SOURCE.set((name, text));
+}
+
+/// Where a failed run failed, in the pack's source, as a line to print under its error:
+/// `  --> pack.yaml:12:9: step `b` of composition `c`` (or a workflow state). `None`
+/// for an artifact, or when the run failed nowhere in particular.
+pub(crate) fn place_line(run: &packc_vm::Run) -> Option<String> {
+    let (name, text) = SOURCE.get()?;
+    let loaded = packc_compiler::load::load_str(text, &Default::default()).ok()?;
+    let value = loaded.value();
+    let esc = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    let (pointer, what) = match run.failed_step_in() {
+        Some((comp, step)) => {
+            let steps = value["compositions"][comp]["steps"].as_array()?;
+            let is = |s: &serde_json::Value| s["id"].as_str() == Some(step);
+            let base = format!("/compositions/{}/steps", esc(comp));
+            let pointer = steps.iter().enumerate().find_map(|(i, s)| {
+                if is(s) {
+                    return Some(format!("{base}/{i}"));
+                }
+                let branches = s["branches"].as_array()?;
+                let j = branches.iter().position(is)?;
+                Some(format!("{base}/{i}/branches/{j}"))
+            })?;
+            (pointer, format!("step `{step}` of composition `{comp}`"))
+        }
+        None => {
+            let state = run.workflow_state()?;
+            (
+                format!("/workflow/states/{}", esc(state)),
+                format!("state `{state}`"),
+            )
+        }
+    };
+    let at = loaded.spans.key_or_value(&pointer)?.start;
+    let before = text.get(..at)?;
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    Some(format!(
+        "  --> {}:{line}:{column}: {}",
+        escape_control(name),
+        escape_control(&what)
+    ))
+}
+
 /// The last turn's reply (RFC 0014 reply assembly), on stderr, when it says more than the
 /// output: several states contributed text, or the output is not that text.
 pub(crate) fn print_reply(outcome: &packc_vm::OwnedOutcome, quiet: bool) {

@@ -113,6 +113,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         Ok(Stop::Caller) => unreachable!("a run driven without pausing finishes"),
         Err(e) => {
             eprintln!("{}", error_line(&e));
+            if let Some(place) = crate::result::place_line(&run) {
+                eprintln!("{place}");
+            }
             Ok(ExitCode::from(1))
         }
     }

@@ -613,5 +613,46 @@ workflow:
             &out,
             &format!("error[invalid_variable]: prompt `p`: {said}"),
         );
+        // Under the error, where it happened in the source.
+        assert_stderr_contains(
+            &out,
+            &format!("\n  --> {}:19:5: state `a`\n", pack.display()),
+        );
     }
+    // A step's failure points at the step, in a parallel step at the branch.
+    let fan = write(
+        &dir,
+        "fan.pack.yaml",
+        r#"id: fan
+name: Fan
+version: 1.0.0
+template_engine: {version: v1, syntax: "{{variable}}"}
+prompts:
+  p: {id: p, name: P, version: 1.0.0, system_template: "Hi"}
+compositions:
+  c:
+    version: 1
+    steps:
+      - id: both
+        kind: parallel
+        reduce: {strategy: barrier, into: all}
+        branches:
+          - {id: ok, kind: prompt, prompt_task: p}
+          - {id: bad, kind: prompt, prompt_task: p}
+"#,
+    );
+    let host = write(
+        &dir,
+        "fan.host.yaml",
+        "host:\n  prompts:\n    p: [{output: fine}, {error: down}]\n",
+    );
+    let out = packc_output!("run", &fan, "--target", "composition:c", "--host", &host);
+    assert_eq!(out.status.code(), Some(1));
+    assert_stderr_contains(
+        &out,
+        &format!(
+            "  --> {}:16:13: step `bad` of composition `c`",
+            fan.display()
+        ),
+    );
 }

@@ -143,13 +143,19 @@ impl Run {
     /// while the run has not failed, when it failed outside any step (a workflow rule,
     /// a prompt state, `no_output`), and in a run restored from a snapshot.
     pub fn failed_step(&self) -> Option<&str> {
+        self.failed_step_in().map(|(_, step)| step)
+    }
+
+    /// [`Run::failed_step`] with the key of its composition: `(composition, step id)`.
+    pub fn failed_step_in(&self) -> Option<(&str, &str)> {
         if self.state.top != Top::Failed {
             return None;
         }
         let (c, s) = self.state.io.failed_step?;
         let m = &self.prog.m;
-        let step = m.compositions.get(c.index())?.steps.get(s.index())?;
-        Some(m.str(step.id))
+        let comp = m.compositions.get(c.index())?;
+        let step = comp.steps.get(s.index())?;
+        Some((m.str(comp.key), m.str(step.id)))
     }
 
     /// The trace lines so far (conformance README, "Trace lines"), parallel branches
