@@ -165,11 +165,18 @@ fn jsonl(mut reader: impl BufRead + Send) -> impl Iterator<Item = Row> + Send {
                     // As strictly as `packc run --input`: a key given twice, or an
                     // integer past 64 bits (read as a rounded double), fails the row.
                     Ok(text) => match packc_host::json_arg::parse(text) {
-                        Err(e) => Err(RowError::new(
-                            RowError::INVALID_ROW,
-                            format!("the line is not JSON: {e}"),
-                            at,
-                        )),
+                        Err(e) => {
+                            // Plain text is the common mistake: say how a text row is written.
+                            let hint = match text.trim_start().chars().next() {
+                                Some('{' | '[' | '"') | None => "",
+                                Some(_) => "; each line is one JSON value: write a text row as a JSON string (\"...\") or an object ({\"text\": \"...\"})",
+                            };
+                            Err(RowError::new(
+                                RowError::INVALID_ROW,
+                                format!("the line is not JSON: {e}{hint}"),
+                                at,
+                            ))
+                        }
                         Ok(parsed) => match parsed.rounded {
                             Some(n) => Err(RowError::new(
                                 RowError::INVALID_ROW,
@@ -362,7 +369,10 @@ mod tests {
             ("invalid_row", Some("line 4"))
         );
         assert!(
-            e.message.starts_with("the line is not JSON"),
+            e.message.starts_with("the line is not JSON")
+                && e.message.ends_with(
+                    "; each line is one JSON value: write a text row as a JSON string (\"...\") or an object ({\"text\": \"...\"})"
+                ),
             "{}",
             e.message
         );

@@ -178,6 +178,8 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let target_text = args.target.clone().unwrap_or_else(|| "workflow".into());
+    // A target the pack lacks is the first thing to say, before what binding it lacks.
+    Target::parse(&module, &target_text)?;
     let input_schema = crate::inputs::target_input_schema(
         &args.pack,
         &args.allow_paths,
