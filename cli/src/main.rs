@@ -125,25 +125,23 @@ impl ColorChoice {
     /// Whether to colour output written to stderr.
     pub fn for_stderr(self) -> bool {
         use std::io::IsTerminal;
-        match self {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                !no_color(std::env::var_os("NO_COLOR"))
-                    && (std::io::stderr().is_terminal() || force_color())
-            }
-        }
+        self.colour(|| std::io::stderr().is_terminal())
     }
 
     /// Whether to colour output written to stdout (`packc test`'s `FAIL` lines).
     pub fn for_stdout(self) -> bool {
         use std::io::IsTerminal;
+        self.colour(|| std::io::stdout().is_terminal())
+    }
+
+    /// `Auto`: colour on a terminal (`is_terminal`) or where `CLICOLOR_FORCE` asks, unless
+    /// `NO_COLOR` is set.
+    fn colour(self, is_terminal: impl FnOnce() -> bool) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                !no_color(std::env::var_os("NO_COLOR"))
-                    && (std::io::stdout().is_terminal() || force_color())
+                !no_color(std::env::var_os("NO_COLOR")) && (is_terminal() || force_color())
             }
         }
     }

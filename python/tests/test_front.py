@@ -157,21 +157,18 @@ def test_inspect_gives_header_targets_and_bounds() -> None:
     assert info["agent_governance"] == {}
 
 
-GOVERNED_PACK = """\
-$schema: "https://promptpack.org/schema/v1.8.1/promptpack.schema.json"
-id: governed
-name: Governed
-version: 1.0.0
-template_engine: {version: v1, syntax: "{{variable}}"}
+GOVERNED_PACK = (
+    '$schema: "https://promptpack.org/schema/v1.8.1/promptpack.schema.json"\n'
+    + ONE_PROMPT_PACK
+    + """\
 metadata:
   governance: {intended_purpose: Answers., approved_environments: [staging]}
-prompts:
-  p: {id: p, name: P, version: 1.0.0, system_template: hi}
 agents:
   entry: p
   members:
     p: {governance: {autonomy_level: suggests}}
 """
+)
 
 
 def test_inspect_gives_the_pack_and_member_governance() -> None:
