@@ -199,6 +199,14 @@ impl Summary {
     pub fn failed(&self) -> u64 {
         self.failures.values().sum()
     }
+
+    /// Whether some row failed for a reason a rerun may not have (a kind other than
+    /// [`RowError::is_own_kind`]): what `--retry-failed` is for.
+    pub fn has_retryable_failures(&self) -> bool {
+        self.failures
+            .keys()
+            .any(|kind| !RowError::is_own_kind(kind))
+    }
 }
 
 /// Why a batch stopped before its last row.

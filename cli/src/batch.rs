@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use packc_batch::{
-    BatchOptions, Engine, Identity, Input, InputFormat, Journal, RowError, Stop, Summary,
-};
+use packc_batch::{BatchOptions, Engine, Identity, Input, InputFormat, Journal, Stop, Summary};
 use packc_compiler::render::escape_control;
 use packc_vm::{Program, RunOptions, Target};
 use serde_json::{json, Value};
@@ -330,9 +328,8 @@ pub fn run(args: &BatchArgs) -> Result<ExitCode> {
     };
     // Every row this batch ran failed, for a reason a rerun may not have: no result at
     // all is no success.
-    let all_failed = summary.ran > 0
-        && summary.failed() == summary.ran
-        && summary.failures.keys().any(|k| !RowError::is_own_kind(k));
+    let all_failed =
+        summary.ran > 0 && summary.failed() == summary.ran && summary.has_retryable_failures();
     Ok(match &summary.stopped {
         None if all_failed && !interrupted.load(Ordering::SeqCst) => {
             eprintln!(
@@ -544,8 +541,7 @@ fn summary_text(s: &Summary, output: &Path, failed_earlier: u64, not_started: u6
     }
     text.push_str(&format!("; results in {}", output.display()));
     // Rows that failed for their own sake (not JSON, not the input schema's) fail again.
-    let retryable = s.failures.keys().any(|kind| !RowError::is_own_kind(kind));
-    if retryable || failed_earlier > 0 {
+    if s.has_retryable_failures() || failed_earlier > 0 {
         text.push_str("; --retry-failed runs the failed rows again");
     }
     text

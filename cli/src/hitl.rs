@@ -340,7 +340,7 @@ pub fn resume(args: &ResumeArgs) -> Result<ExitCode> {
         before,
         tokens: host.tokens(),
         script_used: match &host {
-            CallerHost::Scripted(script) => script.used().clone(),
+            CallerHost::Scripted(script) => script.used(),
             CallerHost::Live(_) => saved.answered.clone(),
         },
     };

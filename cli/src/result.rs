@@ -143,37 +143,33 @@ pub(crate) fn place_line(run: &packc_vm::Run) -> Option<String> {
     let (name, text) = SOURCE.get()?;
     let loaded = packc_compiler::load::load_str(text, &Default::default()).ok()?;
     let value = loaded.value();
-    let esc = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    let join = packc_compiler::diag::join;
     let (pointer, what) = match run.failed_step_in() {
         Some((comp, step)) => {
             let steps = value["compositions"][comp]["steps"].as_array()?;
             let is = |s: &serde_json::Value| s["id"].as_str() == Some(step);
-            let base = format!("/compositions/{}/steps", esc(comp));
+            let base = join("/compositions", &[comp, "steps"]);
             let pointer = steps.iter().enumerate().find_map(|(i, s)| {
+                let i = i.to_string();
                 if is(s) {
-                    return Some(format!("{base}/{i}"));
+                    return Some(join(&base, &[&i]));
                 }
                 let branches = s["branches"].as_array()?;
-                let j = branches.iter().position(is)?;
-                Some(format!("{base}/{i}/branches/{j}"))
+                let j = branches.iter().position(is)?.to_string();
+                Some(join(&base, &[&i, "branches", &j]))
             })?;
             (pointer, format!("step `{step}` of composition `{comp}`"))
         }
         None => {
             let state = run.workflow_state()?;
             (
-                format!("/workflow/states/{}", esc(state)),
+                join("/workflow/states", &[state]),
                 format!("state `{state}`"),
             )
         }
     };
     let at = loaded.spans.key_or_value(&pointer)?.start;
-    let before = text.get(..at)?;
-    let line = before.matches('\n').count() + 1;
-    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
-        .chars()
-        .count()
-        + 1;
+    let (line, column) = packc_compiler::render::TextIndex::new(text).line_col(at);
     Some(format!(
         "  --> {}:{line}:{column}: {}",
         escape_control(name),

@@ -213,7 +213,7 @@ fn run_to_caller(args: &RunArgs, module: Module, live: bool) -> Result<ExitCode>
         before: 0,
         tokens: host.tokens(),
         script_used: match &host {
-            hitl::CallerHost::Scripted(script) => script.used().clone(),
+            hitl::CallerHost::Scripted(script) => script.used(),
             hitl::CallerHost::Live(_) => Default::default(),
         },
     };

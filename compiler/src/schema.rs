@@ -244,9 +244,7 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                     // the `Required` error names both, with the rename as its help. It
                     // names the first near miss only; a second one is reported here.
                     let linked = meant.filter(|m| m.missing).is_some_and(|m| {
-                        misspelt
-                            .iter()
-                            .find(|x| x.at == path && x.meant == m.meant)
+                        linked_misspelling(&misspelt, path, m.meant)
                             .is_some_and(|first| first.name == *name)
                     });
                     if linked && later_level_defining(path, name, level).is_none() {
@@ -280,7 +278,7 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
                     format!("missing required member `{name}`"),
                 )
                 .at(path);
-                d = match misspelt.iter().find(|m| m.at == path && m.meant == name) {
+                d = match linked_misspelling(&misspelt, path, name) {
                     Some(m) => d
                         .also(
                             join(path, &[m.name.as_str()]),
@@ -304,6 +302,16 @@ pub fn validate_at(pack: &Node<'_>, over: Option<SpecLevel>, out: &mut Vec<Diagn
             }
         }
     }
+}
+
+/// The near miss of `meant` in the object at `at` that its `Required` error names: the
+/// first, when there are several.
+fn linked_misspelling<'m, 'e>(
+    misspelt: &'m [Misspelling<'e>],
+    at: &str,
+    meant: &str,
+) -> Option<&'m Misspelling<'e>> {
+    misspelt.iter().find(|m| m.at == at && m.meant == meant)
 }
 
 /// An unknown member that is a near miss of a member allowed where it stands.

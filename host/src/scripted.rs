@@ -17,10 +17,14 @@ pub struct ScriptedHost {
     extensions: BTreeMap<String, VecDeque<Value>>,
     clock: Vec<u64>,
     reads: usize,
-    /// Answers taken so far, by queue: `prompt NAME`, `tool NAME`, `guard NAME`,
-    /// `extension NAME` (see [`ScriptedHost::used`]).
-    used: BTreeMap<String, u64>,
+    /// The length of each queue of `prompts`, `tools`, `guards` and `extensions` when
+    /// the host was made: what a queue is shorter by now is what was used of it
+    /// ([`ScriptedHost::used`]), with no counting per call.
+    initial: [BTreeMap<String, usize>; 4],
 }
+
+/// The queues' kinds as [`ScriptedHost::used`] names them, in the order of `initial`.
+const KINDS: [&str; 4] = ["prompt", "tool", "guard", "extension"];
 
 impl ScriptedHost {
     /// A host answering from `spec`'s queues.
@@ -32,15 +36,36 @@ impl ScriptedHost {
             extensions: spec.extensions.clone(),
             clock: spec.clock.clone(),
             reads: 0,
-            used: BTreeMap::new(),
+            initial: [&spec.prompts, &spec.tools, &spec.guards, &spec.extensions]
+                .map(|queues| queues.iter().map(|(k, q)| (k.clone(), q.len())).collect()),
         }
+    }
+
+    /// The queues of each kind of [`KINDS`], in that order.
+    fn queues_mut(&mut self) -> [&mut BTreeMap<String, VecDeque<Value>>; 4] {
+        [
+            &mut self.prompts,
+            &mut self.tools,
+            &mut self.guards,
+            &mut self.extensions,
+        ]
     }
 
     /// The answers taken so far, by queue (`prompt NAME`, `tool NAME`, `guard NAME`,
     /// `extension NAME`), those of [`ScriptedHost::skip`] included: what a run continued
     /// later, from the same script, has used of it.
-    pub fn used(&self) -> &BTreeMap<String, u64> {
-        &self.used
+    pub fn used(&self) -> BTreeMap<String, u64> {
+        let queues = [&self.prompts, &self.tools, &self.guards, &self.extensions];
+        let mut out = BTreeMap::new();
+        for ((what, queues), initial) in KINDS.iter().zip(queues).zip(&self.initial) {
+            for (name, q) in queues {
+                let used = initial.get(name).map_or(0, |n| n.saturating_sub(q.len()));
+                if used > 0 {
+                    out.insert(format!("{what} {name}"), used as u64);
+                }
+            }
+        }
+        out
     }
 
     /// Drops the answers `used` (as [`ScriptedHost::used`] gives them) from the front of
@@ -51,18 +76,14 @@ impl ScriptedHost {
             let Some((what, name)) = queue.split_once(' ') else {
                 continue;
             };
-            let queues = match what {
-                "prompt" => &mut self.prompts,
-                "tool" => &mut self.tools,
-                "guard" => &mut self.guards,
-                "extension" => &mut self.extensions,
-                _ => continue,
+            let kind = KINDS.iter().position(|k| *k == what);
+            let Some(queues) = kind.and_then(|k| self.queues_mut().into_iter().nth(k)) else {
+                continue;
             };
             if let Some(q) = queues.get_mut(name) {
                 let n = usize::try_from(n).unwrap_or(usize::MAX).min(q.len());
                 q.drain(..n);
             }
-            *self.used.entry(queue.clone()).or_default() += n;
         }
     }
 }
@@ -93,10 +114,7 @@ impl Host for ScriptedHost {
             (None, None, None) => (&mut self.tools, "tool", call.tool().unwrap_or_default()),
         };
         match queues.get_mut(name).and_then(VecDeque::pop_front) {
-            Some(answer) => {
-                *self.used.entry(format!("{what} {name}")).or_default() += 1;
-                parse_answer(&answer)
-            }
+            Some(answer) => parse_answer(&answer),
             None => Answer::Error(format!("{NO_ANSWER} {what} {name}")),
         }
     }

@@ -258,7 +258,7 @@ fn wrong_type(wanted: Ty, got: Ty) -> String {
 
 /// "is 12 characters long, past the most (10)" / "is 3, below the least (5)".
 #[cold]
-fn out_of_bounds(verb: &str, x: f64, unit: &str, least: Option<f64>, most: Option<f64>) -> String {
+fn out_of_bounds(x: f64, unit: &str, least: Option<f64>, most: Option<f64>) -> String {
     let unit = if unit.is_empty() {
         String::new()
     } else {
@@ -271,9 +271,9 @@ fn out_of_bounds(verb: &str, x: f64, unit: &str, least: Option<f64>, most: Optio
         )
     };
     match (least, most) {
-        (Some(l), _) if x < l => format!("{verb} {}{unit}, below the least ({})", n(x), n(l)),
-        (_, Some(m)) => format!("{verb} {}{unit}, past the most ({})", n(x), n(m)),
-        _ => format!("{verb} {}{unit}, out of range", n(x)),
+        (Some(l), _) if x < l => format!("is {}{unit}, below the least ({})", n(x), n(l)),
+        (_, Some(m)) => format!("is {}{unit}, past the most ({})", n(x), n(m)),
+        _ => format!("is {}{unit}, out of range", n(x)),
     }
 }
 
@@ -315,7 +315,6 @@ fn check(
         let len = s.chars().count() as u64;
         if rules.min_length.is_some_and(|m| len < m) || rules.max_length.is_some_and(|m| len > m) {
             return Err(out_of_bounds(
-                "is",
                 len as f64,
                 "characters long",
                 rules.min_length.map(|m| m as f64),
@@ -325,7 +324,7 @@ fn check(
     }
     if let Some(x) = v.as_f64() {
         if rules.minimum.is_some_and(|m| x < m) || rules.maximum.is_some_and(|m| x > m) {
-            return Err(out_of_bounds("is", x, "", rules.minimum, rules.maximum));
+            return Err(out_of_bounds(x, "", rules.minimum, rules.maximum));
         }
     }
     if let Some(allowed) = &rules.allowed {

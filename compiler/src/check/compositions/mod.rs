@@ -21,6 +21,7 @@ use crate::members::entries;
 use super::{did_you_mean, is_ident, Cx};
 use crate::diag::{At, DiagKind, Diagnostic};
 use crate::paths::OpenError;
+use crate::syntax::reference::{lex_binding, Lexing};
 use crate::vocab::{is_extension_kind, Kind, STEP_MEMBERS};
 use order::{check_bindings, check_depends_on, Comp, Step};
 use shape::{expect_array, expect_object, expect_str, optional_str, schema, What};
@@ -265,13 +266,11 @@ fn check_input_holds_variables(cx: &mut Cx<'_, '_>, obj: &Obj, ptr: &At<'_>) {
     let missing: Vec<&str> = match input {
         // The composition's input, or one reference: its shape is known only at run time.
         None => return,
-        Some(Node::String(s)) => {
-            let s = s.as_str().trim();
-            if s.starts_with("${") && s.ends_with('}') && s.matches("${").count() == 1 {
-                return;
-            }
-            required.clone()
-        }
+        // One reference alone may be an object; a malformed binding is reported as such.
+        Some(Node::String(s)) => match lex_binding(s.as_str()) {
+            Ok(Lexing::Whole(_)) | Err(_) => return,
+            Ok(_) => required.clone(),
+        },
         Some(Node::Object(o)) => required
             .iter()
             .copied()

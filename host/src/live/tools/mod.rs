@@ -252,10 +252,9 @@ fn parse_section(
     section: &serde_json::Map<String, Value>,
     dir: &Path,
 ) -> Result<BTreeMap<String, Binding>, (BindingsError, String)> {
-    use crate::case_format::escape;
     let mut out = BTreeMap::new();
     for (key, b) in section {
-        let binding = format!("/{name}/{}", escape(key));
+        let binding = packc_compiler::diag::join("", &[name, key]);
         let fail = |member: Option<&str>, m: &str| {
             let error = BindingsError::Binding {
                 section: name.to_owned(),
@@ -263,7 +262,7 @@ fn parse_section(
                 problem: m.to_owned(),
             };
             let pointer = match member {
-                Some(member) => format!("{binding}/{}", escape(member)),
+                Some(member) => packc_compiler::diag::join(&binding, &[member]),
                 None => binding.clone(),
             };
             (error, pointer)
